@@ -1,0 +1,62 @@
+"""The one exception tree of the core; the API maps it to HTTP statuses in one place.
+
+    DocsError
+    ├── ConfigurationError      invalid app settings, raised at start-up, names the key
+    ├── InvalidRequestError     caller input the service refuses (400)
+    ├── ResolutionError         a location that did not resolve or fetch; carries the Resolution
+    └── ProviderError           a provider could not do its work (the chain logs it and moves on)
+        ├── SiteUnavailableError   a site's index could not be loaded
+        └── OriginError            a request to the documentation origin failed or was refused
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shared.models import Resolution
+
+
+class DocsError(Exception):
+    """Base of every error the core raises on purpose."""
+
+
+class ConfigurationError(DocsError):
+    """App settings are invalid; the message names the offending key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+class InvalidRequestError(DocsError):
+    """Caller input that the service refuses with a clear reason."""
+
+
+class ResolutionError(DocsError):
+    """A location did not resolve to a fetchable page; the resolution says why."""
+
+    def __init__(self, resolution: Resolution) -> None:
+        super().__init__(resolution.detail)
+        self.resolution = resolution
+
+
+class ProviderError(DocsError):
+    """A provider failed; the chain logs it and tries the next one."""
+
+
+class SiteUnavailableError(ProviderError):
+    """A site's search index could not be loaded (unpublished, unreachable, malformed or empty)."""
+
+    def __init__(self, site: str, reason: str) -> None:
+        super().__init__(f"site {site!r} is unavailable: {reason}")
+        self.site = site
+        self.reason = reason
+
+
+class OriginError(ProviderError):
+    """A request to the documentation origin failed, was too large, or would have left the origin."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

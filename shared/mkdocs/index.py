@@ -1,0 +1,131 @@
+"""Parse a site's `search_index.json` into entries and canonical pages (pure, no I/O)."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+_TAG = re.compile(r"<[^>]*>")
+_BLOCK_TAG = re.compile(r"</?(?:p|div|li|ul|ol|pre|h[1-6]|tr|td|th|table|br|blockquote|dt|dd)\b[^>]*>", re.I)
+
+
+class IndexFormatError(ValueError):
+    """The document is not a usable MkDocs search index (malformed or without entries)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One entry of the index: a page (`anchor` is None) or one of its sections."""
+
+    location: str
+    page: str
+    anchor: str | None
+    title: str
+    page_title: str
+    text: str
+    boost: float
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A canonical page: the first entry seen for a page path wins."""
+
+    path: str
+    title: str
+
+    @property
+    def key(self) -> str:
+        return page_key(self.path)
+
+    @property
+    def leaf(self) -> str:
+        return self.key.rsplit("/", 1)[-1]
+
+
+@dataclass(slots=True)
+class SiteIndex:
+    """A loaded site: its entries in index order and lookups over its canonical pages."""
+
+    site: str
+    entries: list[IndexEntry]
+    pages: list[Page]
+    by_key: dict[str, list[Page]] = field(default_factory=dict)
+    by_leaf: dict[str, list[Page]] = field(default_factory=dict)
+    top_dirs: frozenset[str] = frozenset()
+
+    @classmethod
+    def build(cls, site: str, entries: list[IndexEntry]) -> SiteIndex:
+        pages: dict[str, Page] = {}
+        for entry in entries:
+            if entry.page not in pages:
+                pages[entry.page] = Page(entry.page, entry.page_title)
+        index = cls(site, entries, list(pages.values()))
+        for page in index.pages:
+            index.by_key.setdefault(page.key.lower(), []).append(page)
+            if page.key:
+                index.by_leaf.setdefault(page.leaf.lower(), []).append(page)
+        index.top_dirs = frozenset(key.split("/", 1)[0] for key in index.by_key if key)
+        return index
+
+
+def page_key(path: str) -> str:
+    """A page path as resolution compares it: surrounding slashes trimmed."""
+    return path.strip("/")
+
+
+def html_to_text(fragment: str) -> str:
+    """Plain text of an index entry's HTML, with block boundaries kept as spaces."""
+    if "<" not in fragment and "&" not in fragment:
+        return fragment
+    return html.unescape(_TAG.sub("", _BLOCK_TAG.sub(" ", fragment)))
+
+
+def clamp_boost(value: object) -> float:
+    """The per-page `boost`; NaN, negative or unparsable values clamp to 0, absent means 1."""
+    if value is None:
+        return 1.0
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return number if number >= 0 and not math.isnan(number) else 0.0
+
+
+def parse_index(site: str, payload: bytes | str) -> SiteIndex:
+    """Parse the published JSON; raises IndexFormatError when it is malformed or has no entries."""
+    try:
+        document = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IndexFormatError(f"not JSON: {exc}") from None
+    docs = document.get("docs") if isinstance(document, dict) else None
+    if not isinstance(docs, list):
+        raise IndexFormatError("no 'docs' list")
+    entries = list(_entries(docs))
+    if not entries:
+        raise IndexFormatError("the index has no entries")
+    return SiteIndex.build(site, entries)
+
+
+def _entries(docs: Iterable[object]) -> Iterable[IndexEntry]:
+    page_titles: dict[str, str] = {}
+    for raw in docs:
+        if not isinstance(raw, dict) or not isinstance(raw.get("location"), str):
+            continue
+        location: str = raw["location"].strip()
+        page, sep, anchor = location.partition("#")
+        title = html_to_text(str(raw.get("title") or "")).strip()
+        if not sep:
+            page_titles.setdefault(page, title)
+        yield IndexEntry(
+            location=location,
+            page=page,
+            anchor=anchor if sep else None,
+            title=title,
+            page_title=page_titles.get(page, title),
+            text=html_to_text(str(raw.get("text") or "")),
+            boost=clamp_boost(raw.get("boost")),
+        )

@@ -1,0 +1,263 @@
+"""The only reader of the environment: app settings parsed and validated once, at start-up.
+
+Keys follow the spec's `Forge:Documentation:<Key>` in app-setting form (`:` becomes `__`), for example
+`Forge__Documentation__Origin`. Matching is case-insensitive, like the Functions host's configuration.
+Lists accept a comma-separated value or the indexed form `Key__0`, `Key__1`, ...
+"""
+
+from __future__ import annotations
+
+import json
+from contextvars import ContextVar
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from shared.errors import ConfigurationError
+
+PREFIX = "Forge__Documentation__"
+DEFAULT_SITES = ("forge", "cloud-foundations", "iac-azure-modules", "iac-okta-modules", "iac-aws-modules")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_RAW_PLACEHOLDERS = {"base", "path", "site", "origin"}
+_ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("environ", default=None)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+
+class CacheSettings(_Section):
+    """`Forge__Documentation__Cache__*`: where the shared index cache lives."""
+
+    container: str = Field("docs-index-cache", alias="Container")
+    connection_string: SecretStr | None = Field(None, alias="ConnectionString")
+    blob_service_uri: str | None = Field(None, alias="BlobServiceUri")
+    check_interval_seconds: float = Field(60.0, alias="CheckIntervalSeconds", ge=0)
+    """How often a warm instance asks the store whether a newer copy of a loaded index exists."""
+
+    @field_validator("container")
+    @classmethod
+    def _container_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]", value):
+            raise ValueError("must be a valid blob container name (3-63 lowercase letters, digits, hyphens)")
+        return value
+
+
+class WarmupSettings(_Section):
+    """`Forge__Documentation__Warmup__*`: the scheduled cache refresh."""
+
+    schedule: str = Field("0 */30 * * * *", alias="Schedule")
+
+
+class SearchSettings(_Section):
+    """`Forge__Documentation__Search__*`: ranking knobs of the MkDocs provider."""
+
+    min_score: float = Field(0.0, alias="MinScore", ge=0)
+    """Relevance floor: results scoring below it are dropped, so an off-topic query returns nothing."""
+
+
+class DocumentationSettings(BaseSettings):
+    """Every setting the service reads. Built once at the edge and passed down."""
+
+    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    origin: str = Field("https://docs.saif.com", alias="Origin")
+    default_site: str = Field("forge", alias="DefaultSite")
+    sites: tuple[str, ...] = Field(DEFAULT_SITES, alias="Sites")
+    search_index_path: str = Field("/search/search_index.json", alias="SearchIndexPath")
+    cache_file_name_template: str = Field("{site}-docs-search-index.json", alias="CacheFileNameTemplate")
+    cache_duration_hours: float = Field(1.0, alias="CacheDurationHours")
+    raw_markdown_url_pattern: str | None = Field("{base}/{path}.md", alias="RawMarkdownUrlPattern")
+    search_index_overrides: dict[str, str] = Field(default_factory=dict, alias="SearchIndexOverrides")
+    cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")  # type: ignore[arg-type]
+    warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")  # type: ignore[arg-type]
+    search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")  # type: ignore[arg-type]
+    host_storage: SecretStr | None = Field(None, alias="AzureWebJobsStorage")
+    host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, **_: PydanticBaseSettingsSource
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, AppSettingsSource(settings_cls))
+
+    @field_validator("origin")
+    @classmethod
+    def _origin(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an absolute http(s) URL such as https://docs.example.com")
+        if parts.query or parts.fragment:
+            raise ValueError("must not carry a query or fragment")
+        return value
+
+    @field_validator("sites", mode="before")
+    @classmethod
+    def _sites(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(value.split(","))
+        if isinstance(value, Mapping):
+            try:
+                return tuple(value[k] for k in sorted(value, key=int))
+            except ValueError:
+                raise ValueError("indexed entries must be numbered Sites__0, Sites__1, ...") from None
+        return value
+
+    @field_validator("search_index_overrides", mode="before")
+    @classmethod
+    def _overrides(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                return {}
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be a JSON object mapping a site to its index path: {exc.msg}") from None
+            if not isinstance(value, dict):
+                raise ValueError("must be a JSON object mapping a site to its index path")
+        return value
+
+    @field_validator("cache_duration_hours")
+    @classmethod
+    def _duration(cls, value: float) -> float:
+        return value if value > 0 else 1.0
+
+    @field_validator("raw_markdown_url_pattern")
+    @classmethod
+    def _raw_pattern(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        unknown = set(_PLACEHOLDER.findall(value)) - _RAW_PLACEHOLDERS
+        if unknown:
+            raise ValueError(f"unknown placeholder(s) {sorted(unknown)}; use {{base}}, {{path}}, {{site}}, {{origin}}")
+        return value.strip()
+
+    @field_validator("search_index_path")
+    @classmethod
+    def _index_path(cls, value: str) -> str:
+        value = value.strip()
+        if not value or "://" in value or value.startswith("//") or ".." in value.split("/"):
+            raise ValueError("must be a path relative to the site's base URL, such as /search/search_index.json")
+        return "/" + value.lstrip("/")
+
+    @model_validator(mode="after")
+    def _derive(self) -> DocumentationSettings:
+        default = self.default_site.strip().strip("/")
+        if not default:
+            raise ValueError("DefaultSite must not be blank")
+        seen: dict[str, str] = {}
+        for name in (default, *self.sites):
+            name = name.strip().strip("/")
+            if name and name.lower() not in seen:
+                if "/" in name or "#" in name or "?" in name:
+                    raise ValueError(f"Sites: {name!r} is not a site name (no '/', '#' or '?')")
+                seen[name.lower()] = name
+        object.__setattr__(self, "default_site", default)
+        object.__setattr__(self, "sites", tuple(seen.values()))
+        overrides: dict[str, str] = {}
+        for site, target in self.search_index_overrides.items():
+            canonical = seen.get(str(site).strip().lower())
+            if canonical is None:
+                raise ValueError(f"SearchIndexOverrides: {site!r} is not a configured site")
+            overrides[canonical] = self._same_origin(str(target), site)
+        object.__setattr__(self, "search_index_overrides", overrides)
+        return self
+
+    def _same_origin(self, target: str, site: str) -> str:
+        target = target.strip()
+        if "://" in target:
+            if not target.startswith(self.origin + "/"):
+                raise ValueError(f"SearchIndexOverrides: {site!r} points outside the origin {self.origin}")
+            target = target[len(self.origin) :]
+        if target.startswith("//") or ".." in target.split("/") or not target.strip("/"):
+            raise ValueError(f"SearchIndexOverrides: {site!r} must be a path under the origin")
+        return "/" + target.lstrip("/")
+
+    def base_url(self, site: str) -> str:
+        """A site's base URL: `{Origin}/{site}`; there are no per-site base URLs."""
+        return f"{self.origin}/{site}"
+
+    def index_url(self, site: str) -> str:
+        """Where a site's search index is published: the override, else `{base}{SearchIndexPath}`."""
+        override = self.search_index_overrides.get(site)
+        return self.origin + override if override else self.base_url(site) + self.search_index_path
+
+    def site_named(self, name: str) -> str | None:
+        """The configured site with this name, case-insensitively."""
+        lowered = name.lower()
+        return next((site for site in self.sites if site.lower() == lowered), None)
+
+
+class AppSettingsSource(PydanticBaseSettingsSource):
+    """Reads `Forge__Documentation__*` (nested on `__`, indexed lists) and the host's `AzureWebJobsStorage`."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self._environ = _ENVIRON.get() or os.environ
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # __call__ builds the whole tree at once
+
+    def __call__(self) -> dict[str, Any]:
+        tree: dict[str, Any] = {}
+        prefix = PREFIX.lower()
+        for key, value in self._environ.items():
+            lowered = key.lower()
+            if lowered.startswith(prefix):
+                _insert(tree, key[len(PREFIX) :].split("__"), value)
+            elif lowered == "azurewebjobsstorage":
+                tree["AzureWebJobsStorage"] = value
+            elif lowered == "azurewebjobsstorage__blobserviceuri":
+                tree["AzureWebJobsStorageBlobServiceUri"] = value
+        return _with_aliases(tree, self.settings_cls)
+
+
+def _insert(tree: dict[str, Any], path: list[str], value: str) -> None:
+    node = tree
+    for part in path[:-1]:
+        child = node.setdefault(part.lower(), {})
+        if not isinstance(child, dict):  # `Sites=a,b` and `Sites__0=c` together: the indexed form wins
+            child = node[part.lower()] = {}
+        node = child
+    leaf = path[-1].lower()
+    if not isinstance(node.get(leaf), dict):
+        node[leaf] = value
+
+
+def _with_aliases(tree: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """Map case-insensitive keys onto the model's aliases, recursing into nested sections."""
+    out: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        alias = field.alias or name
+        value = tree.get(alias.lower())
+        if value is None:
+            continue
+        annotation = field.annotation
+        if isinstance(value, dict) and isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            value = _with_aliases(value, annotation)
+        out[alias] = value
+    return out
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> DocumentationSettings:
+    """Build the settings from the environment, or fail with one message naming the key."""
+    try:
+        token = _ENVIRON.set(environ)
+        try:
+            return DocumentationSettings()
+        finally:
+            _ENVIRON.reset(token)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = PREFIX + "__".join(str(part) for part in error["loc"] if not isinstance(part, int))
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if not error["loc"]:
+            key, _, message = (PREFIX + message).partition(": ")
+        raise ConfigurationError(key, message) from None
