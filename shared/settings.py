@@ -8,10 +8,10 @@ Lists accept a comma-separated value or the indexed form `Key__0`, `Key__1`, ...
 from __future__ import annotations
 
 import json
-from contextvars import ContextVar
 import os
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -83,7 +83,10 @@ class DocumentationSettings(BaseSettings):
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, **_: PydanticBaseSettingsSource
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        **_: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, AppSettingsSource(settings_cls))
 

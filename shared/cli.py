@@ -1,0 +1,109 @@
+"""The command line: serve the API under uvicorn, or search, get, list and warm in-process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from shared.errors import ConfigurationError, DocsError, InvalidRequestError, ResolutionError
+from shared.models import Document, SearchResponse
+from shared.service import create_service
+from shared.settings import DocumentationSettings, load_settings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m shared", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the HTTP API under uvicorn")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "7071")))
+    serve.add_argument("--log-level", default="info")
+    search = commands.add_parser("search", help="search the documentation")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--site")
+    search.add_argument("--format", choices=("text", "json"), default="text")
+    get = commands.add_parser("get", help="fetch one page as Markdown")
+    get.add_argument("location")
+    get.add_argument("--format", choices=("text", "json"), default="text")
+    listing = commands.add_parser("list", help="list pages (at most 25, interleaved across sites)")
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+    commands.add_parser("warm", help="refresh every site's cached index once")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load_settings()
+    except ConfigurationError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "serve":
+        return _serve(settings, args.host, args.port, args.log_level)
+    return asyncio.run(_run(settings, args))
+
+
+def _serve(settings: DocumentationSettings, host: str, port: int, log_level: str) -> int:
+    import uvicorn
+
+    from shared.api import create_app
+
+    logging.getLogger("shared").setLevel(log_level.upper())
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, access_log=False)
+    return EXIT_OK
+
+
+async def _run(settings: DocumentationSettings, args: argparse.Namespace) -> int:
+    from shared.warm import warm_all
+
+    async with create_service(settings) as service:
+        try:
+            if args.command == "warm":
+                report = await warm_all(settings, service.store)
+                print(json.dumps(report, indent=2))
+                return EXIT_OK if all(item["outcome"] != "failed" for item in report.values()) else EXIT_FAILED
+            if args.command in ("search", "list"):
+                query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)
+                _print_search(await service.search(query, limit=limit, site=getattr(args, "site", None)), args.format)
+                return EXIT_OK
+            _print_document(await service.get(args.location), args.format)
+            return EXIT_OK
+        except InvalidRequestError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except ResolutionError as exc:
+            resolution = exc.resolution.model_dump(mode="json", by_alias=True)
+            if args.format == "json":
+                error = {"code": exc.resolution.reason.value, "message": exc.resolution.detail}
+                print(json.dumps({"error": error, "resolution": resolution}, indent=2))
+            else:
+                print(f"{exc.resolution.reason.value}: {exc.resolution.detail}", file=sys.stderr)
+                for candidate in exc.resolution.candidates:
+                    print(f"  candidate: {candidate}", file=sys.stderr)
+            return EXIT_FAILED
+        except DocsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+
+
+def _print_search(response: SearchResponse, fmt: str) -> None:
+    if fmt == "json":
+        print(response.model_dump_json(by_alias=True, indent=2))
+        return
+    for rank, result in enumerate(response.results, 1):
+        print(f"{rank:2}. {result.location}  ({result.score:g})\n    {result.title}\n    {result.preview_text}")
+    if not response.results:
+        print("no results", file=sys.stderr)
+
+
+def _print_document(document: Document, fmt: str) -> None:
+    print(document.model_dump_json(by_alias=True, indent=2) if fmt == "json" else document.content)

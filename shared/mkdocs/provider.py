@@ -1,0 +1,173 @@
+"""The MkDocs provider: lexical search over every site's published index, and page fetch as Markdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from itertools import chain, zip_longest
+
+from shared.errors import InvalidRequestError, OriginError, ResolutionError
+from shared.fetch import OriginClient
+from shared.mkdocs.convert import html_to_markdown, looks_like_html
+from shared.mkdocs.index import IndexEntry, Page, page_key
+from shared.mkdocs.ranking import RankedHit
+from shared.mkdocs.resolution import Resolver, qualify
+from shared.mkdocs.sites import LoadedSite, SiteRegistry
+from shared.models import Document, Reason, Rule, SearchResult
+from shared.preview import make_preview
+from shared.settings import DocumentationSettings
+
+log = logging.getLogger(__name__)
+
+LISTING_QUERY = "*"
+
+
+class MkDocsProvider:
+    """Search and fetch over the MkDocs sites published under one origin."""
+
+    name = "mkdocs"
+    order = 100
+    supports_fetch = True
+
+    def __init__(self, settings: DocumentationSettings, client: OriginClient, registry: SiteRegistry) -> None:
+        self._settings = settings
+        self._client = client
+        self._registry = registry
+        self._resolver = Resolver(settings.sites, settings.default_site, registry.index)
+
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+        loaded = await self._load_sites(site)
+        if query.strip() == LISTING_QUERY:
+            return self._listing(loaded, limit)
+        hits = [(entry, hit) for entry in loaded for hit in entry.ranker.search(query, limit)]
+        hits = [pair for pair in hits if pair[1].score >= self._settings.search.min_score]
+        hits.sort(key=lambda pair: pair[1].score, reverse=True)
+        return [self._result(loaded_site.index.site, hit, query) for loaded_site, hit in hits[:limit]]
+
+    async def _load_sites(self, site: str | None) -> list[LoadedSite]:
+        if site is not None:
+            named = self._settings.site_named(site)
+            if named is None:
+                raise InvalidRequestError(f"site must be one of: {', '.join(self._settings.sites)}")
+            sites: tuple[str, ...] = (named,)
+        else:
+            sites = self._settings.sites
+        loaded = await asyncio.gather(*(self._registry.get(name) for name in sites))
+        return [entry for entry in loaded if entry is not None]
+
+    def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
+        per_site = [[(entry.index.site, page) for page in entry.ranker.listing()] for entry in loaded]
+        interleaved = [pair for pair in chain.from_iterable(zip_longest(*per_site)) if pair is not None]
+        return [self._listed(site, page) for site, page in interleaved[:limit]]
+
+    def _listed(self, site: str, entry: IndexEntry) -> SearchResult:
+        return SearchResult(
+            location=self._location(site, entry.location),
+            title=entry.title,
+            url=self._url(site, entry.location),
+            site=site,
+            preview_text=make_preview(entry.text, ""),
+            score=1.0,
+            provider=self.name,
+            page_title=entry.page_title,
+            breadcrumb=[entry.page_title],
+        )
+
+    def _result(self, site: str, hit: RankedHit, query: str) -> SearchResult:
+        entry = hit.entry
+        return SearchResult(
+            location=self._location(site, entry.location),
+            title=entry.title,
+            url=self._url(site, entry.location),
+            site=site,
+            preview_text=make_preview(hit.preview_source, query),
+            score=round(hit.score, 4),
+            provider=self.name,
+            page_title=entry.page_title,
+            breadcrumb=list(hit.breadcrumb),
+        )
+
+    def _location(self, site: str, location: str) -> str:
+        """Bare for the default site; `{site}/{path}` elsewhere, a site root being the bare site name."""
+        return location if site == self._settings.default_site else qualify(site, location)
+
+    def _url(self, site: str, location: str) -> str:
+        return f"{self._settings.base_url(site)}/{location}"
+
+    async def get(self, location: str) -> Document:
+        resolution = await self._resolver.resolve(location)
+        if not resolution.resolved:
+            raise ResolutionError(resolution)
+        site, path = resolution.site or "", resolution.location or ""
+        if resolution.rule is not Rule.EXACT:
+            log.info(
+                "location of length %d resolved in site %s to %s by rule %s",
+                len(location),
+                site,
+                path,
+                resolution.rule.value,
+            )
+        url = self._url(site, path)
+        markdown = await self._fetch_markdown(site, Page(path, ""), url)
+        if not markdown.strip():
+            failed = resolution.model_copy(
+                update={"reason": Reason.FETCH_FAILED, "detail": "neither raw Markdown nor the HTML page had content"}
+            )
+            raise ResolutionError(failed)
+        return Document(
+            requested_location=location,
+            location=self._location(site, path),
+            site=site,
+            url=url,
+            provider=self.name,
+            content=with_front_matter(markdown, source=url, site=site, retrieved=datetime.now(UTC)),
+            resolution=resolution,
+        )
+
+    async def _fetch_markdown(self, site: str, page: Page, html_url: str) -> str:
+        scope = self._settings.base_url(site) + "/"
+        raw_url = self._raw_url(site, page)
+        if raw_url is not None:
+            try:
+                # The pattern is configuration and may point anywhere under the origin, not only under the site.
+                response = await self._client.get(raw_url, scope=self._settings.origin)
+                text = response.text()
+                if response.status == 200 and text.strip() and not looks_like_html(text, response.content_type):
+                    return text
+            except OriginError as exc:
+                log.info("raw Markdown unavailable for site %s (%s); converting the HTML page", site, exc)
+        try:
+            response = await self._client.get(html_url, scope=scope)
+        except OriginError as exc:
+            log.warning("page fetch failed for site %s: %s", site, exc)
+            return ""
+        return html_to_markdown(response.text()) if response.status == 200 else ""
+
+    def _raw_url(self, site: str, page: Page) -> str | None:
+        pattern = self._settings.raw_markdown_url_pattern
+        if pattern is None:
+            return None
+        values = {
+            "base": self._settings.base_url(site),
+            "path": page_key(page.path) or "index",
+            "site": site,
+            "origin": self._settings.origin,
+        }
+        for name, value in values.items():
+            pattern = pattern.replace("{" + name + "}", value)
+        return pattern
+
+    def health(self) -> dict[str, dict[str, object]]:
+        return self._registry.health()
+
+
+def with_front_matter(markdown: str, *, source: str, site: str, retrieved: datetime) -> str:
+    """Prefix `source`, `site` and `retrieved`, merged into the page's own front matter when it has one."""
+    ours = f"source: {source}\nsite: {site}\nretrieved: {retrieved.strftime('%Y-%m-%dT%H:%M:%SZ')}\n"
+    body = markdown.lstrip("\ufeff")
+    if body.startswith("---\n"):
+        end = body.find("\n---", 4)
+        if end != -1:
+            return "---\n" + ours + body[4:]
+    return f"---\n{ours}---\n\n{body}"

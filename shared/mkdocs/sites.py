@@ -1,0 +1,211 @@
+"""Each site's index, loaded lazily behind its own gate, from the shared cache or the origin.
+
+A site loads on first use: a cached copy younger than CacheDurationHours is used without touching the origin;
+otherwise the origin's copy is fetched, validated and written back; when the origin fails, a stale copy is the
+fallback. A site that cannot load is failed for the process lifetime. A loaded site re-checks the store's version
+at most every `check_interval` seconds and swaps in a newer copy whole, so no request sees a half-built index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from shared.cache import CachedIndex, IndexStore
+from shared.errors import OriginError, SiteUnavailableError
+from shared.fetch import MAX_INDEX_BYTES, OriginClient
+from shared.mkdocs.index import IndexFormatError, SiteIndex, parse_index
+from shared.mkdocs.ranking import Ranker
+from shared.settings import DocumentationSettings
+
+log = logging.getLogger(__name__)
+
+
+class SiteState(StrEnum):
+    NOT_LOADED = "not_loaded"
+    LOADED = "loaded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSite:
+    """An index and its ranker, built together and swapped together."""
+
+    index: SiteIndex
+    ranker: Ranker
+    version: str | None
+    source: str
+    fetched_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedIndex:
+    """A validated copy of a site's index straight from the origin."""
+
+    entry: CachedIndex
+    index: SiteIndex
+
+
+def build_site(site: str, entry: CachedIndex, source: str, index: SiteIndex | None = None) -> LoadedSite:
+    index = index or parse_index(site, entry.payload)
+    return LoadedSite(index, Ranker.build(index), entry.version, source, entry.fetched_at)
+
+
+async def fetch_index(
+    client: OriginClient, settings: DocumentationSettings, site: str, *, conditional: CachedIndex | None = None
+) -> FetchedIndex | None:
+    """GET the site's published index; None on 304 (only when `conditional` is given). Raises on failure."""
+    headers: dict[str, str] = {}
+    if conditional is not None:
+        if conditional.origin_etag:
+            headers["If-None-Match"] = conditional.origin_etag
+        if conditional.origin_last_modified:
+            headers["If-Modified-Since"] = conditional.origin_last_modified
+    response = await client.get(settings.index_url(site), max_bytes=MAX_INDEX_BYTES, headers=headers)
+    if response.status == 304 and conditional is not None:
+        return None
+    if response.status != 200:
+        raise OriginError(f"index request answered HTTP {response.status}", status=response.status)
+    index = parse_index(site, response.body)
+    entry = CachedIndex(response.body, datetime.now(UTC), response.etag, response.last_modified)
+    return FetchedIndex(entry, index)
+
+
+class SiteRegistry:
+    """Per-site load state for one process: gates, loaded indexes, failures."""
+
+    def __init__(
+        self,
+        settings: DocumentationSettings,
+        client: OriginClient,
+        store: IndexStore,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._settings = settings
+        self._client = client
+        self._store = store
+        self._clock = clock
+        self._gates = {site: asyncio.Lock() for site in settings.sites}
+        self._loaded: dict[str, LoadedSite] = {}
+        self._checked: dict[str, float] = {}
+        self._failed: dict[str, str] = {}
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        return self._settings.sites
+
+    async def get(self, site: str) -> LoadedSite | None:
+        """The site's loaded index, loading it on first use; None when the site failed to load."""
+        if site in self._failed:
+            return None
+        loaded = self._loaded.get(site)
+        if loaded is not None and not self._check_due(site):
+            return loaded
+        async with self._gates[site]:
+            if site in self._failed:
+                return None
+            current = self._loaded.get(site)
+            if current is None:
+                return await self._first_load(site)
+            if self._check_due(site):
+                await self._refresh(site, current)
+            return self._loaded[site]
+
+    def _check_due(self, site: str) -> bool:
+        return self._clock() - self._checked.get(site, 0.0) >= self._settings.cache.check_interval_seconds
+
+    async def index(self, site: str) -> SiteIndex | None:
+        loaded = await self.get(site)
+        return loaded.index if loaded else None
+
+    async def _first_load(self, site: str) -> LoadedSite | None:
+        try:
+            loaded = await self._load(site)
+        except SiteUnavailableError as exc:
+            self._failed[site] = exc.reason
+            log.debug("site %s failed to load and is skipped: %s", site, exc.reason)
+            return None
+        self._install(site, loaded)
+        return loaded
+
+    def _install(self, site: str, loaded: LoadedSite) -> None:
+        self._loaded[site] = loaded
+        self._checked[site] = self._clock()
+
+    async def _load(self, site: str) -> LoadedSite:
+        cached = await self._read_cache(site)
+        if cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
+            usable = _try_build(site, cached, "cache")
+            if usable is not None:
+                return usable
+        try:
+            fetched = await fetch_index(self._client, self._settings, site)
+        except (OriginError, IndexFormatError) as exc:
+            stale = _try_build(site, cached, "stale-cache") if cached is not None else None
+            if stale is not None:
+                log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)
+                return stale
+            raise SiteUnavailableError(site, str(exc)) from exc
+        assert fetched is not None
+        version = await self._write_back(site, fetched.entry, cached)
+        return replace(build_site(site, fetched.entry, "origin", fetched.index), version=version)
+
+    async def _read_cache(self, site: str) -> CachedIndex | None:
+        try:
+            return await self._store.read(site)
+        except Exception as exc:  # a broken store degrades to the origin, never to a 500
+            log.info("site %s: index cache unreadable (%s); using the origin", site, type(exc).__name__)
+            return None
+
+    async def _write_back(self, site: str, entry: CachedIndex, cached: CachedIndex | None) -> str | None:
+        try:
+            return await self._store.write(site, entry, expected_version=cached.version if cached else None)
+        except Exception as exc:
+            log.info("site %s: could not write the index cache (%s)", site, type(exc).__name__)
+            return None
+
+    async def _refresh(self, site: str, current: LoadedSite) -> None:
+        self._checked[site] = self._clock()
+        try:
+            version = await self._store.version(site)
+            if version is None or version == current.version:
+                return
+            cached = await self._store.read(site)
+        except Exception as exc:
+            log.info("site %s: cache check failed (%s); keeping the loaded index", site, type(exc).__name__)
+            return
+        fresh = _try_build(site, cached, "cache") if cached is not None else None
+        if fresh is not None and fresh.fetched_at >= current.fetched_at:
+            self._install(site, fresh)
+
+    def health(self) -> dict[str, dict[str, object]]:
+        """Per-site state without loading anything."""
+        report: dict[str, dict[str, object]] = {}
+        for site in self._settings.sites:
+            if site in self._failed:
+                report[site] = {"state": SiteState.FAILED, "reason": self._failed[site]}
+            elif (loaded := self._loaded.get(site)) is not None:
+                report[site] = {
+                    "state": SiteState.LOADED,
+                    "source": loaded.source,
+                    "entries": len(loaded.index.entries),
+                    "pages": len(loaded.index.pages),
+                    "fetchedAt": loaded.fetched_at.isoformat(),
+                }
+            else:
+                report[site] = {"state": SiteState.NOT_LOADED}
+        return report
+
+
+def _try_build(site: str, cached: CachedIndex, source: str) -> LoadedSite | None:
+    try:
+        return build_site(site, cached, source)
+    except IndexFormatError as exc:
+        log.info("site %s: cached index is unusable (%s); ignoring it", site, exc)
+        return None
