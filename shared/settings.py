@@ -25,6 +25,7 @@ PREFIX = "Forge__Documentation__"
 DEFAULT_SITES = ("forge", "cloud-foundations", "iac-azure-modules", "iac-okta-modules", "iac-aws-modules")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _RAW_PLACEHOLDERS = {"base", "path", "site", "origin"}
+_EMPTY_IS_MEANINGFUL = {"rawmarkdownurlpattern"}
 _ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("environ", default=None)
 
 
@@ -214,7 +215,10 @@ class AppSettingsSource(PydanticBaseSettingsSource):
         for key, value in self._environ.items():
             lowered = key.lower()
             if lowered.startswith(prefix):
-                _insert(tree, key[len(PREFIX) :].split("__"), value)
+                path = key[len(PREFIX) :].split("__")
+                # An empty app setting means "unset", except where the spec gives empty a meaning.
+                if value.strip() or path[-1].lower() in _EMPTY_IS_MEANINGFUL:
+                    _insert(tree, path, value)
             elif lowered == "azurewebjobsstorage":
                 tree["AzureWebJobsStorage"] = value
             elif lowered == "azurewebjobsstorage__blobserviceuri":

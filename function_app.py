@@ -1,0 +1,26 @@
+"""Azure Functions entry point: the ASGI app as one HTTP function, and the timer that keeps index caches warm."""
+
+from __future__ import annotations
+
+import logging
+
+import azure.functions as func
+
+from shared.api import create_app
+from shared.service import create_service
+from shared.settings import load_settings
+from shared.warm import warm_all
+
+settings = load_settings()
+api = create_app(settings)
+app = func.AsgiFunctionApp(app=api, http_auth_level=func.AuthLevel.FUNCTION)
+
+
+@app.function_name(name="warm_index_caches")
+@app.timer_trigger(schedule=settings.warmup.schedule, arg_name="timer", run_on_startup=False, use_monitor=True)
+async def warm_index_caches(timer: func.TimerRequest) -> None:
+    """Refresh every site's cached index from the origin (conditional GETs), so instances share fresh copies."""
+    if timer.past_due:
+        logging.getLogger(__name__).info("warm-up timer is past due; running now")
+    async with create_service(settings) as service:
+        await warm_all(settings, service.store)
