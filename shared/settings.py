@@ -220,9 +220,9 @@ class AppSettingsSource(PydanticBaseSettingsSource):
                 if value.strip() or path[-1].lower() in _EMPTY_IS_MEANINGFUL:
                     _insert(tree, path, value)
             elif lowered == "azurewebjobsstorage":
-                tree["AzureWebJobsStorage"] = value
+                tree["azurewebjobsstorage"] = value
             elif lowered == "azurewebjobsstorage__blobserviceuri":
-                tree["AzureWebJobsStorageBlobServiceUri"] = value
+                tree["azurewebjobsstorageblobserviceuri"] = value
         return _with_aliases(tree, self.settings_cls)
 
 

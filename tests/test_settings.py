@@ -1,0 +1,99 @@
+"""App settings: keys, derived rules, list forms, overrides, and start-up failures that name the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.errors import ConfigurationError
+from shared.settings import DEFAULT_SITES, load_settings
+
+P = "Forge__Documentation__"
+
+
+def test_defaults_follow_the_spec() -> None:
+    settings = load_settings({})
+    assert settings.origin == "https://docs.saif.com"
+    assert settings.default_site == "forge"
+    assert settings.sites == DEFAULT_SITES
+    assert settings.search_index_path == "/search/search_index.json"
+    assert settings.cache_file_name_template == "{site}-docs-search-index.json"
+    assert settings.cache_duration_hours == 1
+    assert settings.raw_markdown_url_pattern == "{base}/{path}.md"
+    assert settings.base_url("forge") == "https://docs.saif.com/forge"
+    assert settings.index_url("forge") == "https://docs.saif.com/forge/search/search_index.json"
+
+
+def test_comma_separated_sites_are_trimmed_deduplicated_and_the_default_inserted() -> None:
+    settings = load_settings({P + "Sites": " alpha, Beta ,, beta,ALPHA, ", P + "DefaultSite": "home"})
+    assert settings.sites == ("home", "alpha", "Beta")
+
+
+def test_indexed_sites_form_is_read_in_numeric_order() -> None:
+    env = {P + "Sites__10": "k", P + "Sites__2": "b", P + "Sites__0": "forge"}
+    assert load_settings(env).sites == ("forge", "b", "k")
+
+
+def test_keys_match_case_insensitively_like_the_functions_host() -> None:
+    settings = load_settings(
+        {"FORGE__DOCUMENTATION__ORIGIN": "http://127.0.0.1:1/", "forge__documentation__cache__container": "abc"}
+    )
+    assert settings.origin == "http://127.0.0.1:1"
+    assert settings.cache.container == "abc"
+
+
+@pytest.mark.parametrize("hours", ["0", "-3"])
+def test_cache_duration_of_zero_or_less_means_one_hour(hours: str) -> None:
+    assert load_settings({P + "CacheDurationHours": hours}).cache_duration_hours == 1
+
+
+def test_empty_raw_markdown_pattern_disables_raw_markdown_but_other_empty_settings_mean_unset() -> None:
+    settings = load_settings({P + "RawMarkdownUrlPattern": "", P + "Search__MinScore": "", P + "Origin": ""})
+    assert settings.raw_markdown_url_pattern is None
+    assert settings.origin == "https://docs.saif.com"
+
+
+def test_search_index_overrides_accept_paths_and_same_origin_urls() -> None:
+    env = {
+        P + "Origin": "http://127.0.0.1:8000",
+        P + "SearchIndexOverrides": '{"Cloud-Foundations": "search/search_index.json",'
+        ' "forge": "http://127.0.0.1:8000/forge/other.json"}',
+    }
+    settings = load_settings(env)
+    assert settings.index_url("cloud-foundations") == "http://127.0.0.1:8000/search/search_index.json"
+    assert settings.index_url("forge") == "http://127.0.0.1:8000/forge/other.json"
+    assert settings.index_url("iac-okta-modules") == "http://127.0.0.1:8000/iac-okta-modules/search/search_index.json"
+
+
+@pytest.mark.parametrize(
+    ("env", "key", "words"),
+    [
+        ({P + "Origin": "docs.example.com"}, "Origin", "absolute http"),
+        ({P + "Origin": "ftp://docs.example.com"}, "Origin", "absolute http"),
+        ({P + "CacheDurationHours": "soon"}, "CacheDurationHours", "number"),
+        ({P + "SearchIndexOverrides": "{not json"}, "SearchIndexOverrides", "JSON"),
+        ({P + "SearchIndexOverrides": '["a"]'}, "SearchIndexOverrides", "JSON object"),
+        ({P + "SearchIndexOverrides": '{"nowhere": "/x.json"}'}, "SearchIndexOverrides", "not a configured site"),
+        ({P + "SearchIndexOverrides": '{"forge": "https://evil.example/x.json"}'}, "SearchIndexOverrides", "outside"),
+        ({P + "SearchIndexOverrides": '{"forge": "/../x.json"}'}, "SearchIndexOverrides", "under the origin"),
+        ({P + "RawMarkdownUrlPattern": "{base}/{file}.md"}, "RawMarkdownUrlPattern", "placeholder"),
+        ({P + "SearchIndexPath": "https://elsewhere/x.json"}, "SearchIndexPath", "relative"),
+        ({P + "Cache__Container": "Bad_Name"}, "Cache__Container", "container name"),
+        ({P + "Sites": "ok,bad/name"}, "Sites", "not a site name"),
+        ({P + "Sites__x": "a"}, "Sites", "numbered"),
+    ],
+)
+def test_invalid_configuration_fails_with_one_message_naming_the_key(env: dict[str, str], key: str, words: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings(env)
+    assert str(caught.value).startswith(P + key), str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_settings_are_read_from_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(P + "Sites", "one,two")
+    monkeypatch.setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true")
+    settings = load_settings()
+    assert settings.sites == ("forge", "one", "two")
+    assert settings.host_storage is not None
+    assert settings.host_storage.get_secret_value() == "UseDevelopmentStorage=true"
+    assert "UseDevelopmentStorage" not in repr(settings)

@@ -1,0 +1,64 @@
+"""Caller input the service refuses, and locations it accepts from pasted URLs."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.errors import InvalidRequestError
+from shared.validation import check_limit, check_location, check_query
+
+ORIGIN = "http://127.0.0.1:8000"
+
+
+@pytest.mark.parametrize("query", [None, "", "   ", "a" * 513, "bad\x00byte", "line\x1bescape", "zero\u200bwidth"])
+def test_bad_queries_are_refused(query: str | None) -> None:
+    with pytest.raises(InvalidRequestError):
+        check_query(query)
+
+
+def test_queries_are_trimmed_and_tabs_allowed() -> None:
+    assert check_query("  sync\twindows ") == "sync\twindows"
+
+
+@pytest.mark.parametrize("limit", [0, -1, 51])
+def test_limit_outside_1_to_50_is_refused(limit: int) -> None:
+    with pytest.raises(InvalidRequestError, match="between 1 and 50"):
+        check_limit(limit)
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        None,
+        " ",
+        "https://evil.example/forge/faq/",
+        "//evil.example/forge/faq/",
+        "http://127.0.0.1:8001/forge/faq/",
+        "javascript:alert(1)",
+        "forge/../../etc/passwd",
+        "forge/%2e%2e/secret",
+        "forge/%252e%252e/secret",
+        "forge\\..\\secret",
+        "./faq",
+        "faq\r\nHost: evil",
+        "x" * 1025,
+    ],
+)
+def test_locations_that_could_leave_the_origin_or_are_malformed_are_refused(location: str | None) -> None:
+    with pytest.raises(InvalidRequestError):
+        check_location(location, ORIGIN)
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("faq/", "faq/"),
+        ("forge/faq/#reset", "forge/faq/#reset"),
+        (f"{ORIGIN}/forge/operator-manual/rbac/", "/forge/operator-manual/rbac/"),
+        (f"{ORIGIN}/iac-okta-modules/resources/group/#example?x", "/iac-okta-modules/resources/group/#example?x"),
+        ("user-guide/sync%5Fwindows", "user-guide/sync_windows"),
+        ("/", "/"),
+    ],
+)
+def test_accepted_locations(location: str, expected: str) -> None:
+    assert check_location(location, ORIGIN) == expected
