@@ -1,12 +1,12 @@
 """The one exception tree of the core; the API maps it to HTTP statuses in one place.
 
-    DocsError
-    ├── ConfigurationError      invalid app settings, raised at start-up, names the key
-    ├── InvalidRequestError     caller input the service refuses (400)
-    ├── ResolutionError         a location that did not resolve or fetch; carries the Resolution
-    └── ProviderError           a provider could not do its work (the chain logs it and moves on)
-        ├── SiteUnavailableError   a site's index could not be loaded
-        └── OriginError            a request to the documentation origin failed or was refused
+DocsError
+├── ConfigurationError      invalid app settings, raised at start-up, names the key
+├── InvalidRequestError     caller input the service refuses (400)
+├── ResolutionError         a location that did not resolve or fetch; carries the Resolution
+└── ProviderError           a provider could not do its work (the chain logs it and moves on)
+    ├── SiteUnavailableError   a site's index could not be loaded
+    └── OriginError            a request to the documentation origin failed or was refused
 """
 
 from __future__ import annotations
