@@ -92,24 +92,28 @@ class Resolver:
         if named is not None:
             return await self._in_named_site(requested, named, rest, path)
         default_index = await self._load(self._default)
+        shared_leaf: list[str] = []
         if default_index is not None:
             outcome = resolve_in_site(default_index, path)
             if outcome.reason is not Reason.NOT_FOUND:
                 return _to_resolution(requested, self._default, outcome)
+            shared_leaf.extend(qualify(self._default, page.path) for page in outcome.candidates)
         others = [site for site in self._sites if site != self._default]
         indexes = await asyncio.gather(*(self._load(site) for site in others))
         loaded = [index for index in indexes if index is not None]
-        found = [
-            (index.site, outcome)
-            for index in loaded
-            if (outcome := resolve_in_site(index, path)).page or outcome.reason is Reason.AMBIGUOUS
-        ]
+        found: list[tuple[str, SiteOutcome]] = []
+        for index in loaded:
+            outcome = resolve_in_site(index, path)
+            if outcome.reason is Reason.NOT_FOUND:
+                shared_leaf.extend(qualify(index.site, page.path) for page in outcome.candidates)
+            else:
+                found.append((index.site, outcome))
         if len(found) == 1:
             return _to_resolution(requested, *found[0])
         if found:
             return _across_sites(requested, found)
         everything = [index for index in (default_index, *loaded) if index is not None]
-        return _no_match(requested, path, everything, default_loaded=default_index is not None)
+        return _no_match(requested, path, everything, default_loaded=default_index is not None, shared_leaf=shared_leaf)
 
     async def _in_named_site(self, requested: str, site: str, rest: str, path: str) -> Resolution:
         index = await self._load(site)
@@ -177,12 +181,19 @@ def _across_sites(requested: str, found: Sequence[tuple[str, SiteOutcome]]) -> R
     )
 
 
-def _no_match(requested: str, path: str, loaded: Sequence[SiteIndex], *, default_loaded: bool) -> Resolution:
+def _no_match(
+    requested: str, path: str, loaded: Sequence[SiteIndex], *, default_loaded: bool, shared_leaf: list[str]
+) -> Resolution:
+    """Step 5; a leaf shared by several pages is still not_found, but the pages are offered as candidates."""
     head = path.split("/", 1)[0]
     if "/" in path and "-" in head and all(head.lower() not in index.top_dirs for index in loaded):
         reason, detail = Reason.UNKNOWN_SITE, f"'{head}' is not a configured site"
     elif not default_loaded:
         reason, detail = Reason.SITE_UNAVAILABLE, "the default site could not be loaded, so the path was not checked"
+    elif shared_leaf:
+        reason = Reason.NOT_FOUND
+        detail = f"the final segment matches {len(shared_leaf)} pages, so none was picked; pass one of the candidates"
+        return Resolution(requested_location=requested, reason=reason, candidates=shared_leaf, detail=detail)
     else:
         reason, detail = Reason.NOT_FOUND, "no configured site has a matching page"
     return Resolution(requested_location=requested, reason=reason, detail=detail)

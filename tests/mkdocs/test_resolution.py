@@ -206,3 +206,14 @@ async def test_plain_miss_is_not_found_and_keeps_the_requested_location() -> Non
     assert resolution.reason is Reason.NOT_FOUND
     assert resolution.requested_location == "/nothing/here/#frag"
     assert resolution.rule is Rule.NONE
+
+
+async def test_a_leaf_shared_on_the_default_site_is_not_found_with_the_pages_as_candidates() -> None:
+    resolution = await resolver(SITES).resolve("webhook")
+    assert (resolution.reason, resolution.rule, resolution.site, resolution.location) == (
+        Reason.NOT_FOUND,
+        Rule.NONE,
+        None,
+        None,
+    )
+    assert sorted(resolution.candidates) == ["alpha/guide/webhook/", "alpha/ops/webhook/"]
