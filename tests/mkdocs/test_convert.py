@@ -1,0 +1,53 @@
+"""HTML pages to Markdown, the HTML sniffing that rejects fake raw Markdown, and the front matter."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from shared.mkdocs.convert import html_to_markdown, looks_like_html
+from shared.mkdocs.provider import with_front_matter
+
+PAGE = """<!doctype html><html><head><title>T</title><script>var x = 1;</script></head><body>
+<header class="md-header">Skip to content</header>
+<nav class="md-nav">Home Guide FAQ</nav>
+<div class="md-content"><article class="md-content__inner md-typeset">
+<h1 id="ingress">Ingress Configuration<a class="headerlink" href="#ingress">&para;</a></h1>
+<p>Use <code>--insecure</code> with <strong>care</strong>.</p>
+<h2 id="nginx">NGINX<a class="headerlink" href="#nginx">&para;</a></h2>
+<div class="highlight"><pre><span></span><code class="language-yaml">kind: Ingress
+metadata:
+  name: argocd
+</code></pre></div>
+<ul><li>one</li><li>two</li></ul>
+</article></div>
+<footer class="md-footer">Made with Material</footer></body></html>"""
+
+
+def test_article_body_becomes_markdown_without_theme_chrome() -> None:
+    markdown = html_to_markdown(PAGE)
+    assert markdown.startswith("# Ingress Configuration\n")
+    assert "## NGINX" in markdown
+    assert "`--insecure`" in markdown and "**care**" in markdown
+    assert "```yaml\nkind: Ingress" in markdown
+    assert "- one\n- two" in markdown
+    for chrome in ("Skip to content", "Home Guide FAQ", "Made with Material", "¶", "var x"):
+        assert chrome not in markdown
+
+
+def test_page_without_text_converts_to_empty() -> None:
+    assert html_to_markdown("<html><body><article class='md-content__inner'> </article></body></html>") == ""
+
+
+def test_html_is_recognised_by_content_or_type() -> None:
+    assert looks_like_html("  <!DOCTYPE html><html>")
+    assert looks_like_html("<html lang=en>")
+    assert looks_like_html("# Title", "text/html; charset=utf-8")
+    assert not looks_like_html("# Title\n<div>inline html in markdown</div>", "text/markdown")
+
+
+def test_front_matter_is_prefixed_or_merged_into_the_pages_own() -> None:
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    plain = with_front_matter("# Page\n", source="http://o/forge/faq/", site="forge", retrieved=when)
+    assert plain == "---\nsource: http://o/forge/faq/\nsite: forge\nretrieved: 2026-01-02T03:04:05Z\n---\n\n# Page\n"
+    merged = with_front_matter("---\nmoved_from:\n- a/\n---\n# Page\n", source="s", site="forge", retrieved=when)
+    assert merged == "---\nsource: s\nsite: forge\nretrieved: 2026-01-02T03:04:05Z\nmoved_from:\n- a/\n---\n# Page\n"
