@@ -1,0 +1,77 @@
+"""Shared fixtures: a hermetic environment, the built fixture origin, a static server over it, and Azurite."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.origin import StaticOrigin
+from tests.support.sites import build_fixture_origin
+from tools.azurite import Azurite, AzuriteError
+
+_APP_SETTING_PREFIXES = ("forge__documentation__", "azurewebjobsstorage")
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's app settings; each sets what it needs."""
+    for name in list(os.environ):
+        if name.lower().startswith(_APP_SETTING_PREFIXES):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def built_origin() -> Path:
+    """The fixture sites built by MkDocs into one origin directory (read-only: copy it to change it)."""
+    return build_fixture_origin()
+
+
+@pytest.fixture
+def origin_copy(built_origin: Path, tmp_path: Path) -> Path:
+    """A private, writable copy of the built origin, for tests that change published files."""
+    return Path(shutil.copytree(built_origin, tmp_path / "origin"))
+
+
+@pytest.fixture
+def static_origin(built_origin: Path) -> Iterator[StaticOrigin]:
+    """A running static server over the built origin, with a request log of this test only."""
+    with StaticOrigin(built_origin) as origin:
+        yield origin
+
+
+@pytest.fixture
+def outside_host() -> Iterator[StaticOrigin]:
+    """A second server that serves nothing: its request log proves nothing was fetched off the origin."""
+    with StaticOrigin() as host:
+        yield host
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Azurite]:
+    """One Azurite Blob service for the session; give each test its own container (see `blob_container`)."""
+    try:
+        emulator = Azurite().start()
+    except AzuriteError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+def blob_container(azurite: Azurite) -> Iterator[str]:
+    """A container name unique to this test, deleted afterwards if anything created it."""
+    from azure.storage.blob import BlobServiceClient
+
+    name = f"test-{uuid.uuid4().hex[:20]}"
+    yield name
+    with BlobServiceClient.from_connection_string(azurite.connection_string) as client:
+        container = client.get_container_client(name)
+        if container.exists():
+            container.delete_container()

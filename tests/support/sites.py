@@ -1,0 +1,105 @@
+"""The MkDocs fixture sites under tests/fixtures/sites, built into one documentation origin with their messes.
+
+`build_fixture_origin()` runs a real `mkdocs build` (Material, search plugin, the project's copy-Markdown hook)
+for every published site, then applies what a build cannot express: the root-published index, the deleted
+Markdown twin and the phantom index entry. The result is cached under build/test-origin/<digest>/, keyed by the
+fixture sources, the hook, this module and the MkDocs versions, so an unchanged tree is never rebuilt.
+tests/fixtures/README.md catalogues what each site and page is for.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from shared.settings import PREFIX, DocumentationSettings, load_settings
+from tools.build_origin import build_site, source_digest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE_SITES = ROOT / "tests" / "fixtures" / "sites"
+HOOK = ROOT / "docs" / "hooks" / "copy_markdown.py"
+CACHE_ROOT = ROOT / "build" / "test-origin"
+
+DEFAULT_SITE = "alpha"
+PUBLISHED_SITES = ("alpha", "beta-docs", "gamma-docs", "rooted-docs")
+ROOTED_SITE = "rooted-docs"
+UNPUBLISHED_SITE = "missing-docs"
+SITES = (*PUBLISHED_SITES, UNPUBLISHED_SITE)
+
+ROOT_INDEX_PATH = "/search/search_index.json"
+"""Where rooted-docs publishes its index: at the origin root, not under /rooted-docs/."""
+ROOTED_OVERRIDE = json.dumps({ROOTED_SITE: ROOT_INDEX_PATH})
+"""A SearchIndexOverrides value that makes rooted-docs loadable."""
+
+HTML_ONLY_PAGE = "ops/ingress"
+"""alpha page whose .md twin is deleted after the build: only its HTML is served."""
+PHANTOM_PAGE = "legacy/phantom"
+"""alpha index entry with neither HTML nor Markdown behind it."""
+PHANTOM_ENTRY = {
+    "location": f"{PHANTOM_PAGE}/",
+    "title": "Legacy phantom page",
+    "text": "<p>This page was removed from the site, but its entry stayed in the search index.</p>",
+}
+
+
+def build_fixture_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False) -> Path:
+    """The built origin directory (`{origin}/{site}/...`), rebuilt only when its inputs changed."""
+    digest = source_digest([FIXTURE_SITES, HOOK, Path(__file__)])[:16]
+    origin = cache_root / digest
+    if not force and (origin / ".complete").is_file():
+        return origin
+    cache_root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=cache_root))
+    try:
+        with ThreadPoolExecutor(len(PUBLISHED_SITES)) as pool:
+            builds = [
+                pool.submit(build_site, FIXTURE_SITES / site / "mkdocs.yml", staging / site, extra_inputs=[HOOK])
+                for site in PUBLISHED_SITES
+            ]
+            for build in builds:
+                build.result()
+        _apply_messes(staging)
+        (staging / ".complete").write_text(digest + "\n")
+        shutil.rmtree(origin, ignore_errors=True)
+        staging.rename(origin)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for stale in cache_root.iterdir():
+        if stale != origin and not stale.name.startswith("."):
+            shutil.rmtree(stale, ignore_errors=True)
+    return origin
+
+
+def _apply_messes(origin: Path) -> None:
+    for site in PUBLISHED_SITES:
+        shutil.rmtree(origin / site / "assets")  # theme assets: megabytes the service never requests
+    rooted_index = origin / ROOTED_SITE / "search" / "search_index.json"
+    (origin / "search").mkdir()
+    rooted_index.rename(origin / "search" / "search_index.json")
+    rooted_index.parent.rmdir()
+    (origin / DEFAULT_SITE / f"{HTML_ONLY_PAGE}.md").unlink()
+    index_file = origin / DEFAULT_SITE / "search" / "search_index.json"
+    index = json.loads(index_file.read_text())
+    index["docs"].append(PHANTOM_ENTRY)
+    index_file.write_text(json.dumps(index))
+
+
+def fixture_env(origin_url: str, **settings: str) -> dict[str, str]:
+    """App settings for the fixture origin; keyword arguments add `Forge__Documentation__<Key>` settings.
+
+    For example `fixture_env(origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__MinScore="0.5")`.
+    """
+    env = {f"{PREFIX}Origin": origin_url, f"{PREFIX}Sites": ",".join(SITES), f"{PREFIX}DefaultSite": DEFAULT_SITE}
+    env.update({f"{PREFIX}{key}": value for key, value in settings.items()})
+    return env
+
+
+def fixture_settings(
+    origin_url: str, environ: Mapping[str, str] | None = None, **settings: str
+) -> DocumentationSettings:
+    """`load_settings` over `fixture_env(...)`, plus any other variables (such as AzureWebJobsStorage)."""
+    return load_settings({**fixture_env(origin_url, **settings), **(environ or {})})
