@@ -1,0 +1,94 @@
+"""The cache's naming rules, the in-memory store, and the newest-copy-wins write rule every store shares."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared.cache import CachedIndex, MemoryIndexStore, cache_name, store_newest
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def entry(payload: bytes, at: datetime = T0, **fields: object) -> CachedIndex:
+    return CachedIndex(payload, at, **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("template", "site", "expected"),
+    [
+        ("{site}-docs-search-index.json", "forge", "forge-docs-search-index.json"),
+        ("docs-index.json", "forge", "forge-docs-index.json"),  # no placeholder: the site is prepended
+        ("cache/{site}.json", "a/b", "cache/a-b.json"),  # the site is sanitized, the template is not
+        ("{site}-{site}.json", "x", "x-x.json"),
+        ("{site}.json", 'a<b>c:d"e\\f|g?h*i', "a-b-c-d-e-f-g-h-i.json"),
+        ("{site}.json", "tab\there", "tab-here.json"),
+        ("{site}.json", "iac-azure-modules", "iac-azure-modules.json"),
+        ("my:{site}.json", "s", "my:s.json"),
+    ],
+)
+def test_cache_name_follows_the_spec(template: str, site: str, expected: str) -> None:
+    assert cache_name(template, site) == expected
+
+
+async def test_memory_store_writes_only_against_the_version_it_expects() -> None:
+    store = MemoryIndexStore()
+    assert await store.read("s") is None and await store.stat("s") is None
+
+    first = await store.write("s", entry(b"one", entries=1), expected_version=None)
+    assert first is not None
+    assert await store.write("s", entry(b"two"), expected_version=None) is None  # create-only lost the race
+    second = await store.write("s", entry(b"two"), expected_version=first)
+    assert second is not None and second != first
+    assert await store.write("s", entry(b"three"), expected_version=first) is None  # stale expectation
+
+    stored = await store.read("s")
+    assert stored is not None and stored.payload == b"two" and stored.version == second
+
+
+async def test_memory_store_touch_changes_the_date_and_version_but_not_the_payload() -> None:
+    store = MemoryIndexStore()
+    version = await store.write("s", entry(b"one", origin_etag='"e"'), expected_version=None)
+    assert version is not None
+    later = T0 + timedelta(hours=3)
+
+    touched = await store.touch("s", later, expected_version=version)
+
+    stat = await store.stat("s")
+    assert touched is not None and stat is not None
+    assert (stat.version, stat.fetched_at, stat.origin_etag) == (touched, later, '"e"')
+    assert stat.digest == entry(b"one").digest
+    assert await store.touch("s", later, expected_version=version) is None
+
+
+async def test_memory_store_describes_itself_as_process_local() -> None:
+    described = MemoryIndexStore().describe()
+    assert described["kind"] == "memory" and described["shared"] is False
+    assert "memory" in str(described["status"])
+
+
+async def test_store_newest_lets_a_newer_copy_replace_an_older_winner() -> None:
+    store = MemoryIndexStore()
+    await store.write("s", entry(b"old", T0), expected_version=None)
+
+    # This writer read nothing (expected None) and so lost the create race, but its copy is newer: it wins.
+    written = await store_newest(store, "s", entry(b"new", T0 + timedelta(minutes=5)), expected_version=None)
+
+    stored = await store.read("s")
+    assert written is not None and stored is not None and stored.payload == b"new"
+
+
+async def test_store_newest_never_lets_an_older_copy_replace_a_newer_one() -> None:
+    store = MemoryIndexStore()
+    first = await store.write("s", entry(b"base", T0), expected_version=None)
+    await store.write("s", entry(b"newer", T0 + timedelta(minutes=10)), expected_version=first)
+
+    written = await store_newest(store, "s", entry(b"older", T0 + timedelta(minutes=5)), expected_version=first)
+
+    stored = await store.read("s")
+    assert written is None and stored is not None and stored.payload == b"newer"
+
+
+def test_age_is_measured_against_an_injectable_now() -> None:
+    assert entry(b"x", T0).age_hours(T0 + timedelta(minutes=90)) == pytest.approx(1.5)
