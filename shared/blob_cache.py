@@ -1,0 +1,337 @@
+"""The shared index cache in Azure Blob Storage: one blob per site, conditional writes, and the store's choice.
+
+Every instance reads and writes the same blobs, so one warm-up serves them all. A blob is written in a single
+block-blob upload, which readers see whole or not at all, and only while its ETag is still the one the writer
+read (or, for a first copy, only while no blob exists), so an older copy never replaces a newer one. Metadata
+records when the origin last vouched for the copy and with which validators:
+
+    fetchedat            ISO-8601 UTC
+    originetag           the origin response's ETag, when it sent one
+    originlastmodified   the origin response's Last-Modified, when it sent one
+    site, entries        which site and how many index entries, for people reading the container
+    sha256               the payload's digest, so an unchanged copy is never downloaded or rebuilt again
+
+A storage account that cannot be reached fails fast (short timeouts, no connect retries) and then is not asked
+again for a cool-down period, so requests keep being answered from the origin without waiting on storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from azure.core import MatchConditions
+from azure.core.credentials_async import AsyncTokenCredential
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
+from azure.storage.blob import ContentSettings
+from azure.storage.blob.aio import BlobClient, BlobServiceClient, LinearRetry
+from pydantic import SecretStr
+
+from shared.cache import CachedIndex, CacheStat, IndexStore, MemoryIndexStore, StoreError, cache_name
+from shared.fetch import MAX_INDEX_BYTES
+from shared.settings import PREFIX, DocumentationSettings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CONNECT_TIMEOUT = 3.0
+READ_TIMEOUT = 15.0
+OPERATION_TIMEOUT = 30.0
+COOL_DOWN_SECONDS = 30.0
+
+UNKNOWN, OK, UNREACHABLE, ERROR = "unknown", "ok", "unreachable", "error"
+
+
+class BlobIndexStore:
+    """IndexStore over one container; owns its BlobServiceClient and any credential, closed by `aclose`."""
+
+    kind = "blob"
+
+    def __init__(
+        self,
+        client: BlobServiceClient,
+        container: str,
+        *,
+        template: str,
+        source: str,
+        credential: AsyncTokenCredential | None = None,
+        operation_timeout: float = OPERATION_TIMEOUT,
+        cool_down: float = COOL_DOWN_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client = client
+        self._container = container
+        self._template = template
+        self._source = source
+        self._credential = credential
+        self._operation_timeout = operation_timeout
+        self._cool_down = cool_down
+        self._clock = clock
+        self._unreachable_until = 0.0
+        self._status = UNKNOWN
+        self._detail = "not contacted yet"
+
+    @classmethod
+    def from_connection_string(
+        cls, connection_string: str, container: str, *, template: str, source: str, **options: Any
+    ) -> BlobIndexStore:
+        """A store on the account a connection string names (raises ValueError when it names none)."""
+        client = BlobServiceClient.from_connection_string(connection_string, **_client_options())
+        return cls(client, container, template=template, source=source, **options)
+
+    @property
+    def container(self) -> str:
+        return self._container
+
+    def blob_name(self, site: str) -> str:
+        return cache_name(self._template, site)
+
+    def _blob(self, site: str) -> BlobClient:
+        return self._client.get_blob_client(self._container, self.blob_name(site))
+
+    async def read(self, site: str) -> CachedIndex | None:
+        blob = self._blob(site)
+
+        async def download() -> CachedIndex | None:
+            try:
+                downloader = await blob.download_blob()
+            except ResourceNotFoundError:
+                return None
+            properties = downloader.properties
+            etag = str(properties.etag)
+            if downloader.size > MAX_INDEX_BYTES:
+                log.info("index cache %s is larger than any index; treating it as corrupt", blob.blob_name)
+                return CachedIndex(b"", EPOCH, version=etag)
+            payload = await downloader.readall()
+            stat = _stat(etag, properties.metadata or {})
+            return CachedIndex(
+                payload, stat.fetched_at, stat.origin_etag, stat.origin_last_modified, etag, stat.entries
+            )
+
+        return await self._guarded("read", download)
+
+    async def stat(self, site: str) -> CacheStat | None:
+        blob = self._blob(site)
+
+        async def properties() -> CacheStat | None:
+            try:
+                found = await blob.get_blob_properties()
+            except ResourceNotFoundError:
+                return None
+            return _stat(str(found.etag), found.metadata or {})
+
+        return await self._guarded("stat", properties)
+
+    async def version(self, site: str) -> str | None:
+        found = await self.stat(site)
+        return found.version if found else None
+
+    async def write(self, site: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+        blob = self._blob(site)
+        metadata = _metadata(site, entry.fetched_at, entry.origin_etag, entry.origin_last_modified, entry.entries)
+        metadata["sha256"] = entry.digest
+        # No expected copy: overwrite=False sends If-None-Match: *, so only the first copy is ever created.
+        conditions: dict[str, Any] = (
+            {"overwrite": False}
+            if expected_version is None
+            else {"overwrite": True, "etag": expected_version, "match_condition": MatchConditions.IfNotModified}
+        )
+
+        async def upload() -> str | None:
+            for _ in range(2):
+                try:
+                    result = await blob.upload_blob(
+                        entry.payload,
+                        metadata=metadata,
+                        content_settings=ContentSettings(content_type="application/json"),
+                        **conditions,
+                    )
+                    return str(result["etag"])
+                except (ResourceExistsError, ResourceModifiedError):
+                    return None
+                except ResourceNotFoundError as exc:
+                    if getattr(exc, "error_code", None) != "ContainerNotFound":
+                        return None  # the expected copy was deleted meanwhile: a race, like the others
+                    await self._create_container()
+            return None
+
+        return await self._guarded("write", upload)
+
+    async def touch(self, site: str, fetched_at: datetime, *, expected_version: str) -> str | None:
+        blob = self._blob(site)
+
+        async def set_metadata() -> str | None:
+            try:
+                found = await blob.get_blob_properties(
+                    etag=expected_version, match_condition=MatchConditions.IfNotModified
+                )
+                metadata = dict(found.metadata or {})
+                metadata["fetchedat"] = fetched_at.astimezone(UTC).isoformat()
+                result = await blob.set_blob_metadata(
+                    metadata, etag=expected_version, match_condition=MatchConditions.IfNotModified
+                )
+            except (ResourceModifiedError, ResourceNotFoundError):
+                return None
+            return str(result["etag"])
+
+        return await self._guarded("touch", set_metadata)
+
+    async def _create_container(self) -> None:
+        try:
+            await self._client.create_container(self._container)
+            log.info("created the index cache container %s", self._container)
+        except ResourceExistsError:
+            pass
+
+    async def _guarded(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Run one storage call with a deadline; record reachability; translate failures to StoreError."""
+        if self._clock() < self._unreachable_until:
+            raise StoreError(f"index cache storage unreachable; not retried until the cool-down ends ({operation})")
+        try:
+            result = await asyncio.wait_for(call(), self._operation_timeout)
+        except (AzureError, OSError, TimeoutError) as exc:
+            self._unreachable_until = self._clock() + self._cool_down
+            self._record(*_diagnose(exc))
+            raise StoreError(f"index cache {operation} failed: {type(exc).__name__}") from exc
+        self._record(OK, "shared by every instance")
+        return result
+
+    def _record(self, status: str, detail: str) -> None:
+        if status != self._status:
+            level = logging.INFO if status == OK else logging.WARNING
+            log.log(level, "index cache storage is %s: %s", status, detail)
+        self._status, self._detail = status, detail
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "shared": True,
+            "status": self._status,
+            "detail": self._detail,
+            "source": self._source,
+            "account": self._client.account_name or urlsplit(self._client.url).netloc,
+            "container": self._container,
+        }
+
+    async def aclose(self) -> None:
+        await self._client.close()
+        if self._credential is not None:
+            await self._credential.close()
+
+
+def _diagnose(exc: BaseException) -> tuple[str, str]:
+    """Health's status and detail for a failed storage call; the origin answers meanwhile."""
+    if isinstance(exc, ClientAuthenticationError):
+        return ERROR, f"storage refused the credentials ({type(exc).__name__}); serving from the origin"
+    if isinstance(exc, HttpResponseError):
+        code = getattr(exc, "error_code", None) or "no code"
+        return ERROR, f"storage answered HTTP {exc.status_code} ({code}); serving from the origin"
+    return UNREACHABLE, f"storage could not be reached ({type(exc).__name__}); serving from the origin"
+
+
+def _metadata(
+    site: str, fetched_at: datetime, etag: str | None, last_modified: str | None, entries: int | None
+) -> dict[str, str]:
+    metadata = {"site": _ascii(site) or "-", "fetchedat": fetched_at.astimezone(UTC).isoformat()}
+    if (value := _ascii(etag)) is not None:
+        metadata["originetag"] = value
+    if (value := _ascii(last_modified)) is not None:
+        metadata["originlastmodified"] = value
+    if entries is not None:
+        metadata["entries"] = str(entries)
+    return metadata
+
+
+def _ascii(value: str | None) -> str | None:
+    """Metadata travels as HTTP headers: a value that is not printable ASCII is left out rather than mangled."""
+    if value is None or not value.isascii() or not value.isprintable():
+        return None
+    return value
+
+
+def _stat(etag: str, metadata: dict[str, str]) -> CacheStat:
+    """Properties of a stored copy; missing or unreadable metadata makes it look old, never fresh."""
+    try:
+        fetched_at = datetime.fromisoformat(metadata["fetchedat"])
+        if fetched_at.tzinfo is None:
+            fetched_at = fetched_at.replace(tzinfo=UTC)
+    except (KeyError, ValueError):
+        fetched_at = EPOCH
+    entries = metadata.get("entries", "")
+    return CacheStat(
+        version=etag,
+        fetched_at=fetched_at,
+        digest=metadata.get("sha256"),
+        origin_etag=metadata.get("originetag"),
+        origin_last_modified=metadata.get("originlastmodified"),
+        entries=int(entries) if entries.isdigit() else None,
+    )
+
+
+def _client_options() -> dict[str, Any]:
+    # The SDK's defaults (20 s connect, 60 s read, ten retries from a 15 s back-off) would hold a request for
+    # minutes when storage is down; the origin is the fallback, so fail fast and let it answer.
+    return {
+        "connection_timeout": CONNECT_TIMEOUT,
+        "read_timeout": READ_TIMEOUT,
+        "retry_policy": LinearRetry(backoff=1, random_jitter_range=1, retry_total=1, retry_connect=0),
+    }
+
+
+def open_store(settings: DocumentationSettings) -> IndexStore:
+    """The configured store: the cache's own account, else the Functions host's storage, else memory only.
+
+    No I/O happens here; the container is created on the first write that finds it missing.
+    """
+    cache = settings.cache
+    template = settings.cache_file_name_template
+    candidates: list[tuple[str, str | None, str | None]] = [
+        (PREFIX + "Cache__ConnectionString", _secret(cache.connection_string), None),
+        (PREFIX + "Cache__BlobServiceUri", None, cache.blob_service_uri),
+        ("AzureWebJobsStorage", _secret(settings.host_storage), None),
+        ("AzureWebJobsStorage__blobServiceUri", None, settings.host_storage_blob_service_uri),
+    ]
+    for source, connection_string, service_uri in candidates:
+        if connection_string:
+            try:
+                return BlobIndexStore.from_connection_string(
+                    connection_string, cache.container, template=template, source=source
+                )
+            except ValueError as exc:
+                return _unusable(source, type(exc).__name__)
+        if service_uri and service_uri.strip():
+            return _identity_store(source, service_uri.strip(), cache.container, template)
+    return MemoryIndexStore()
+
+
+def _identity_store(source: str, service_uri: str, container: str, template: str) -> IndexStore:
+    from azure.identity.aio import DefaultAzureCredential
+
+    parts = urlsplit(service_uri)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return _unusable(source, "not an absolute URL")
+    credential = DefaultAzureCredential()
+    client = BlobServiceClient(service_uri, credential=credential, **_client_options())
+    return BlobIndexStore(client, container, template=template, source=source, credential=credential)
+
+
+def _unusable(source: str, reason: str) -> IndexStore:
+    log.warning("%s is not a usable storage setting (%s); the index cache lives in memory only", source, reason)
+    return MemoryIndexStore(status="degraded", detail=f"{source} is not usable ({reason}); cache lives in this process")
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value().strip() if value is not None else None

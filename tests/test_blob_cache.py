@@ -1,0 +1,261 @@
+"""The blob store against Azurite with the real SDK: naming, metadata, conditional writes, races, outages."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from shared.blob_cache import BlobIndexStore, open_store
+from shared.cache import CachedIndex, MemoryIndexStore, StoreError, store_newest
+from shared.settings import PREFIX, load_settings
+from tools.azurite import Azurite, connection_string
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def blob_settings(azurite: Azurite, container: str, **extra: str) -> dict[str, str]:
+    return {"AzureWebJobsStorage": azurite.connection_string, f"{PREFIX}Cache__Container": container, **extra}
+
+
+@pytest.fixture
+async def store(azurite: Azurite, blob_container: str) -> AsyncIterator[BlobIndexStore]:
+    opened = open_store(load_settings(blob_settings(azurite, blob_container)))
+    assert isinstance(opened, BlobIndexStore)
+    yield opened
+    await opened.aclose()
+
+
+@pytest.fixture
+def raw(azurite: Azurite, blob_container: str) -> Callable[[str], dict[str, object]]:
+    """What is really in the container, read with the plain synchronous SDK client."""
+
+    def read(name: str) -> dict[str, object]:
+        with BlobServiceClient.from_connection_string(azurite.connection_string) as client:
+            blob = client.get_blob_client(blob_container, name)
+            properties = blob.get_blob_properties()
+            return {"payload": blob.download_blob().readall(), "metadata": properties.metadata, "etag": properties.etag}
+
+    return read
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # nothing listens here once the socket is closed
+
+
+def entry(payload: bytes, at: datetime = T0, **fields: object) -> CachedIndex:
+    return CachedIndex(payload, at, **fields)  # type: ignore[arg-type]
+
+
+# -- choosing the store
+
+
+async def test_no_storage_configured_means_memory_only() -> None:
+    store = open_store(load_settings({}))
+    assert isinstance(store, MemoryIndexStore)
+    assert store.describe()["shared"] is False
+    await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("environ", "source"),
+    [
+        ({"AzureWebJobsStorage": "{cs}"}, "AzureWebJobsStorage"),
+        ({f"{PREFIX}Cache__ConnectionString": "{cs}"}, f"{PREFIX}Cache__ConnectionString"),
+        (  # the cache's own account wins over the host's
+            {f"{PREFIX}Cache__ConnectionString": "{cs}", "AzureWebJobsStorage": "UseDevelopmentStorage=true"},
+            f"{PREFIX}Cache__ConnectionString",
+        ),
+        ({f"{PREFIX}Cache__BlobServiceUri": "https://acct.blob.core.windows.net"}, f"{PREFIX}Cache__BlobServiceUri"),
+        (
+            {"AzureWebJobsStorage__blobServiceUri": "https://acct.blob.core.windows.net"},
+            "AzureWebJobsStorage__blobServiceUri",
+        ),
+    ],
+)
+async def test_the_storage_account_comes_from_the_first_configured_setting(
+    environ: dict[str, str], source: str
+) -> None:
+    cs = connection_string("http://127.0.0.1:1/devstoreaccount1")
+    store = open_store(load_settings({key: value.replace("{cs}", cs) for key, value in environ.items()}))
+    try:
+        described = store.describe()
+        assert (described["kind"], described["source"], described["shared"]) == ("blob", source, True)
+        assert described["container"] == "docs-index-cache"
+        assert described["status"] == "unknown"  # opening a store does no I/O
+        assert "AccountKey" not in str(described)
+    finally:
+        await store.aclose()
+
+
+async def test_an_unusable_connection_string_degrades_to_memory_and_says_so() -> None:
+    store = open_store(load_settings({"AzureWebJobsStorage": "not a connection string"}))
+    described = store.describe()
+    assert (described["kind"], described["status"]) == ("memory", "degraded")
+    assert "AzureWebJobsStorage" in str(described["detail"])
+    await store.aclose()
+
+
+# -- round trip
+
+
+async def test_round_trip_with_metadata_in_a_container_created_on_first_write(
+    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+) -> None:
+    assert await store.read("forge") is None and await store.stat("forge") is None  # no container yet
+
+    written = await store.write(
+        "forge",
+        entry(b'{"docs": []}', origin_etag='"abc"', origin_last_modified="Wed, 01 Jan 2026 10:00:00 GMT", entries=7),
+        expected_version=None,
+    )
+
+    assert written is not None
+    stored = raw("forge-docs-search-index.json")
+    assert stored["payload"] == b'{"docs": []}' and stored["etag"] == written
+    assert stored["metadata"] == {
+        "fetchedat": T0.isoformat(),
+        "originetag": '"abc"',
+        "originlastmodified": "Wed, 01 Jan 2026 10:00:00 GMT",
+        "site": "forge",
+        "entries": "7",
+        "sha256": entry(b'{"docs": []}').digest,
+    }
+    read = await store.read("forge")
+    assert read == entry(
+        b'{"docs": []}',
+        origin_etag='"abc"',
+        origin_last_modified="Wed, 01 Jan 2026 10:00:00 GMT",
+        version=written,
+        entries=7,
+    )
+    stat = await store.stat("forge")
+    assert stat is not None and stat.version == written and stat.complete
+    assert store.describe()["status"] == "ok"
+
+
+async def test_blob_names_follow_the_cache_file_name_template(azurite: Azurite, blob_container: str) -> None:
+    settings = load_settings(blob_settings(azurite, blob_container, **{f"{PREFIX}CacheFileNameTemplate": "idx.json"}))
+    store = open_store(settings)
+    assert isinstance(store, BlobIndexStore)
+    try:
+        await store.write("a:b", entry(b"x"), expected_version=None)
+        with BlobServiceClient.from_connection_string(azurite.connection_string) as client:
+            names = [blob.name for blob in client.get_container_client(blob_container).list_blobs()]
+        assert names == ["a-b-idx.json"]
+    finally:
+        await store.aclose()
+
+
+async def test_missing_or_unreadable_metadata_makes_a_copy_look_old(
+    store: BlobIndexStore, azurite: Azurite, blob_container: str
+) -> None:
+    with BlobServiceClient.from_connection_string(azurite.connection_string) as client:
+        client.create_container(blob_container)
+        client.get_blob_client(blob_container, "s-docs-search-index.json").upload_blob(
+            b"{}", metadata={"fetchedat": "yesterday"}
+        )
+
+    read = await store.read("s")
+    stat = await store.stat("s")
+
+    assert read is not None and read.fetched_at.year == 1970 and read.age_hours() > 1
+    assert stat is not None and not stat.complete  # not written by this service: its validators are not trusted
+
+
+# -- races
+
+
+async def test_of_two_writers_expecting_the_same_version_exactly_one_wins(
+    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+) -> None:
+    base = await store.write("s", entry(b"base"), expected_version=None)
+
+    results = await asyncio.gather(
+        store.write("s", entry(b"from-a"), expected_version=base),
+        store.write("s", entry(b"from-b"), expected_version=base),
+    )
+
+    winners = [result for result in results if result is not None]
+    assert len(winners) == 1
+    assert raw("s-docs-search-index.json")["payload"] == (b"from-a" if results[0] else b"from-b")
+
+
+async def test_two_first_copies_race_and_only_one_is_created(store: BlobIndexStore) -> None:
+    results = await asyncio.gather(*(store.write("s", entry(b"%d" % i), expected_version=None) for i in range(4)))
+    assert sum(result is not None for result in results) == 1
+
+
+async def test_an_older_copy_never_replaces_a_newer_one(
+    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+) -> None:
+    base = await store.write("s", entry(b"base", T0), expected_version=None)
+    older, newer = entry(b"older", T0 + timedelta(minutes=1)), entry(b"newer", T0 + timedelta(minutes=2))
+
+    # Both writers read `base`; the newer one lands first, then the older one retries against it and gives up.
+    assert await store_newest(store, "s", newer, expected_version=base) is not None
+    assert await store_newest(store, "s", older, expected_version=base) is None
+
+    assert raw("s-docs-search-index.json")["payload"] == b"newer"
+
+
+async def test_a_newer_copy_replaces_an_older_one_that_won_the_race(
+    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+) -> None:
+    base = await store.write("s", entry(b"base", T0), expected_version=None)
+    await store.write("s", entry(b"older", T0 + timedelta(minutes=1)), expected_version=base)
+
+    written = await store_newest(store, "s", entry(b"newer", T0 + timedelta(minutes=2)), expected_version=base)
+
+    assert written is not None and raw("s-docs-search-index.json")["payload"] == b"newer"
+
+
+async def test_touch_updates_only_the_metadata_and_only_against_the_expected_version(
+    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+) -> None:
+    version = await store.write("s", entry(b"payload", origin_etag='"o"', entries=3), expected_version=None)
+    assert version is not None
+    later = T0 + timedelta(hours=5)
+
+    touched = await store.touch("s", later, expected_version=version)
+
+    stored = raw("s-docs-search-index.json")
+    assert touched is not None and touched != version and stored["etag"] == touched
+    assert stored["payload"] == b"payload"
+    metadata = stored["metadata"]
+    assert isinstance(metadata, dict)
+    assert metadata["fetchedat"] == later.isoformat() and metadata["originetag"] == '"o"'
+    assert metadata["sha256"] == entry(b"payload").digest
+    assert await store.touch("s", later, expected_version=version) is None  # stale: someone changed it since
+
+
+# -- outages
+
+
+async def test_an_unreachable_account_fails_fast_and_health_says_so() -> None:
+    ticks = [0.0]
+    cs = connection_string(f"http://127.0.0.1:{closed_port()}/devstoreaccount1")
+    store = BlobIndexStore.from_connection_string(
+        cs, "docs-index-cache", template="{site}.json", source="test", clock=lambda: ticks[0], cool_down=30
+    )
+    try:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(StoreError):
+            await store.read("s")
+        assert asyncio.get_running_loop().time() - started < 5
+        described = store.describe()
+        assert described["status"] == "unreachable" and "origin" in str(described["detail"])
+
+        with pytest.raises(StoreError, match="cool-down"):  # not asked again during the cool-down
+            await store.stat("s")
+        ticks[0] = 31.0
+        with pytest.raises(StoreError, match="ServiceRequestError"):  # asked again afterwards
+            await store.write("s", entry(b"x"), expected_version=None)
+    finally:
+        await store.aclose()
