@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
-from shared.cache import IndexStore, MemoryIndexStore
+from shared.blob_cache import open_store
+from shared.cache import IndexStore
 from shared.errors import InvalidRequestError, ResolutionError
 from shared.fetch import OriginClient
 from shared.mkdocs.provider import MkDocsProvider
@@ -104,9 +105,9 @@ class DocumentationService:
 async def create_service(
     settings: DocumentationSettings, *, store: IndexStore | None = None
 ) -> AsyncIterator[DocumentationService]:
-    """The service with its providers and clients, closed on exit."""
+    """The service with its providers and clients, closed on exit; the store is the configured one unless given."""
     client = OriginClient(settings.origin)
-    store = store or MemoryIndexStore()
+    store = store if store is not None else open_store(settings)
     try:
         registry = SiteRegistry(settings, client, store)
         yield DocumentationService(settings, [MkDocsProvider(settings, client, registry)], store)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from shared.cache import CachedIndex, IndexStore
+from shared.cache import CachedIndex, CacheStat, IndexStore, StoreError, store_newest
 from shared.errors import OriginError, SiteUnavailableError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
 from shared.mkdocs.index import IndexFormatError, SiteIndex, parse_index
@@ -39,8 +39,10 @@ class LoadedSite:
     index: SiteIndex
     ranker: Ranker
     version: str | None
+    """The store version this copy was last compared with; the periodic check looks for a different one."""
     source: str
     fetched_at: datetime
+    digest: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,26 +55,41 @@ class FetchedIndex:
 
 def build_site(site: str, entry: CachedIndex, source: str, index: SiteIndex | None = None) -> LoadedSite:
     index = index or parse_index(site, entry.payload)
-    return LoadedSite(index, Ranker.build(index), entry.version, source, entry.fetched_at)
+    return LoadedSite(index, Ranker.build(index), entry.version, source, entry.fetched_at, entry.digest)
+
+
+def validators(cached: CachedIndex | CacheStat | None) -> dict[str, str]:
+    """Conditional-request headers from what the origin said when the cached copy was taken."""
+    headers: dict[str, str] = {}
+    if cached is not None and cached.origin_etag:
+        headers["If-None-Match"] = cached.origin_etag
+    if cached is not None and cached.origin_last_modified:
+        headers["If-Modified-Since"] = cached.origin_last_modified
+    return headers
 
 
 async def fetch_index(
-    client: OriginClient, settings: DocumentationSettings, site: str, *, conditional: CachedIndex | None = None
+    client: OriginClient,
+    settings: DocumentationSettings,
+    site: str,
+    *,
+    conditional: CachedIndex | CacheStat | None = None,
 ) -> FetchedIndex | None:
-    """GET the site's published index; None on 304 (only when `conditional` is given). Raises on failure."""
-    headers: dict[str, str] = {}
-    if conditional is not None:
-        if conditional.origin_etag:
-            headers["If-None-Match"] = conditional.origin_etag
-        if conditional.origin_last_modified:
-            headers["If-Modified-Since"] = conditional.origin_last_modified
+    """GET the site's published index and validate it; None on 304 (only when `conditional` is given).
+
+    Raises OriginError when the origin fails and IndexFormatError when the copy is malformed or empty, so a bad
+    origin copy never gets as far as the cache.
+    """
+    headers = validators(conditional)
     response = await client.get(settings.index_url(site), max_bytes=MAX_INDEX_BYTES, headers=headers)
-    if response.status == 304 and conditional is not None:
+    if response.status == 304 and headers:
         return None
     if response.status != 200:
         raise OriginError(f"index request answered HTTP {response.status}", status=response.status)
     index = parse_index(site, response.body)
-    entry = CachedIndex(response.body, datetime.now(UTC), response.etag, response.last_modified)
+    entry = CachedIndex(
+        response.body, datetime.now(UTC), response.etag, response.last_modified, entries=len(index.entries)
+    )
     return FetchedIndex(entry, index)
 
 
@@ -101,13 +118,18 @@ class SiteRegistry:
         return self._settings.sites
 
     async def get(self, site: str) -> LoadedSite | None:
-        """The site's loaded index, loading it on first use; None when the site failed to load."""
+        """The site's loaded index, loading it on first use; None when the site failed to load.
+
+        A loaded site is returned at once unless its store check is due; then one request checks while the others
+        keep being answered from the index in hand.
+        """
         if site in self._failed:
             return None
+        gate = self._gates[site]
         loaded = self._loaded.get(site)
-        if loaded is not None and not self._check_due(site):
+        if loaded is not None and (not self._check_due(site) or gate.locked()):
             return loaded
-        async with self._gates[site]:
+        async with gate:
             if site in self._failed:
                 return None
             current = self._loaded.get(site)
@@ -135,54 +157,76 @@ class SiteRegistry:
         return loaded
 
     def _install(self, site: str, loaded: LoadedSite) -> None:
-        self._loaded[site] = loaded
+        self._loaded[site] = loaded  # one assignment: a request holds either the old index or the new one
         self._checked[site] = self._clock()
 
     async def _load(self, site: str) -> LoadedSite:
         cached = await self._read_cache(site)
-        if cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
-            usable = _try_build(site, cached, "cache")
-            if usable is not None:
-                return usable
+        usable = _try_build(site, cached, "cache") if cached is not None else None
+        if usable is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
+            return usable
         try:
-            fetched = await fetch_index(self._client, self._settings, site)
+            fetched = await fetch_index(self._client, self._settings, site, conditional=cached if usable else None)
         except (OriginError, IndexFormatError) as exc:
-            stale = _try_build(site, cached, "stale-cache") if cached is not None else None
-            if stale is not None:
+            if usable is not None:
                 log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)
-                return stale
+                return replace(usable, source="stale-cache")
             raise SiteUnavailableError(site, str(exc)) from exc
-        assert fetched is not None
+        if fetched is None:
+            assert usable is not None and cached is not None  # a 304 only answers a conditional request
+            return await self._revalidated(site, usable, cached.version)
         version = await self._write_back(site, fetched.entry, cached)
         return replace(build_site(site, fetched.entry, "origin", fetched.index), version=version)
+
+    async def _revalidated(self, site: str, usable: LoadedSite, version: str | None) -> LoadedSite:
+        """The origin answered 304 for a stale copy: it is current again; record that for other instances."""
+        now = datetime.now(UTC)
+        touched = None
+        try:
+            if version is not None:
+                touched = await self._store.touch(site, now, expected_version=version)
+        except StoreError as exc:
+            log.info("site %s: could not record the revalidation (%s)", site, exc)
+        return replace(usable, source="cache", fetched_at=now, version=touched or version)
 
     async def _read_cache(self, site: str) -> CachedIndex | None:
         try:
             return await self._store.read(site)
-        except Exception as exc:  # a broken store degrades to the origin, never to a 500
-            log.info("site %s: index cache unreadable (%s); using the origin", site, type(exc).__name__)
+        except StoreError as exc:  # a broken store degrades to the origin, never to a 500
+            log.info("site %s: index cache unreadable (%s); using the origin", site, exc)
             return None
 
     async def _write_back(self, site: str, entry: CachedIndex, cached: CachedIndex | None) -> str | None:
         try:
-            return await self._store.write(site, entry, expected_version=cached.version if cached else None)
-        except Exception as exc:
-            log.info("site %s: could not write the index cache (%s)", site, type(exc).__name__)
+            return await store_newest(self._store, site, entry, expected_version=cached.version if cached else None)
+        except StoreError as exc:
+            log.info("site %s: could not write the index cache (%s)", site, exc)
             return None
 
     async def _refresh(self, site: str, current: LoadedSite) -> None:
+        """Swap in a newer stored copy; an unchanged one costs one property check, never a download."""
         self._checked[site] = self._clock()
         try:
-            version = await self._store.version(site)
-            if version is None or version == current.version:
+            stat = await self._store.stat(site)
+            if stat is None or stat.version == current.version:
+                return
+            if stat.digest == current.digest:  # revalidated or rewritten with the same content
+                fetched_at = max(current.fetched_at, stat.fetched_at)
+                self._loaded[site] = replace(current, version=stat.version, fetched_at=fetched_at)
+                return
+            if stat.fetched_at < current.fetched_at:  # older than what this instance already holds
+                self._loaded[site] = replace(current, version=stat.version)
                 return
             cached = await self._store.read(site)
-        except Exception as exc:
-            log.info("site %s: cache check failed (%s); keeping the loaded index", site, type(exc).__name__)
+        except StoreError as exc:
+            log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
             return
         fresh = _try_build(site, cached, "cache") if cached is not None else None
         if fresh is not None and fresh.fetched_at >= current.fetched_at:
             self._install(site, fresh)
+            log.info("site %s: swapped in the newer cached index (%d entries)", site, len(fresh.index.entries))
+        elif cached is not None:
+            self._loaded[site] = replace(current, version=cached.version)
 
     def health(self) -> dict[str, dict[str, object]]:
         """Per-site state without loading anything."""

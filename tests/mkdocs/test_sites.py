@@ -1,0 +1,373 @@
+"""Site loading on the shared blob cache: fresh, stale, corrupt and missing copies, outages, and the periodic swap.
+
+Everything is real except the clock of the periodic check: the MkDocs-built origin behind a recording static
+server, Azurite behind the Azure SDK, and the registry between them.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from shared.api import create_app
+from shared.blob_cache import BlobIndexStore, open_store
+from shared.cache import CachedIndex, CacheStat, IndexStore, store_newest
+from shared.fetch import OriginClient
+from shared.mkdocs.sites import SiteRegistry, SiteState
+from shared.settings import DocumentationSettings
+from tests.support.origin import StaticOrigin
+from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
+from tools.azurite import Azurite, connection_string
+
+SITE = DEFAULT_SITE
+INDEX_PATH = f"/{SITE}/search/search_index.json"
+BLOB = f"{SITE}-docs-search-index.json"
+LONG_AGO = datetime.now(UTC) - timedelta(days=2)
+
+
+class CountingStore:
+    """A real store that also counts what the registry asks of it."""
+
+    def __init__(self, inner: IndexStore) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.calls: Counter[str] = Counter()
+
+    async def read(self, site: str) -> CachedIndex | None:
+        self.calls["read"] += 1
+        return await self.inner.read(site)
+
+    async def stat(self, site: str) -> CacheStat | None:
+        self.calls["stat"] += 1
+        return await self.inner.stat(site)
+
+    async def version(self, site: str) -> str | None:
+        self.calls["version"] += 1
+        return await self.inner.version(site)
+
+    async def write(self, site: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+        self.calls["write"] += 1
+        return await self.inner.write(site, entry, expected_version=expected_version)
+
+    async def touch(self, site: str, fetched_at: datetime, *, expected_version: str) -> str | None:
+        self.calls["touch"] += 1
+        return await self.inner.touch(site, fetched_at, expected_version=expected_version)
+
+    def describe(self) -> dict[str, object]:
+        return self.inner.describe()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def settings(static_origin: StaticOrigin, azurite: Azurite, blob_container: str) -> DocumentationSettings:
+    return fixture_settings(
+        static_origin.url,
+        {"AzureWebJobsStorage": azurite.connection_string},
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Cache__Container=blob_container,
+        Cache__CheckIntervalSeconds="60",
+    )
+
+
+@pytest.fixture
+async def store(settings: DocumentationSettings) -> AsyncIterator[CountingStore]:
+    opened = open_store(settings)
+    assert isinstance(opened, BlobIndexStore)
+    counting = CountingStore(opened)
+    yield counting
+    await counting.aclose()
+
+
+@pytest.fixture
+async def client(settings: DocumentationSettings) -> AsyncIterator[OriginClient]:
+    async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as origin:
+        yield origin
+
+
+@pytest.fixture
+def published(built_origin: Path) -> bytes:
+    return (built_origin / SITE / "search" / "search_index.json").read_bytes()
+
+
+@pytest.fixture
+def blob_payload(azurite: Azurite, blob_container: str) -> Callable[[], bytes]:
+    def read() -> bytes:
+        with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
+            return bytes(service.get_blob_client(blob_container, BLOB).download_blob().readall())
+
+    return read
+
+
+def with_extra_page(payload: bytes) -> bytes:
+    index = json.loads(payload)
+    index["docs"].append({"location": "brand-new/", "title": "Brand new page", "text": "<p>Fresh words.</p>"})
+    return json.dumps(index).encode()
+
+
+async def put(store: IndexStore, payload: bytes, at: datetime, **fields: object) -> str:
+    version = await store_newest(store, SITE, CachedIndex(payload, at, **fields), expected_version=None)  # type: ignore[arg-type]
+    assert version is not None
+    return version
+
+
+# -- first load
+
+
+async def test_a_fresh_blob_is_used_without_touching_the_origin(
+    settings: DocumentationSettings, client: OriginClient, store: CountingStore, static_origin: StaticOrigin
+) -> None:
+    await put(
+        store.inner,
+        with_extra_page(b'{"docs": [{"location": "only/", "title": "Only", "text": "x"}]}'),
+        datetime.now(UTC),
+    )
+
+    loaded = await SiteRegistry(settings, client, store).get(SITE)
+
+    assert loaded is not None and loaded.source == "cache"
+    assert {entry.location for entry in loaded.index.entries} == {"only/", "brand-new/"}
+    assert static_origin.requests_for(INDEX_PATH) == []
+
+
+async def test_a_stale_blob_the_origin_still_vouches_for_costs_a_304_and_a_metadata_update(
+    settings: DocumentationSettings,
+    client: OriginClient,
+    store: CountingStore,
+    static_origin: StaticOrigin,
+    blob_payload: Callable[[], bytes],
+    published: bytes,
+) -> None:
+    first = await SiteRegistry(settings, client, store).get(SITE)  # writes the blob with the origin's validators
+    assert first is not None and first.source == "origin"
+    stat = await store.inner.stat(SITE)
+    assert stat is not None and stat.origin_etag
+    await store.inner.touch(SITE, LONG_AGO, expected_version=stat.version)  # age it past CacheDurationHours
+    static_origin.clear_requests()
+    store.calls.clear()
+
+    loaded = await SiteRegistry(settings, client, store).get(SITE)
+
+    assert loaded is not None and loaded.source == "cache"
+    [request] = static_origin.requests_for(INDEX_PATH)
+    assert (request.header("If-None-Match"), request.status) == (stat.origin_etag, 304)
+    assert store.calls["write"] == 0 and store.calls["touch"] == 1
+    after = await store.inner.stat(SITE)
+    assert after is not None and after.fetched_at > LONG_AGO and blob_payload() == published
+
+
+async def test_a_stale_blob_is_refetched_from_the_origin_and_written_back(
+    settings: DocumentationSettings,
+    client: OriginClient,
+    store: CountingStore,
+    static_origin: StaticOrigin,
+    blob_payload: Callable[[], bytes],
+    published: bytes,
+) -> None:
+    await put(store.inner, with_extra_page(published), LONG_AGO)
+
+    loaded = await SiteRegistry(settings, client, store).get(SITE)
+
+    assert loaded is not None and loaded.source == "origin"
+    assert len(static_origin.requests_for(INDEX_PATH)) == 1
+    assert blob_payload() == published
+    stat = await store.inner.stat(SITE)
+    assert stat is not None and stat.origin_etag and stat.entries == len(loaded.index.entries)
+
+
+async def test_a_corrupted_blob_is_ignored_and_replaced_from_the_origin(
+    settings: DocumentationSettings,
+    client: OriginClient,
+    store: CountingStore,
+    blob_payload: Callable[[], bytes],
+    published: bytes,
+) -> None:
+    await put(store.inner, b'{"docs": [tru', datetime.now(UTC))  # fresh, but not an index
+
+    loaded = await SiteRegistry(settings, client, store).get(SITE)
+
+    assert loaded is not None and loaded.source == "origin"
+    assert blob_payload() == published
+
+
+async def test_invalid_origin_content_never_replaces_a_good_blob(
+    settings: DocumentationSettings,
+    client: OriginClient,
+    store: CountingStore,
+    static_origin: StaticOrigin,
+    blob_payload: Callable[[], bytes],
+    published: bytes,
+) -> None:
+    await put(store.inner, published, LONG_AGO)
+    registry = SiteRegistry(settings, client, store)
+    static_origin.respond(INDEX_PATH, body=b'{"docs": []}', content_type="application/json")  # parses, no entries
+
+    loaded = await registry.get(SITE)
+
+    assert loaded is not None and loaded.source == "stale-cache"
+    assert store.calls["write"] == 0 and blob_payload() == published
+
+
+# -- outages
+
+
+async def test_origin_down_and_a_blob_present_serves_the_blob(
+    settings: DocumentationSettings,
+    client: OriginClient,
+    store: CountingStore,
+    static_origin: StaticOrigin,
+    published: bytes,
+) -> None:
+    await put(store.inner, published, LONG_AGO)
+    static_origin.stop()
+    registry = SiteRegistry(settings, client, store)
+
+    loaded = await registry.get(SITE)
+
+    assert loaded is not None and loaded.source == "stale-cache"
+    assert registry.health()[SITE]["state"] == SiteState.LOADED
+
+
+async def test_origin_down_and_no_blob_fails_the_site_for_the_process_lifetime(
+    settings: DocumentationSettings, client: OriginClient, store: CountingStore, static_origin: StaticOrigin
+) -> None:
+    static_origin.stop()
+    registry = SiteRegistry(settings, client, store)
+
+    assert await registry.get(SITE) is None
+    health = registry.health()[SITE]
+    assert health["state"] == SiteState.FAILED and "origin request failed" in str(health["reason"])
+
+    static_origin.start()
+    assert await registry.get(SITE) is None  # the spec: failed for the process lifetime, then skipped
+    assert static_origin.requests_for(INDEX_PATH) == []
+
+
+async def test_an_unpublished_site_fails_and_writes_nothing(
+    settings: DocumentationSettings, client: OriginClient, store: CountingStore
+) -> None:
+    registry = SiteRegistry(settings, client, store)
+
+    assert await registry.get(UNPUBLISHED_SITE) is None
+    assert "404" in str(registry.health()[UNPUBLISHED_SITE]["reason"])
+    assert store.calls["write"] == 0
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_storage_unreachable_still_answers_from_the_origin_and_health_says_so(
+    static_origin: StaticOrigin,
+) -> None:
+    unreachable = connection_string(f"http://127.0.0.1:{closed_port()}/devstoreaccount1")
+    settings = fixture_settings(
+        static_origin.url, {"AzureWebJobsStorage": unreachable}, SearchIndexOverrides=ROOTED_OVERRIDE
+    )
+    app = create_app(settings)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+            search = await http.get("/api/docs/search", params={"q": "*", "limit": 25})
+            health = (await http.get("/api/health")).json()
+    finally:
+        await app.state.holder.close()
+
+    assert search.status_code == 200 and search.json()["results"]
+    assert health["cache"]["kind"] == "blob" and health["cache"]["status"] == "unreachable"
+    assert health["sites"][SITE] == health["sites"][SITE] | {"state": "loaded", "source": "origin"}
+
+
+# -- a warm instance and newer copies
+
+
+async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_and_not_before(
+    settings: DocumentationSettings, client: OriginClient, store: CountingStore, published: bytes
+) -> None:
+    clock = Clock()
+    registry = SiteRegistry(settings, client, store, clock=clock)
+    first = await registry.get(SITE)
+    assert first is not None
+    entries_before = len(first.index.entries)
+    current = await store.inner.stat(SITE)
+    assert current is not None
+    # Another instance (the warm-up) writes a newer copy.
+    newer = CachedIndex(with_extra_page(published), datetime.now(UTC) + timedelta(seconds=1))
+    assert await store.inner.write(SITE, newer, expected_version=current.version)
+    store.calls.clear()
+
+    clock.now += 59
+    assert await registry.get(SITE) is first
+    assert sum(store.calls.values()) == 0  # not even a property check before the interval
+
+    clock.now += 1
+    swapped = await registry.get(SITE)
+
+    assert swapped is not None and swapped is not first and swapped.source == "cache"
+    assert len(swapped.index.entries) == entries_before + 1
+    assert len(first.index.entries) == entries_before  # a request still holding the old index sees it whole
+    assert (store.calls["stat"], store.calls["read"]) == (1, 1)
+
+
+async def test_an_unchanged_blob_costs_one_property_check_and_no_download(
+    settings: DocumentationSettings, client: OriginClient, store: CountingStore
+) -> None:
+    clock = Clock()
+    registry = SiteRegistry(settings, client, store, clock=clock)
+    first = await registry.get(SITE)
+    assert first is not None
+    store.calls.clear()
+
+    clock.now += 60
+    assert await registry.get(SITE) is first
+    # A 304 from the warm-up changes the blob's ETag but not its content: still no download or rebuild.
+    stat = await store.inner.stat(SITE)
+    assert stat is not None
+    await store.inner.touch(SITE, datetime.now(UTC), expected_version=stat.version)
+    clock.now += 60
+    after_touch = await registry.get(SITE)
+    clock.now += 60
+    await registry.get(SITE)
+
+    assert after_touch is not None and after_touch.index is first.index
+    assert (store.calls["stat"], store.calls["read"]) == (3, 0)
+
+
+async def test_an_older_blob_never_replaces_the_index_in_hand(
+    settings: DocumentationSettings, client: OriginClient, store: CountingStore, published: bytes
+) -> None:
+    clock = Clock()
+    registry = SiteRegistry(settings, client, store, clock=clock)
+    first = await registry.get(SITE)
+    assert first is not None
+    current = await store.inner.stat(SITE)
+    assert current is not None
+    older = CachedIndex(with_extra_page(published), first.fetched_at - timedelta(minutes=5))
+    assert await store.inner.write(SITE, older, expected_version=current.version)
+    store.calls.clear()
+
+    clock.now += 60
+    assert (await registry.get(SITE)) is not None
+    clock.now += 60
+    loaded = await registry.get(SITE)
+
+    assert loaded is not None and loaded.index is first.index
+    assert (store.calls["stat"], store.calls["read"]) == (2, 0)  # judged from its properties, never downloaded
