@@ -1,13 +1,21 @@
-"""The scheduled warm-up: refresh every site's cached index from the origin with conditional requests."""
+"""The scheduled warm-up: refresh every site's cached index from the origin with conditional requests.
+
+Per site: read the stored copy's properties (not its payload), send a conditional GET with the validators the
+origin gave last time, and then
+    304       record in the metadata that the origin vouched for the copy again (no upload)   -> unchanged
+    200       validate (parses, has entries) and write it, conditionally                      -> refreshed
+              (or -> unchanged when the content is the same as the stored copy's)
+    failure   leave the stored copy alone                                                      -> failed, reason
+One site's failure never stops the others.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import replace
 from datetime import UTC, datetime
 
-from shared.cache import IndexStore
+from shared.cache import IndexStore, StoreError, store_newest
 from shared.errors import OriginError
 from shared.fetch import OriginClient
 from shared.mkdocs.index import IndexFormatError
@@ -17,42 +25,63 @@ from shared.settings import DocumentationSettings
 log = logging.getLogger(__name__)
 
 REFRESHED, UNCHANGED, FAILED = "refreshed", "unchanged", "failed"
+OUTCOMES = (REFRESHED, UNCHANGED, FAILED)
 
 
 async def warm_site(
     client: OriginClient, settings: DocumentationSettings, store: IndexStore, site: str
 ) -> dict[str, str]:
-    """One site's refresh: 304 touches the metadata, 200 is validated and written, anything else fails."""
+    """One site's refresh; never raises for an origin or storage failure, it reports them."""
     try:
-        cached = await store.read(site)
-    except Exception as exc:
-        log.info("warm-up %s: cached copy unreadable (%s)", site, type(exc).__name__)
-        cached = None
+        stat = await store.stat(site)
+    except StoreError as exc:
+        return {"outcome": FAILED, "reason": f"cache storage unavailable: {exc}"}
+    # Validators are trusted only from a copy this service wrote; anything else is fetched whole and replaced.
+    conditional = stat if stat is not None and stat.complete else None
     try:
-        fetched = await fetch_index(client, settings, site, conditional=cached)
-    except (OriginError, IndexFormatError) as exc:
-        return {"outcome": FAILED, "reason": str(exc)}
+        fetched = await fetch_index(client, settings, site, conditional=conditional)
+    except OriginError as exc:
+        failure = {"outcome": FAILED, "reason": str(exc)}
+        return failure | ({"status": str(exc.status)} if exc.status else {})
+    except IndexFormatError as exc:
+        return {"outcome": FAILED, "reason": f"the origin's index is invalid ({exc}); the cached copy is kept"}
     try:
-        if fetched is None and cached is not None and cached.version is not None:
-            written = await store.touch(site, datetime.now(UTC), expected_version=cached.version)
-            return {"outcome": UNCHANGED} if written else {"outcome": UNCHANGED, "note": "another writer was first"}
-        assert fetched is not None
-        expected = cached.version if cached else None
-        written = await store.write(site, replace(fetched.entry), expected_version=expected)
-    except Exception as exc:
-        return {"outcome": FAILED, "reason": f"cache write failed: {type(exc).__name__}"}
-    return {"outcome": REFRESHED} if written else {"outcome": UNCHANGED, "note": "another writer was first"}
+        if fetched is None:
+            assert stat is not None  # a 304 only answers a conditional request
+            touched = await store.touch(site, datetime.now(UTC), expected_version=stat.version)
+            detail = "origin answered 304; metadata refreshed" if touched else "another instance refreshed it first"
+            return {"outcome": UNCHANGED, "detail": detail}
+        written = await store_newest(store, site, fetched.entry, expected_version=stat.version if stat else None)
+    except StoreError as exc:
+        return {"outcome": FAILED, "reason": f"cache write failed: {exc}"}
+    entries = str(fetched.entry.entries)
+    if written is None:
+        return {"outcome": UNCHANGED, "detail": "another instance wrote a copy at least as new", "entries": entries}
+    if stat is not None and stat.digest == fetched.entry.digest:
+        return {"outcome": UNCHANGED, "detail": "same content; validators refreshed", "entries": entries}
+    return {"outcome": REFRESHED, "entries": entries}
 
 
-async def warm_all(settings: DocumentationSettings, store: IndexStore) -> dict[str, dict[str, str]]:
-    """Refresh every configured site concurrently; one site's failure never stops the others."""
-    async with OriginClient(settings.origin) as client:
-        outcomes = await asyncio.gather(*(warm_site(client, settings, store, site) for site in settings.sites))
+async def warm_all(
+    settings: DocumentationSettings, store: IndexStore, *, client: OriginClient | None = None
+) -> dict[str, dict[str, str]]:
+    """Refresh every configured site concurrently; each outcome is logged and counted."""
+    if store.kind == "memory":
+        log.warning("warm-up: no storage is configured, so the refreshed copies are not shared with any instance")
+    own_client = client is None
+    origin = client or OriginClient(settings.origin)
+    try:
+        outcomes = await asyncio.gather(*(warm_site(origin, settings, store, site) for site in settings.sites))
+    finally:
+        if own_client:
+            await origin.aclose()
     report = dict(zip(settings.sites, outcomes, strict=True))
     for site, outcome in report.items():
-        level = logging.WARNING if outcome["outcome"] == FAILED else logging.INFO
-        log.log(level, "warm-up %s: %s %s", site, outcome["outcome"], outcome.get("reason", ""))
-    counts = {kind: sum(1 for item in outcomes if item["outcome"] == kind) for kind in (REFRESHED, UNCHANGED, FAILED)}
+        if outcome["outcome"] == FAILED:
+            log.warning("warm-up %s: failed: %s", site, outcome["reason"])
+        else:
+            log.info("warm-up %s: %s %s", site, outcome["outcome"], outcome.get("detail", ""))
+    counts = {kind: sum(1 for item in outcomes if item["outcome"] == kind) for kind in OUTCOMES}
     log.info(
         "warm-up done: %d refreshed, %d unchanged, %d failed", counts[REFRESHED], counts[UNCHANGED], counts[FAILED]
     )

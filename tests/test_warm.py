@@ -1,0 +1,239 @@
+"""The warm-up against the MkDocs-built origin and Azurite: 200, 304 and failure outcomes, and the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from shared.api import create_app
+from shared.blob_cache import BlobIndexStore, open_store
+from shared.cache import cache_name
+from shared.fetch import OriginClient
+from shared.settings import DocumentationSettings
+from shared.warm import FAILED, REFRESHED, UNCHANGED, warm_all
+from tests.mkdocs.test_sites import CountingStore
+from tests.support.origin import StaticOrigin
+from tests.support.sites import (
+    PUBLISHED_SITES,
+    ROOT_INDEX_PATH,
+    ROOTED_OVERRIDE,
+    UNPUBLISHED_SITE,
+    fixture_env,
+    fixture_settings,
+)
+from tests.support.uvicorn_server import UvicornServer
+from tools.azurite import Azurite
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def index_path(site: str) -> str:
+    return ROOT_INDEX_PATH if site == "rooted-docs" else f"/{site}/search/search_index.json"
+
+
+@pytest.fixture
+def settings(static_origin: StaticOrigin, azurite: Azurite, blob_container: str) -> DocumentationSettings:
+    return fixture_settings(
+        static_origin.url,
+        {"AzureWebJobsStorage": azurite.connection_string},
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Cache__Container=blob_container,
+    )
+
+
+@pytest.fixture
+async def store(settings: DocumentationSettings) -> AsyncIterator[CountingStore]:
+    opened = open_store(settings)
+    assert isinstance(opened, BlobIndexStore)
+    counting = CountingStore(opened)
+    yield counting
+    await counting.aclose()
+
+
+def blobs(azurite: Azurite, container: str) -> dict[str, bytes]:
+    with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
+        client = service.get_container_client(container)
+        if not client.exists():
+            return {}
+        return {blob.name: client.download_blob(blob.name).readall() for blob in client.list_blobs()}
+
+
+def blob_name(site: str) -> str:
+    return cache_name("{site}-docs-search-index.json", site)
+
+
+async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpublished_one(
+    settings: DocumentationSettings, store: CountingStore, azurite: Azurite, blob_container: str, built_origin: Path
+) -> None:
+    report = await warm_all(settings, store)
+
+    assert {site: outcome["outcome"] for site, outcome in report.items()} == {
+        **dict.fromkeys(PUBLISHED_SITES, REFRESHED),
+        UNPUBLISHED_SITE: FAILED,
+    }
+    assert report[UNPUBLISHED_SITE]["status"] == "404" and "404" in report[UNPUBLISHED_SITE]["reason"]
+    stored = blobs(azurite, blob_container)
+    assert set(stored) == {blob_name(site) for site in PUBLISHED_SITES}
+    assert stored[blob_name("alpha")] == (built_origin / "alpha" / "search" / "search_index.json").read_bytes()
+    stat = await store.inner.stat("alpha")
+    assert stat is not None and stat.origin_etag and stat.complete
+
+
+async def test_a_304_only_refreshes_the_metadata(
+    settings: DocumentationSettings,
+    store: CountingStore,
+    static_origin: StaticOrigin,
+    azurite: Azurite,
+    blob_container: str,
+) -> None:
+    await warm_all(settings, store)
+    before = {site: await store.inner.stat(site) for site in PUBLISHED_SITES}
+    payloads = blobs(azurite, blob_container)
+    static_origin.clear_requests()
+    store.calls.clear()
+
+    report = await warm_all(settings, store)
+
+    assert all(report[site]["outcome"] == UNCHANGED for site in PUBLISHED_SITES)
+    for site in PUBLISHED_SITES:
+        [request] = static_origin.requests_for(index_path(site))
+        earlier = before[site]
+        assert earlier is not None and request.header("If-None-Match") == earlier.origin_etag
+        assert request.status == 304
+        after = await store.inner.stat(site)
+        assert after is not None and after.fetched_at > earlier.fetched_at and after.version != earlier.version
+    assert store.calls["write"] == 0 and store.calls["touch"] == len(PUBLISHED_SITES)
+    assert store.calls["read"] == 0  # properties only: no payload is downloaded to decide
+    assert blobs(azurite, blob_container) == payloads
+
+
+async def test_changed_origin_content_is_validated_and_written(
+    settings: DocumentationSettings,
+    store: CountingStore,
+    static_origin: StaticOrigin,
+    azurite: Azurite,
+    blob_container: str,
+) -> None:
+    await warm_all(settings, store)
+    changed = json.dumps({"docs": [{"location": "", "title": "Home", "text": "<p>Rewritten.</p>"}]}).encode()
+    static_origin.respond(index_path("beta-docs"), body=changed, content_type="application/json")
+
+    report = await warm_all(settings, store)
+
+    assert report["beta-docs"] == {"outcome": REFRESHED, "entries": "1"}
+    assert report["alpha"]["outcome"] == UNCHANGED
+    assert blobs(azurite, blob_container)[blob_name("beta-docs")] == changed
+
+
+async def test_one_sites_failure_never_stops_the_others_and_bad_content_is_never_written(
+    settings: DocumentationSettings,
+    store: CountingStore,
+    static_origin: StaticOrigin,
+    azurite: Azurite,
+    blob_container: str,
+) -> None:
+    await warm_all(settings, store)
+    good = blobs(azurite, blob_container)
+    static_origin.fail(index_path("alpha"), 500)
+    static_origin.respond(index_path("beta-docs"), body=b"<html>maintenance</html>", content_type="text/html")
+    static_origin.respond(index_path("gamma-docs"), body=b'{"docs": []}', content_type="application/json")
+
+    report = await warm_all(settings, store)
+
+    assert report["alpha"]["outcome"] == FAILED and "HTTP 500" in report["alpha"]["reason"]
+    assert report["beta-docs"]["outcome"] == FAILED and "not JSON" in report["beta-docs"]["reason"]
+    assert report["gamma-docs"]["outcome"] == FAILED and "no entries" in report["gamma-docs"]["reason"]
+    assert report["rooted-docs"]["outcome"] == UNCHANGED
+    assert blobs(azurite, blob_container) == good
+
+
+async def test_a_blob_not_written_by_this_service_is_fetched_whole_and_replaced(
+    settings: DocumentationSettings,
+    store: CountingStore,
+    static_origin: StaticOrigin,
+    azurite: Azurite,
+    blob_container: str,
+    built_origin: Path,
+) -> None:
+    with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
+        service.create_container(blob_container)
+        service.get_blob_client(blob_container, blob_name("alpha")).upload_blob(
+            b"garbage", metadata={"originetag": '"whatever"'}
+        )
+
+    report = await warm_all(settings, store)
+
+    assert report["alpha"]["outcome"] == REFRESHED
+    assert static_origin.requests_for(index_path("alpha"))[0].header("If-None-Match") is None
+    published = (built_origin / "alpha" / "search" / "search_index.json").read_bytes()
+    assert blobs(azurite, blob_container)[blob_name("alpha")] == published
+
+
+async def test_unreachable_storage_fails_every_site_without_fetching(static_origin: StaticOrigin) -> None:
+    from tests.mkdocs.test_sites import closed_port
+    from tools.azurite import connection_string
+
+    unreachable = connection_string(f"http://127.0.0.1:{closed_port()}/devstoreaccount1")
+    settings = fixture_settings(static_origin.url, {"AzureWebJobsStorage": unreachable})
+    store = open_store(settings)
+    try:
+        async with OriginClient(settings.origin) as client:
+            report = await warm_all(settings, store, client=client)
+    finally:
+        await store.aclose()
+
+    assert all(outcome["outcome"] == FAILED for outcome in report.values())
+    assert all("cache storage unavailable" in outcome["reason"] for outcome in report.values())
+    assert static_origin.requests == []
+
+
+def test_cli_warm_leaves_one_blob_per_site_and_serve_answers_from_them_with_the_origin_down(
+    static_origin: StaticOrigin, azurite: Azurite, blob_container: str
+) -> None:
+    env = {
+        **os.environ,
+        **fixture_env(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Cache__Container=blob_container),
+        "AzureWebJobsStorage": azurite.connection_string,
+    }
+    warm = subprocess.run(
+        [sys.executable, "-m", "shared", "warm"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert warm.returncode == 0, warm.stderr
+    printed = json.loads(warm.stdout)
+    assert printed["cache"]["kind"] == "blob" and printed["cache"]["status"] == "ok"
+    assert set(blobs(azurite, blob_container)) == {blob_name(site) for site in PUBLISHED_SITES}
+
+    static_origin.stop()
+    settings = fixture_settings(
+        static_origin.url,
+        {"AzureWebJobsStorage": azurite.connection_string},
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Cache__Container=blob_container,
+    )
+    with UvicornServer(create_app(settings)) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+        for site in PUBLISHED_SITES:
+            search = http.get("/api/docs/search", params={"q": "*", "site": site})
+            assert search.status_code == 200, search.text
+            results = search.json()["results"]
+            assert results and {result["site"] for result in results} == {site}
+            location = next(result["location"] for result in results if result["location"])
+            got = http.get("/api/docs/get", params={"location": location})
+            # The location resolves against the index from the blob; the page itself lives on the origin.
+            assert got.status_code in (200, 502), got.text
+            resolution = got.json()["resolution"]
+            assert resolution["site"] == site and resolution["reason"] in ("resolved", "fetch_failed")
+        everywhere = http.get("/api/docs/search", params={"q": "*", "limit": 25})
+        health = http.get("/api/health").json()
+    assert everywhere.status_code == 200
+    assert {result["site"] for result in everywhere.json()["results"]} == set(PUBLISHED_SITES)
+    assert {health["sites"][site]["source"] for site in PUBLISHED_SITES} == {"cache"}
+    assert health["sites"][UNPUBLISHED_SITE]["state"] == "failed"
