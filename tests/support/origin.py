@@ -26,7 +26,7 @@ import posixpath
 import socket
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.utils import formatdate, parsedate_to_datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,7 +65,7 @@ class _Override:
     headers: dict[str, str]
     delay: float
     remaining: int | None
-    conditional: bool = field(default=False)
+    conditional: bool = False
 
 
 class StaticOrigin:

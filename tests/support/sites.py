@@ -64,8 +64,9 @@ def build_fixture_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False) 
                 build.result()
         _apply_messes(staging)
         (staging / ".complete").write_text(digest + "\n")
-        shutil.rmtree(origin, ignore_errors=True)
-        staging.rename(origin)
+        if not (origin / ".complete").is_file():  # another session may have finished the same build first
+            shutil.rmtree(origin, ignore_errors=True)
+            staging.rename(origin)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     for stale in cache_root.iterdir():

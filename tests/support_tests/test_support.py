@@ -26,7 +26,7 @@ from tests.support.sites import (
     fixture_env,
 )
 from tests.support.uvicorn_server import UvicornServer
-from tools.azurite import Azurite
+from tools.azurite import Azurite, AzuriteError, find_azurite
 from tools.build_origin import build_site
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,6 +164,12 @@ def test_azurite_round_trips_a_blob_with_the_real_sdk(azurite: Azurite, blob_con
         assert blob.get_blob_properties().etag
 
 
+def test_a_missing_azurite_names_the_set_up_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(AzuriteError, match="npm ci"):
+        find_azurite(tmp_path)
+
+
 def test_azurite_stops_its_whole_process_group() -> None:
     with Azurite() as emulator:
         endpoint = emulator.blob_endpoint
@@ -183,11 +189,11 @@ def test_azurite_stops_its_whole_process_group() -> None:
 def test_uvicorn_server_serves_an_asgi_app_on_a_free_port_and_stops() -> None:
     app = Starlette(routes=[Route("/ping", lambda request: PlainTextResponse("pong"))])
     with UvicornServer(app) as server:
-        url = server.url
+        url, thread_name = server.url, f"uvicorn-{server.port}"
         assert httpx.get(f"{url}/ping").text == "pong"
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{url}/ping")
-    assert not any(thread.name.startswith("uvicorn-") for thread in threading.enumerate())
+    assert thread_name not in {thread.name for thread in threading.enumerate()}
 
 
 def test_uvicorn_server_reports_a_failed_start_up() -> None:
