@@ -57,6 +57,8 @@ class SiteUnavailableError(ProviderError):
 class OriginError(ProviderError):
     """A request to the documentation origin failed, was too large, or would have left the origin."""
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, unreachable: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.unreachable = unreachable
+        """True when the origin could not be reached at all (connection refused, timeout)."""

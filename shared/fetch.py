@@ -122,7 +122,7 @@ class OriginClient:
                     last_modified=resp.headers.get("Last-Modified"),
                 )
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise OriginError(f"origin request failed: {type(exc).__name__}") from exc
+            raise OriginError(f"origin request failed: {type(exc).__name__}", unreachable=True) from exc
 
     async def aclose(self) -> None:
         if self._session is not None and self._owns_session and not self._session.closed:

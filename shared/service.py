@@ -65,15 +65,16 @@ class DocumentationService:
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
         return SearchResponse(query=query, provider=NO_PROVIDER, results=[])
 
-    async def get(self, location: str) -> Document:
-        requested = location
-        location = check_location(location, self.settings.origin)
+    async def get(self, location: str | None) -> Document:
+        """The page at `location` as the first fetch-capable provider serves it; raises ResolutionError otherwise."""
+        path = check_location(location, self.settings.origin)
+        requested = location or ""
         miss: ResolutionError | None = None
         for provider in self.providers:
             if not provider.supports_fetch:
                 continue
             try:
-                document = await provider.get(location)
+                document = await provider.get(path)
             except (asyncio.CancelledError, InvalidRequestError):
                 raise
             except ResolutionError as exc:

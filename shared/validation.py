@@ -35,8 +35,12 @@ def check_limit(limit: int) -> int:
 
 
 def check_location(location: str | None, origin: str) -> str:
-    """The location as a site-relative path; a pasted URL is accepted only when it is under the origin."""
-    if location is None or not location.strip():
+    """The location as a site-relative path; a pasted URL is accepted only when it is under the origin.
+
+    An empty location is the default site's root page: search returns that page's location unchanged from the
+    index, which is "", and every search result location must be fetchable.
+    """
+    if location is None or (location and not location.strip()):
         raise InvalidRequestError("location is required and must not be blank")
     if len(location) > MAX_LOCATION_LENGTH:
         raise InvalidRequestError(f"location must be at most {MAX_LOCATION_LENGTH} characters")

@@ -31,6 +31,7 @@ def test_limit_outside_1_to_50_is_refused(limit: int) -> None:
     [
         None,
         " ",
+        " \t ",
         "https://evil.example/forge/faq/",
         "//evil.example/forge/faq/",
         "http://127.0.0.1:8001/forge/faq/",
@@ -58,6 +59,7 @@ def test_locations_that_could_leave_the_origin_or_are_malformed_are_refused(loca
         (f"{ORIGIN}/iac-okta-modules/resources/group/#example?x", "/iac-okta-modules/resources/group/#example?x"),
         ("user-guide/sync%5Fwindows", "user-guide/sync_windows"),
         ("/", "/"),
+        ("", ""),
     ],
 )
 def test_accepted_locations(location: str, expected: str) -> None:

@@ -171,7 +171,7 @@ def _install_routes(app: FastAPI, holder: ServiceHolder) -> None:
     ) -> Document:
         """Fetch one whole page as Markdown with front matter; `resolution` says how the location resolved."""
         service = await holder.get()
-        return await service.get(location or "")
+        return await service.get(location)
 
     @app.get("/api/health", tags=["ops"])
     async def health() -> dict[str, Any]:

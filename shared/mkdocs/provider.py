@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain, zip_longest
 
@@ -109,40 +110,62 @@ class MkDocsProvider:
                 resolution.rule.value,
             )
         url = self._url(site, path)
-        markdown = await self._fetch_markdown(site, Page(path, ""), url)
-        if not markdown.strip():
-            failed = resolution.model_copy(
-                update={"reason": Reason.FETCH_FAILED, "detail": "neither raw Markdown nor the HTML page had content"}
-            )
-            raise ResolutionError(failed)
+        fetched = await self._fetch_markdown(site, Page(path, ""), url)
+        extra: dict[str, str] = {}
+        if not fetched.markdown.strip() and fetched.origin_down:
+            fetched = _Fetched(await self._from_index(site, path), origin_down=True)
+            extra["fallback"] = "search-index"  # the origin is down: the page is rebuilt from the cached index
+        if not fetched.markdown.strip():
+            detail = "neither raw Markdown nor the HTML page had content"
+            raise ResolutionError(resolution.model_copy(update={"reason": Reason.FETCH_FAILED, "detail": detail}))
+        content = with_front_matter(fetched.markdown, source=url, site=site, retrieved=datetime.now(UTC), **extra)
         return Document(
             requested_location=location,
             location=self._location(site, path),
             site=site,
             url=url,
             provider=self.name,
-            content=with_front_matter(markdown, source=url, site=site, retrieved=datetime.now(UTC)),
+            content=content,
             resolution=resolution,
         )
 
-    async def _fetch_markdown(self, site: str, page: Page, html_url: str) -> str:
-        scope = self._settings.base_url(site) + "/"
+    async def _fetch_markdown(self, site: str, page: Page, html_url: str) -> _Fetched:
+        """Raw Markdown first, then the HTML page converted; notes whether the origin itself was unreachable."""
         raw_url = self._raw_url(site, page)
+        raw_down = False
         if raw_url is not None:
             try:
                 # The pattern is configuration and may point anywhere under the origin, not only under the site.
                 response = await self._client.get(raw_url, scope=self._settings.origin)
                 text = response.text()
                 if response.status == 200 and text.strip() and not looks_like_html(text, response.content_type):
-                    return text
+                    return _Fetched(text)
+                raw_down = response.status >= 500
             except OriginError as exc:
+                raw_down = _unreachable(exc)
                 log.info("raw Markdown unavailable for site %s (%s); converting the HTML page", site, exc)
         try:
-            response = await self._client.get(html_url, scope=scope)
+            response = await self._client.get(html_url, scope=self._settings.base_url(site) + "/")
         except OriginError as exc:
             log.warning("page fetch failed for site %s: %s", site, exc)
+            return _Fetched("", origin_down=_unreachable(exc) and (raw_down or raw_url is None))
+        if response.status != 200:
+            return _Fetched("", origin_down=response.status >= 500 and (raw_down or raw_url is None))
+        return _Fetched(html_to_markdown(response.text()))
+
+    async def _from_index(self, site: str, path: str) -> str:
+        """The page rebuilt from its index entries: what can still be served while the origin is down."""
+        loaded = await self._registry.get(site)
+        if loaded is None:
             return ""
-        return html_to_markdown(response.text()) if response.status == 200 else ""
+        parts: list[str] = []
+        for entry in loaded.index.entries:
+            if entry.page != path:
+                continue
+            heading = "#" if entry.anchor is None else "##"
+            text = " ".join(entry.text.split())
+            parts.append(f"{heading} {entry.title}\n\n{text}" if text else f"{heading} {entry.title}")
+        return "\n\n".join(parts) + "\n" if parts else ""
 
     def _raw_url(self, site: str, page: Page) -> str | None:
         pattern = self._settings.raw_markdown_url_pattern
@@ -162,9 +185,21 @@ class MkDocsProvider:
         return self._registry.health()
 
 
-def with_front_matter(markdown: str, *, source: str, site: str, retrieved: datetime) -> str:
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    markdown: str
+    origin_down: bool = False
+
+
+def _unreachable(exc: OriginError) -> bool:
+    """A network failure or a server error, as opposed to a refusal or an over-large page."""
+    return exc.unreachable or (exc.status or 0) >= 500
+
+
+def with_front_matter(markdown: str, *, source: str, site: str, retrieved: datetime, **extra: str) -> str:
     """Prefix `source`, `site` and `retrieved`, merged into the page's own front matter when it has one."""
     ours = f"source: {source}\nsite: {site}\nretrieved: {retrieved.strftime('%Y-%m-%dT%H:%M:%SZ')}\n"
+    ours += "".join(f"{key}: {value}\n" for key, value in extra.items())
     body = markdown.lstrip("\ufeff")
     if body.startswith("---\n"):
         end = body.find("\n---", 4)

@@ -1,0 +1,316 @@
+"""The API end to end over real HTTP: uvicorn serving the app, a real static origin over built MkDocs sites."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from shared.api import create_app
+from tests.support.origin import StaticOrigin
+from tests.support.sites import (
+    DEFAULT_SITE,
+    HTML_ONLY_PAGE,
+    PHANTOM_PAGE,
+    ROOT_INDEX_PATH,
+    ROOTED_OVERRIDE,
+    fixture_settings,
+)
+from tests.support.uvicorn_server import UvicornServer
+
+SECRET = "sig=SECRET-7f3a9"
+
+
+@pytest.fixture
+def api(static_origin: StaticOrigin, request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
+    settings_overrides: dict[str, str] = getattr(request, "param", {})
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, **settings_overrides)
+    with UvicornServer(create_app(settings)) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
+
+
+def search(api: httpx.Client, q: str, **params: Any) -> dict[str, Any]:
+    response = api.get("/api/docs/search", params={"q": q, **params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def get(api: httpx.Client, location: str, status: int = 200) -> dict[str, Any]:
+    response = api.get("/api/docs/get", params={"location": location})
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+def test_search_answers_with_qualified_locations_and_published_urls(
+    api: httpx.Client, static_origin: StaticOrigin
+) -> None:
+    body = search(api, "webhook secret", limit=10)
+    assert body["provider"] == "mkdocs" and body["query"] == "webhook secret"
+    assert body["results"]
+    for result in body["results"]:
+        assert set(result) >= {"location", "title", "url", "site", "previewText", "score", "provider"}
+        unqualified = result["location"] if result["site"] == DEFAULT_SITE else result["location"].split("/", 1)[1]
+        assert result["url"] == f"{static_origin.url}/{result['site']}/{unqualified}"
+    other = search(api, "metrics exporters", site="gamma-docs")
+    assert other["results"] and all(r["location"].startswith("gamma-docs/") for r in other["results"])
+
+
+def test_every_search_result_location_can_be_passed_back_to_get(api: httpx.Client) -> None:
+    for query in ("install", "authentication", "dns records", "first steps"):
+        for result in search(api, query, limit=5)["results"]:
+            document = get(api, result["location"])
+            assert document["site"] == result["site"]
+            assert document["resolution"]["reason"] == "resolved"
+
+
+def test_wildcard_lists_pages_round_robin_across_sites_and_caps_at_25(api: httpx.Client) -> None:
+    listing = search(api, "*", limit=50)["results"]
+    assert len(listing) <= 25
+    assert all("#" not in result["location"] for result in listing)
+    first_sites = [result["site"] for result in listing[:4]]
+    assert first_sites == ["alpha", "beta-docs", "gamma-docs", "rooted-docs"]
+    roots = {result["location"] for result in listing[:4]}
+    assert roots == {"", "beta-docs", "gamma-docs", "rooted-docs"}  # a site root qualifies to the bare site name
+    assert len(search(api, "*", limit=3)["results"]) == 3
+    scored = search(api, "* webhook")["results"]
+    assert scored and any("webhook" in result["location"] for result in scored)
+
+
+def test_no_match_is_an_empty_list_attributed_to_none(api: httpx.Client) -> None:
+    assert search(api, "zzqxv nonexistentterm") == {"query": "zzqxv nonexistentterm", "provider": "none", "results": []}
+
+
+def test_get_prefers_raw_markdown(api: httpx.Client, static_origin: StaticOrigin) -> None:
+    document = get(api, "guide/install")
+    assert document["location"] == "guide/install/" and document["site"] == DEFAULT_SITE
+    assert document["url"] == f"{static_origin.url}/alpha/guide/install/"
+    assert document["requestedLocation"] == "guide/install"
+    assert document["provider"] == "mkdocs"
+    front, body = document["content"].split("---\n", 2)[1:]
+    assert f"source: {static_origin.url}/alpha/guide/install/" in front and "site: alpha" in front
+    assert "retrieved: " in front
+    assert body.strip()
+    assert "/alpha/guide/install.md" in static_origin.paths()
+    assert "/alpha/guide/install/" not in static_origin.paths()
+
+
+def test_get_falls_back_to_html_when_the_markdown_twin_is_missing(
+    api: httpx.Client, static_origin: StaticOrigin
+) -> None:
+    document = get(api, HTML_ONLY_PAGE)
+    assert document["resolution"]["rule"] == "exact"
+    assert f"/alpha/{HTML_ONLY_PAGE}.md" in static_origin.paths()
+    assert f"/alpha/{HTML_ONLY_PAGE}/" in static_origin.paths()
+    content = document["content"]
+    assert content.count("---\n") >= 2 and "<div" not in content and "\n# " in content
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type"),
+    [
+        ("   \n\t", "text/markdown"),
+        ("<!DOCTYPE html><html><body>soft 404</body></html>", "text/markdown"),
+        ("# Looks like markdown", "text/html"),
+    ],
+)
+def test_raw_markdown_that_is_empty_or_really_html_falls_back(
+    api: httpx.Client, static_origin: StaticOrigin, raw: str, content_type: str
+) -> None:
+    static_origin.respond("/alpha/guide/install.md", body=raw, content_type=content_type)
+    content = get(api, "guide/install")["content"]
+    assert "soft 404" not in content and "Looks like markdown" not in content
+    assert "/alpha/guide/install/" in static_origin.paths()
+
+
+@pytest.mark.parametrize("api", [{"RawMarkdownUrlPattern": ""}], indirect=True)
+def test_empty_raw_pattern_disables_raw_markdown(api: httpx.Client, static_origin: StaticOrigin) -> None:
+    get(api, "guide/install")
+    assert not [path for path in static_origin.paths() if path.endswith(".md")]
+
+
+def test_phantom_entry_resolves_then_fails_to_fetch(api: httpx.Client) -> None:
+    body = get(api, PHANTOM_PAGE, status=502)
+    assert body["error"]["code"] == "fetch_failed"
+    assert (body["resolution"]["reason"], body["resolution"]["rule"]) == ("fetch_failed", "exact")
+    assert body["resolution"]["location"] == f"{PHANTOM_PAGE}/"
+
+
+@pytest.mark.parametrize(
+    ("location", "status", "reason", "rule", "site", "resolved"),
+    [
+        ("faq", 200, "resolved", "exact", "alpha", "faq/"),
+        ("contributing", 200, "resolved", "exact", "alpha", "CONTRIBUTING/"),
+        ("guide/index.md", 200, "resolved", "variant", "alpha", "guide/"),
+        ("guide.md", 200, "resolved", "variant", "alpha", "guide/"),
+        ("index", 200, "resolved", "variant", "alpha", ""),
+        ("beta-docs", 200, "resolved", "exact", "beta-docs", ""),
+        ("beta-docs/api/authentication.md", 200, "resolved", "variant", "beta-docs", "api/authentication/"),
+        ("beta-docs/gamma-docs/page", 200, "resolved", "exact", "beta-docs", "gamma-docs/page/"),
+        (
+            "gamma-docs/gamma-docs/exporters/metrics",
+            200,
+            "resolved",
+            "exact",
+            "gamma-docs",
+            "gamma-docs/exporters/metrics/",
+        ),
+        ("first-steps", 200, "resolved", "canonical-leaf", "gamma-docs", "tutorials/first-steps/"),
+        ("rooted-docs/dns/records/", 200, "resolved", "exact", "rooted-docs", "dns/records/"),
+        ("metrics", 409, "ambiguous", "exact", None, None),
+        ("webhook", 404, "not_found", "none", None, None),
+        ("guide/backup-and-restore", 404, "not_found", "none", None, None),
+        ("delta-docs/nothing/here", 404, "unknown_site", "none", None, None),
+        ("release-notes/v9", 404, "not_found", "none", None, None),
+        ("missing-docs/anything", 503, "site_unavailable", "none", "missing-docs", None),
+    ],
+)
+def test_resolution_outcomes_over_http(
+    api: httpx.Client, location: str, status: int, reason: str, rule: str, site: str | None, resolved: str | None
+) -> None:
+    body = get(api, location, status=status)
+    resolution = body["resolution"]
+    assert (resolution["reason"], resolution["rule"], resolution["site"], resolution["location"]) == (
+        reason,
+        rule,
+        site,
+        resolved,
+    )
+    assert resolution["requestedLocation"] == location
+    assert set(resolution) == {"requestedLocation", "reason", "rule", "site", "location", "candidates", "detail"}
+    if status != 200:
+        assert body["error"]["code"] == reason and body["error"]["message"]
+    if reason == "ambiguous":
+        assert sorted(resolution["candidates"]) == ["beta-docs/metrics/", "gamma-docs/metrics/"]
+
+
+def test_a_pasted_url_under_the_origin_is_accepted(api: httpx.Client, static_origin: StaticOrigin) -> None:
+    document = get(api, f"{static_origin.url}/beta-docs/api/authentication/#tokens")
+    assert (document["site"], document["location"]) == ("beta-docs", "beta-docs/api/authentication/")
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "words"),
+    [
+        ("/api/docs/search", {}, "q is required"),
+        ("/api/docs/search", {"q": "   "}, "q is required"),
+        ("/api/docs/search", {"q": "x", "limit": "ten"}, "limit"),
+        ("/api/docs/search", {"q": "x", "limit": "0"}, "limit"),
+        ("/api/docs/search", {"q": "x", "limit": "51"}, "limit"),
+        ("/api/docs/search", {"q": "x" * 600}, "q"),
+        ("/api/docs/search", {"q": "bad\x07bell"}, "control"),
+        ("/api/docs/search", {"q": "x", "site": "nowhere"}, "site must be one of"),
+        ("/api/docs/get", {}, "location is required"),
+        ("/api/docs/get", {"location": "a\x00b"}, "control"),
+        ("/api/docs/get", {"location": "x" * 2000}, "location"),
+        ("/api/docs/get", {"location": "../../etc/passwd"}, "segments"),
+    ],
+)
+def test_bad_input_is_a_400_with_a_reason(api: httpx.Client, path: str, params: dict[str, str], words: str) -> None:
+    response = api.get(path, params=params)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "bad_request" and words in error["message"]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{outside}/alpha/faq/",
+        "//{outside_host}/alpha/faq/",
+        "alpha/%2e%2e/%2e%2e/{outside_host}",
+        "{outside}/../alpha/faq",
+        "alpha/..%2f..%2fsecret",
+    ],
+)
+def test_locations_never_reach_another_host(
+    api: httpx.Client, static_origin: StaticOrigin, outside_host: StaticOrigin, template: str
+) -> None:
+    location = template.format(outside=outside_host.url, outside_host=outside_host.url.split("//", 1)[1])
+    response = api.get("/api/docs/get", params={"location": location})
+    assert response.status_code in (400, 404), response.text
+    assert outside_host.requests == []
+
+
+def test_redirects_leaving_the_origin_are_not_followed(
+    api: httpx.Client, static_origin: StaticOrigin, outside_host: StaticOrigin
+) -> None:
+    static_origin.redirect("/alpha/faq.md", f"{outside_host.url}/alpha/faq.md")
+    static_origin.redirect("/alpha/faq/", f"{outside_host.url}/alpha/faq/")
+    body = get(api, "faq", status=502)
+    assert body["resolution"]["reason"] == "fetch_failed"
+    assert outside_host.requests == []
+
+
+def test_redirects_inside_the_site_are_followed(api: httpx.Client, static_origin: StaticOrigin) -> None:
+    static_origin.redirect("/alpha/faq.md", f"{static_origin.url}/alpha/guide/install.md")
+    assert get(api, "faq")["content"]
+
+
+def test_health_reports_site_state_without_loading(api: httpx.Client, static_origin: StaticOrigin) -> None:
+    before = api.get("/api/health").json()
+    assert before["status"] == "ok"
+    assert {state["state"] for state in before["sites"].values()} == {"not_loaded"}
+    assert before["cache"]["kind"] == "memory"
+    assert static_origin.requests == []
+    search(api, "install")
+    after = api.get("/api/health").json()["sites"]
+    assert after["alpha"]["state"] == "loaded" and after["missing-docs"]["state"] == "failed"
+    assert after["rooted-docs"]["state"] == "loaded"
+
+
+def test_concurrent_first_requests_load_each_index_once(api: httpx.Client, static_origin: StaticOrigin) -> None:
+    async def burst() -> list[int]:
+        async with httpx.AsyncClient(base_url=str(api.base_url), timeout=30) as client:
+            responses = await asyncio.gather(
+                *(client.get("/api/docs/search", params={"q": "install"}) for _ in range(12))
+            )
+        return [response.status_code for response in responses]
+
+    assert set(asyncio.run(burst())) == {200}
+    assert len(static_origin.requests_for("/alpha/search/search_index.json")) == 1
+    assert len(static_origin.requests_for(ROOT_INDEX_PATH)) == 1
+    assert len(static_origin.requests_for("/missing-docs/search/search_index.json")) == 1
+    search(api, "install")
+    assert len(static_origin.requests_for("/missing-docs/search/search_index.json")) == 1  # failed for the process
+
+
+def test_a_malformed_index_fails_only_that_site(api: httpx.Client, static_origin: StaticOrigin) -> None:
+    static_origin.respond("/beta-docs/search/search_index.json", body="{not json", content_type="application/json")
+    results = search(api, "*", limit=25)["results"]
+    assert "beta-docs" not in {result["site"] for result in results}
+    assert {"alpha", "gamma-docs"} <= {result["site"] for result in results}
+    assert get(api, "beta-docs/faq", status=503)["resolution"]["reason"] == "site_unavailable"
+
+
+def test_origin_down_without_cache_marks_sites_failed_and_search_is_empty(
+    api: httpx.Client, static_origin: StaticOrigin
+) -> None:
+    static_origin.stop()
+    assert search(api, "install")["provider"] == "none"
+    body = get(api, "guide/install", status=503)
+    assert body["resolution"]["reason"] == "site_unavailable"
+
+
+def test_no_raw_query_or_location_is_logged(api: httpx.Client, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG):
+        search(api, f"install {SECRET}")
+        search(api, f"zzqxv {SECRET}")
+        api.get("/api/docs/get", params={"location": f"guide/install?{SECRET}"})
+        api.get("/api/docs/get", params={"location": f"no/such/{SECRET}"})
+        api.get("/api/docs/get", params={"location": f"install.md#{SECRET}"})
+    service_records = [record for record in caplog.records if not record.name.startswith(("httpx", "httpcore"))]
+    assert service_records  # the test client's own request log is not the service's
+    assert not [record.getMessage() for record in service_records if "SECRET-7f3a9" in record.getMessage()]
+
+
+def test_openapi_document_describes_the_contract(api: httpx.Client) -> None:
+    spec = api.get("/api/openapi.json").json()
+    assert {"/api/docs/search", "/api/docs/get", "/api/health"} <= set(spec["paths"])
+    search_op = spec["paths"]["/api/docs/search"]["get"]
+    assert {param["name"] for param in search_op["parameters"]} == {"q", "limit", "site"}
+    assert {"200", "400"} <= set(search_op["responses"])
+    assert {"404", "409", "502", "503"} <= set(spec["paths"]["/api/docs/get"]["get"]["responses"])
