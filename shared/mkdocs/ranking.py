@@ -1,0 +1,227 @@
+"""Rank a site's pages for a free-text query: BM25F over pages and their sections, one result per page.
+
+Everything query-independent is precomputed at build, so a query only walks short postings lists.
+
+- Two BM25F views are indexed. The *page view* (page title, section headings, whole body) scores every page
+  that shares a term with the query; the *section view* (section title, section body) then finds the best
+  section of the best-scoring pages. BM25F length-normalises and weights each field's term frequency before
+  one saturation, so a title word counts more than a body word and repetition cannot win on its own.
+- Each view's score is divided by the most the query could score there (the sum of its terms' IDF, terms the
+  site never uses counting at full IDF) and multiplied by the share of that IDF the document matched at all,
+  so a page covering more of the query beats one that repeats a single term.
+
+A page's score, the scale the provider compares across sites and against `min_score`:
+
+    score = (0.85 * best section + 0.15 * page) * (1 + title coverage) * site fit * boost
+
+- the first factor is in [0, 1): how much of the query's information the page and its best section cover;
+- title coverage is the IDF share of the page title's terms that the query mentions (a reader naming the
+  page's subject is strong evidence), so the factor is in [1, 2];
+- site fit is in (0, 1): how common the query's terms are across this site's pages. A term's IDF is low on
+  the site that is *about* it, so without this a site that mentions `external-dns` once would outrank the
+  site documenting it;
+- boost is the page's `search.boost` (0 hides the page behind every other match, 2 doubles it).
+
+Unboosted scores therefore lie in [0, 2); an on-topic best hit typically scores 0.2 to 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from shared.mkdocs.index import IndexEntry, SiteIndex
+from shared.mkdocs.text import Query, analyze, analyze_query
+
+K1 = 1.2
+"""BM25 term-frequency saturation, the usual value."""
+
+PAGE_FIELDS = ((3.0, 0.5), (2.0, 0.75), (1.0, 0.75))
+"""(weight, length normalisation b) of page title, section headings and body: titles say what a page is."""
+
+SECTION_FIELDS = ((2.0, 0.5), (1.0, 0.75))
+"""(weight, b) of section title and section body."""
+
+SECTION_SHARE = 0.85
+"""How much of a page's score comes from its best section; the rest rewards evidence across the page."""
+
+SITE_FIT_HALF = 0.05
+"""A query term found on this share of a site's pages gives half the site fit (see the module docstring)."""
+
+CANDIDATES = 10
+"""Pages searched for their best section beyond the requested limit, so section evidence can reorder them."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankedHit:
+    """One page's result: the entry to return, its score, breadcrumb and the text to cut a preview from.
+
+    `entry` is the page entry: every lookup fetches whole pages, and the evaluation accepts a section anchor
+    only where the page is a list of independent answers. `section` is the best-matching section (the page
+    entry when the page's own introduction matched best); the breadcrumb names it.
+    """
+
+    entry: IndexEntry
+    score: float
+    breadcrumb: tuple[str, ...]
+    preview_source: str
+    section: IndexEntry | None = None
+
+
+@dataclass(slots=True)
+class _View:
+    """One BM25F view: per term, the documents holding it with their saturated weighted frequency."""
+
+    documents: int
+    postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    idf: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, docs: Sequence[Sequence[list[str]]], fields: Sequence[tuple[float, float]]) -> _View:
+        view = cls(len(docs))
+        count = max(1, len(docs))
+        averages = [max(1.0, sum(len(doc[f]) for doc in docs) / count) for f in range(len(fields))]
+        postings = view.postings
+        for number, doc in enumerate(docs):
+            blended: dict[str, float] = {}
+            for (weight, b), terms, average in zip(fields, doc, averages, strict=True):
+                scale = weight / (1 - b + b * len(terms) / average)
+                for term, count in Counter(terms).items():
+                    blended[term] = blended.get(term, 0.0) + count * scale
+            for term, tf in blended.items():
+                postings.setdefault(term, []).append((number, tf / (K1 + tf)))
+        view.idf = {term: view.term_idf(len(plist)) for term, plist in postings.items()}
+        return view
+
+    def term_idf(self, df: int) -> float:
+        return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
+
+    def weights(self, query: Query) -> dict[str, float]:
+        """Each matchable query term's IDF over the query's maximum; joined words add evidence, not maximum."""
+        maximum = sum(self.idf.get(term) or self.term_idf(0) for term in query.words)
+        return {term: self.idf[term] / maximum for term in (*query.words, *query.joined) if term in self.idf}
+
+
+@dataclass(slots=True)
+class _Page:
+    entry: IndexEntry
+    sections: list[int]
+    text: str
+    postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """The section view's postings restricted to this page, so its best section costs only its matches."""
+
+
+@dataclass(slots=True)
+class Ranker:
+    """A site's pages, ready to rank; build once per loaded index."""
+
+    entries: list[IndexEntry]
+    pages: list[_Page]
+    page_view: _View
+    section_view: _View
+    titles: dict[str, list[tuple[int, float]]]
+    """Title term -> (page, the term's share of that title's IDF), for title coverage."""
+
+    @classmethod
+    def build(cls, index: SiteIndex) -> Ranker:
+        entries = index.entries
+        titles = [analyze(entry.title) for entry in entries]
+        bodies = [analyze(entry.text) for entry in entries]
+        pages = _pages(entries)
+        page_docs = [_page_doc(page, entries, titles, bodies) for page in pages]
+        page_view = _View.build(page_docs, PAGE_FIELDS)
+        section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS)
+        page_of = {section: page for page in pages for section in page.sections}
+        for term, plist in section_view.postings.items():
+            for number, saturated in plist:
+                page_of[number].postings.setdefault(term, []).append((number, saturated))
+        return cls(entries, pages, page_view, section_view, _title_index(page_view, page_docs))
+
+    def listing(self) -> list[IndexEntry]:
+        """Pages in index order (the `*` query): page entries only, one per page."""
+        return [page.entry for page in self.pages]
+
+    def search(self, query: str, limit: int) -> list[RankedHit]:
+        """The best pages for `query`, best first, one hit per page."""
+        wanted = analyze_query(query)
+        if not wanted.words or limit < 1:
+            return []
+        scores = _accumulate(self.page_view.postings, self.page_view.weights(wanted))
+        coverage = _accumulate(self.titles, dict.fromkeys((*wanted.words, *wanted.joined), 1.0), coordinate=False)
+        fit = self._site_fit(wanted)
+        prior = {n: fit * self.pages[n].entry.boost * (1 + coverage.get(n, 0.0)) for n in scores}
+        shortlist = sorted(scores, key=lambda n: scores[n] * prior[n], reverse=True)[: limit + CANDIDATES]
+        section_weights = self.section_view.weights(wanted)
+        hits = [self._hit(n, scores[n], prior[n], section_weights) for n in shortlist]
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+        return hits[:limit]
+
+    def _site_fit(self, wanted: Query) -> float:
+        """How much this site is about the query: the mean, over query words, of how common each is here."""
+        pages = self.page_view.documents
+        shares = [len(self.page_view.postings.get(term, ())) / pages for term in wanted.words]
+        return sum(share / (share + SITE_FIT_HALF) for share in shares) / len(shares)
+
+    def _hit(self, number: int, page_score: float, prior: float, weights: dict[str, float]) -> RankedHit:
+        page = self.pages[number]
+        sections = _accumulate(page.postings, weights)
+        best = max(sections, key=sections.__getitem__, default=page.sections[0])
+        best_score = sections.get(best, 0.0)
+        score = (SECTION_SHARE * best_score + (1 - SECTION_SHARE) * page_score) * prior
+        section = self.entries[best]
+        crumb = (page.entry.title, section.title) if section.anchor is not None else (page.entry.title,)
+        source = section.text if section.text.strip() else page.text
+        return RankedHit(page.entry, score, crumb, source, section)
+
+
+def _accumulate(
+    postings: dict[str, list[tuple[int, float]]], weights: dict[str, float], *, coordinate: bool = True
+) -> dict[int, float]:
+    """Every matching document's score; coordinated, it is scaled by the share of the query weight matched."""
+    scores: dict[int, float] = {}
+    matched: dict[int, float] = {}
+    for term, weight in weights.items():
+        for number, value in postings.get(term, ()):
+            if number in scores:
+                scores[number] += weight * value
+                matched[number] += weight
+            else:
+                scores[number] = weight * value
+                matched[number] = weight
+    if not coordinate:
+        return scores
+    return {number: score * (share if (share := matched[number]) < 1.0 else 1.0) for number, score in scores.items()}
+
+
+def _title_index(view: _View, docs: list[list[list[str]]]) -> dict[str, list[tuple[int, float]]]:
+    """Title term -> (page, IDF share of the page title): a query mentioning all of a title covers it fully."""
+    index: dict[str, list[tuple[int, float]]] = {}
+    for number, doc in enumerate(docs):
+        title = set(doc[0])
+        total = sum(view.idf[term] for term in title)
+        for term in title:
+            index.setdefault(term, []).append((number, view.idf[term] / total))
+    return index
+
+
+def _pages(entries: list[IndexEntry]) -> list[_Page]:
+    """Pages in index order with their entries; the first page entry seen represents the page."""
+    grouped: dict[str, list[int]] = {}
+    for number, entry in enumerate(entries):
+        grouped.setdefault(entry.page, []).append(number)
+    pages = []
+    for sections in grouped.values():
+        head = next((n for n in sections if entries[n].anchor is None), sections[0])
+        text = " ".join(entries[n].text for n in sections if entries[n].text.strip())
+        pages.append(_Page(entries[head], sections, text))
+    return pages
+
+
+def _page_doc(
+    page: _Page, entries: list[IndexEntry], titles: list[list[str]], bodies: list[list[str]]
+) -> list[list[str]]:
+    """The page view's fields of one page: title, section headings, body."""
+    headings = [term for n in page.sections if entries[n].anchor is not None for term in titles[n]]
+    return [analyze(page.entry.title), headings, [term for n in page.sections for term in bodies[n]]]

@@ -1,0 +1,96 @@
+"""Turn documentation text and queries into search terms: identifiers kept whole and split, words stemmed.
+
+Documentation queries mix prose ("make the namespace get created") with identifiers (`policy.default`,
+`--dry-run`, `argocd_app_info`, `CreateNamespace=true`, `route53:ChangeResourceRecordSets`). One analyzer
+serves both sides, so whatever a page says matches however a reader types it:
+
+- a compound token (joined by `. / : = _ -` or written in camelCase) is emitted whole, lower-cased and
+  without leading dashes, so an exact identifier match counts on top of its parts;
+- pieces between hierarchical separators (`/ : = @`) that are still compounds are emitted whole too, so
+  `skip-reconcile` matches `argocd.argoproj.io/skip-reconcile`;
+- every word part is lower-cased, dropped if it is an English stop word, and Snowball-stemmed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type stubs
+
+_RAW = re.compile(r"\w(?:[\w.:/=@+-]*\w)?")
+_UNICODE_WORDS = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_HIERARCHY = re.compile(r"[/:=@]+")
+_JOINERS = re.compile(r"[._/:=@+-]")
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below between
+    both but by can cannot could did do does doing down during each few for from further had has have having he her
+    here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not of
+    off on once only or other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up very was we were what
+    when where which while who whom why will with would you your yours yourself yourselves""".split()  # noqa: SIM905
+)
+"""Function words: they carry no topic, and documentation prose is full of them."""
+
+_STEMMER = Stemmer.Stemmer("english")
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A query's distinct terms, and optional alternatives: adjacent words joined ("log in" as "login")."""
+
+    words: list[str]
+    joined: list[str]
+
+
+def analyze(text: str) -> list[str]:
+    """Every term of a document's text, in order, repeated as often as it occurs."""
+    out: list[str] = []
+    for token in _RAW.findall(text):
+        out.extend(_token_terms(token))
+    return out
+
+
+def analyze_query(query: str) -> Query:
+    """A query's distinct terms, then adjacent plain words joined into one, each in first-seen order.
+
+    Readers split what documentation writes as one word (back up / backup, log in / login, set up / setup);
+    the joined form only adds evidence when a page uses it.
+    """
+    words = list(dict.fromkeys(analyze(query)))
+    tokens = [token.lower() for token in _RAW.findall(query)]
+    joined = (stem(a + b) for a, b in pairwise(tokens) if a.isalpha() and b.isalpha())
+    return Query(words, [term for term in dict.fromkeys(joined) if term not in words and term not in STOP_WORDS])
+
+
+@lru_cache(maxsize=65536)
+def _token_terms(token: str) -> tuple[str, ...]:
+    """Terms of one raw token: the whole compound and its pieces first, then stemmed word parts."""
+    words = _words(token)
+    out: list[str] = []
+    if _is_compound(token, words):
+        out.append(token.lower())
+        pieces = _HIERARCHY.split(token)
+        if len(pieces) > 1:
+            out.extend(piece.lower() for piece in pieces if _is_compound(piece, _words(piece)))
+    out.extend(stem(word) for word in words if word not in STOP_WORDS)
+    return tuple(out)
+
+
+def _words(token: str) -> list[str]:
+    # camelCase splitting needs ASCII case classes; other scripts split on separators only.
+    found = _CAMEL.findall(token) if token.isascii() else _UNICODE_WORDS.findall(token)
+    return [word.lower() for word in found]
+
+
+def _is_compound(token: str, words: list[str]) -> bool:
+    return len(words) > 1 or _JOINERS.search(token) is not None
+
+
+def stem(word: str) -> str:
+    """The Snowball English stem of one lower-case word."""
+    return str(_STEMMER.stemWord(word))

@@ -1,0 +1,139 @@
+"""The tokenizer and the per-site ranker, on small hand-built indexes."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.mkdocs.index import IndexEntry, SiteIndex
+from shared.mkdocs.ranking import Ranker
+from shared.mkdocs.text import analyze, analyze_query
+
+
+def page(path: str, title: str, text: str = "", *sections: tuple[str, str, str], boost: float = 1) -> list[IndexEntry]:
+    """A page entry and its (anchor, title, text) sections, the way index.py yields them."""
+    entries = [IndexEntry(path, path, None, title, title, text, boost)]
+    for anchor, section_title, section_text in sections:
+        entries.append(IndexEntry(f"{path}#{anchor}", path, anchor, section_title, title, section_text, boost))
+    return entries
+
+
+def ranker(*pages: list[IndexEntry], site: str = "docs") -> Ranker:
+    return Ranker.build(SiteIndex.build(site, [entry for entries in pages for entry in entries]))
+
+
+FILLER = [
+    page(f"filler/{n}/", f"Filler page {n}", f"general words about topic{n} and configuration of things")
+    for n in range(12)
+]
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        ("policy.default", {"policy.default", "polici", "default"}),
+        ("--dry-run", {"dry-run", "dri", "run"}),
+        ("argocd_app_info", {"argocd_app_info", "argocd", "app", "info"}),
+        ("CreateNamespace=true", {"createnamespace=true", "createnamespace", "creat", "namespac", "true"}),
+        ("argocd.argoproj.io/skip-reconcile", {"argocd.argoproj.io/skip-reconcile", "skip-reconcile", "reconcil"}),
+        ("route53:ChangeResourceRecordSets", {"route53", "changeresourcerecordsets", "record"}),
+        ("SAIFTRBL-0042", {"saiftrbl-0042", "saiftrbl", "0042"}),
+    ],
+)
+def test_identifiers_are_kept_whole_and_split(token: str, expected: set[str]) -> None:
+    assert expected <= set(analyze(token))
+
+
+def test_words_are_stemmed_and_stop_words_dropped() -> None:
+    assert analyze("How do I create the namespaces?") == ["creat", "namespac"]
+
+
+def test_query_terms_are_distinct_and_adjacent_words_also_join() -> None:
+    query = analyze_query("back up the backup, then log in")
+    assert query.words == ["back", "backup", "log"]
+    assert "login" in query.joined
+    assert "backup" not in query.joined
+
+
+def test_one_result_per_page_carrying_its_best_section() -> None:
+    guide = page(
+        "guide/",
+        "Deployment guide",
+        "How deployments work.",
+        ("install", "Install", "Run the installer."),
+        ("rollback", "Rolling back a widget", "Use widget rollback to return to the previous widget revision."),
+    )
+    hits = ranker(guide, *FILLER).search("widget rollback", 10)
+    assert [hit.entry.location for hit in hits] == ["guide/"]
+    hit = hits[0]
+    assert hit.section is not None and hit.section.location == "guide/#rollback"
+    assert hit.breadcrumb == ("Deployment guide", "Rolling back a widget")
+    assert "previous widget revision" in hit.preview_source
+
+
+def test_preview_source_falls_back_to_the_page_text_when_the_best_section_is_empty() -> None:
+    doc = page("doc/", "Widget", "", ("widget", "Widget", ""), ("more", "More", "Widgets are small tools."))
+    hit = ranker(doc, *FILLER).search("widget", 1)[0]
+    assert hit.preview_source == "Widgets are small tools."
+
+
+def test_boost_multiplies_the_score() -> None:
+    text = "The widget controller reconciles widgets."
+    plain = ranker(page("a/", "Alpha", text), page("b/", "Beta", text), *FILLER).search("widget", 10)
+    boosted = ranker(page("a/", "Alpha", text), page("b/", "Beta", text, boost=2.0), *FILLER).search("widget", 10)
+    hidden = ranker(page("a/", "Alpha", text, boost=0.0), page("b/", "Beta", text), *FILLER).search("widget", 10)
+    assert plain[0].score == pytest.approx(plain[1].score)
+    assert boosted[0].entry.location == "b/"
+    assert boosted[0].score == pytest.approx(2 * boosted[1].score)
+    assert [hit.entry.location for hit in hidden] == ["b/", "a/"]
+    assert hidden[1].score == 0.0
+
+
+def test_a_title_match_beats_a_body_match() -> None:
+    titled = page("titled/", "Widget", "Setting things up.")
+    mentioned = page("mentioned/", "Setup", "Setting things up, including the widget.")
+    hits = ranker(mentioned, titled, *FILLER).search("widget", 10)
+    assert [hit.entry.location for hit in hits] == ["titled/", "mentioned/"]
+
+
+def test_a_page_covering_more_of_the_query_wins_over_repetition() -> None:
+    repeats = page("repeats/", "Notes", "widget " * 30)
+    covers = page("covers/", "Notes two", "The widget rollback command restores a widget.")
+    hits = ranker(repeats, covers, *FILLER).search("widget rollback", 10)
+    assert hits[0].entry.location == "covers/"
+
+
+def test_a_star_inside_a_query_is_dropped_and_the_rest_scored() -> None:
+    index = ranker(page("w/", "Widget", "All about widgets."), *FILLER)
+    star = index.search("* widget", 10)
+    plain = index.search("widget", 10)
+    assert [(hit.entry.location, hit.score) for hit in star] == [(hit.entry.location, hit.score) for hit in plain]
+    assert star and star[0].entry.location == "w/"
+
+
+def test_queries_without_terms_return_nothing() -> None:
+    index = ranker(page("w/", "Widget", "All about widgets."), *FILLER)
+    assert index.search("*", 10) == []
+    assert index.search("the of and", 10) == []
+    assert index.search("widget", 0) == []
+
+
+def test_listing_returns_page_entries_in_index_order() -> None:
+    index = ranker(
+        page("b/", "Bee", "", ("one", "One", "x")),
+        page("a/", "Ay", "", ("two", "Two", "y")),
+    )
+    assert [entry.location for entry in index.listing()] == ["b/", "a/"]
+
+
+def test_limit_caps_the_results_best_first() -> None:
+    pages = [page(f"p{n}/", f"Page {n}", "widget " * (n + 1) + "filler " * 20) for n in range(8)]
+    hits = ranker(*pages, *FILLER).search("widget", 3)
+    assert len(hits) == 3
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+
+
+def test_a_site_about_the_query_outscores_a_site_that_mentions_it_once() -> None:
+    about = ranker(*[page(f"dns/{n}/", f"DNS record {n}", "external-dns manages dns records") for n in range(5)])
+    mentions = ranker(page("misc/", "Misc", "we once tried external-dns for records"), *FILLER)
+    query = "external-dns records"
+    assert about.search(query, 1)[0].score > mentions.search(query, 1)[0].score
