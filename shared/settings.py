@@ -76,9 +76,9 @@ class DocumentationSettings(BaseSettings):
     cache_duration_hours: float = Field(1.0, alias="CacheDurationHours")
     raw_markdown_url_pattern: str | None = Field("{base}/{path}.md", alias="RawMarkdownUrlPattern")
     search_index_overrides: dict[str, str] = Field(default_factory=dict, alias="SearchIndexOverrides")
-    cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")  # type: ignore[arg-type]
-    warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")  # type: ignore[arg-type]
-    search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")  # type: ignore[arg-type]
+    cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")
+    warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")
+    search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")
     host_storage: SecretStr | None = Field(None, alias="AzureWebJobsStorage")
     host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")
 
@@ -87,8 +87,11 @@ class DocumentationSettings(BaseSettings):
         cls,
         settings_cls: type[BaseSettings],
         init_settings: PydanticBaseSettingsSource,
-        **_: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only explicit arguments and the app settings: no .env files, no secrets directory."""
         return (init_settings, AppSettingsSource(settings_cls))
 
     @field_validator("origin")
