@@ -11,7 +11,7 @@ from itertools import chain, zip_longest
 from shared.errors import InvalidRequestError, OriginError, ResolutionError
 from shared.fetch import OriginClient
 from shared.mkdocs.convert import html_to_markdown, looks_like_html
-from shared.mkdocs.index import IndexEntry, Page, page_key
+from shared.mkdocs.index import Page, page_key
 from shared.mkdocs.ranking import RankedHit
 from shared.mkdocs.resolution import Resolver, qualify
 from shared.mkdocs.sites import LoadedSite, SiteRegistry
@@ -58,22 +58,13 @@ class MkDocsProvider:
         return [entry for entry in loaded if entry is not None]
 
     def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
+        """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""
         per_site = [[(entry.index.site, page) for page in entry.ranker.listing()] for entry in loaded]
         interleaved = [pair for pair in chain.from_iterable(zip_longest(*per_site)) if pair is not None]
-        return [self._listed(site, page) for site, page in interleaved[:limit]]
-
-    def _listed(self, site: str, entry: IndexEntry) -> SearchResult:
-        return SearchResult(
-            location=self._location(site, entry.location),
-            title=entry.title,
-            url=self._url(site, entry.location),
-            site=site,
-            preview_text=make_preview(entry.text, ""),
-            score=1.0,
-            provider=self.name,
-            page_title=entry.page_title,
-            breadcrumb=[entry.page_title],
-        )
+        return [
+            self._result(site, RankedHit(page, 1.0, (page.page_title,), page.text), "")
+            for site, page in interleaved[:limit]
+        ]
 
     def _result(self, site: str, hit: RankedHit, query: str) -> SearchResult:
         entry = hit.entry
