@@ -37,37 +37,46 @@ STOP_WORDS = frozenset(
 """Function words: they carry no topic, and documentation prose is full of them."""
 
 _STEMMER = Stemmer.Stemmer("english")
+_TOKEN_CACHE: dict[str, tuple[str, ...]] = {}
+_TOKEN_CACHE_SIZE = 200_000
+"""Raw token -> terms. A plain dict: indexing looks up every token of a site, and a site repeats most of them."""
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
     """A query's distinct terms, and optional alternatives: adjacent words joined ("log in" as "login")."""
 
-    words: list[str]
-    joined: list[str]
+    words: tuple[str, ...]
+    joined: tuple[str, ...]
 
 
 def analyze(text: str) -> list[str]:
     """Every term of a document's text, in order, repeated as often as it occurs."""
     out: list[str] = []
+    cache = _TOKEN_CACHE
     for token in _RAW.findall(text):
-        out.extend(_token_terms(token))
+        found = cache.get(token)
+        if found is None:
+            if len(cache) >= _TOKEN_CACHE_SIZE:
+                cache.clear()
+            found = cache[token] = _token_terms(token)
+        out += found
     return out
 
 
+@lru_cache(maxsize=256)
 def analyze_query(query: str) -> Query:
     """A query's distinct terms, then adjacent plain words joined into one, each in first-seen order.
 
     Readers split what documentation writes as one word (back up / backup, log in / login, set up / setup);
-    the joined form only adds evidence when a page uses it.
+    the joined form only adds evidence when a page uses it. Cached: the provider asks every site in turn.
     """
-    words = list(dict.fromkeys(analyze(query)))
+    words = tuple(dict.fromkeys(analyze(query)))
     tokens = [token.lower() for token in _RAW.findall(query)]
     joined = (stem(a + b) for a, b in pairwise(tokens) if a.isalpha() and b.isalpha())
-    return Query(words, [term for term in dict.fromkeys(joined) if term not in words and term not in STOP_WORDS])
+    return Query(words, tuple(term for term in dict.fromkeys(joined) if term not in words and term not in STOP_WORDS))
 
 
-@lru_cache(maxsize=65536)
 def _token_terms(token: str) -> tuple[str, ...]:
     """Terms of one raw token: the whole compound and its pieces first, then stemmed word parts."""
     words = _words(token)

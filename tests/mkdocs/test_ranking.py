@@ -49,7 +49,7 @@ def test_words_are_stemmed_and_stop_words_dropped() -> None:
 
 def test_query_terms_are_distinct_and_adjacent_words_also_join() -> None:
     query = analyze_query("back up the backup, then log in")
-    assert query.words == ["back", "backup", "log"]
+    assert query.words == ("back", "backup", "log")
     assert "login" in query.joined
     assert "backup" not in query.joined
 
