@@ -59,7 +59,7 @@ class WarmupSettings(_Section):
 class SearchSettings(_Section):
     """`Forge__Documentation__Search__*`: ranking knobs of the MkDocs provider."""
 
-    min_score: float = Field(0.0, alias="MinScore", ge=0)
+    min_score: float = Field(0.02, alias="MinScore", ge=0)
     """Relevance floor: results scoring below it are dropped, so an off-topic query returns nothing."""
 
 
