@@ -68,6 +68,9 @@ class SearchResult(_Wire):
     provider: str
     page_title: str | None = Field(default=None, description="Title of the page that owns the section.")
     breadcrumb: list[str] = Field(default_factory=list, description="Page title then section title.")
+    anchor: str | None = Field(
+        default=None, description="The best-matching section's anchor within the page; link to it as url#anchor."
+    )
 
 
 class SearchResponse(_Wire):

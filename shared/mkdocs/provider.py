@@ -78,6 +78,7 @@ class MkDocsProvider:
             provider=self.name,
             page_title=entry.page_title,
             breadcrumb=list(hit.breadcrumb),
+            anchor=hit.section.anchor if hit.section is not None else entry.anchor,
         )
 
     def _location(self, site: str, location: str) -> str:

@@ -52,7 +52,8 @@ def test_search_answers_with_qualified_locations_and_published_urls(
     assert body["provider"] == "mkdocs" and body["query"] == "webhook secret"
     assert body["results"]
     for result in body["results"]:
-        assert set(result) >= {"location", "title", "url", "site", "previewText", "score", "provider"}
+        assert set(result) >= {"location", "title", "url", "site", "previewText", "score", "provider", "anchor"}
+        assert result["anchor"] is None or "#" not in result["anchor"]
         unqualified = result["location"] if result["site"] == DEFAULT_SITE else result["location"].split("/", 1)[1]
         assert result["url"] == f"{static_origin.url}/{result['site']}/{unqualified}"
     other = search(api, "metrics exporters", site="gamma-docs")
