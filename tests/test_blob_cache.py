@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 
@@ -13,6 +12,7 @@ from azure.storage.blob import BlobServiceClient
 from shared.blob_cache import BlobIndexStore, open_store
 from shared.cache import CachedIndex, MemoryIndexStore, StoreError, store_newest
 from shared.settings import PREFIX, load_settings
+from tests.support.stores import closed_port
 from tools.azurite import Azurite, connection_string
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -41,12 +41,6 @@ def raw(azurite: Azurite, blob_container: str) -> Callable[[str], dict[str, obje
             return {"payload": blob.download_blob().readall(), "metadata": properties.metadata, "etag": properties.etag}
 
     return read
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # nothing listens here once the socket is closed
 
 
 def entry(payload: bytes, at: datetime = T0, **fields: object) -> CachedIndex:

@@ -19,7 +19,6 @@ from shared.cache import cache_name
 from shared.fetch import OriginClient
 from shared.settings import DocumentationSettings
 from shared.warm import FAILED, REFRESHED, UNCHANGED, warm_all
-from tests.mkdocs.test_sites import CountingStore
 from tests.support.origin import StaticOrigin
 from tests.support.sites import (
     PUBLISHED_SITES,
@@ -29,6 +28,7 @@ from tests.support.sites import (
     fixture_env,
     fixture_settings,
 )
+from tests.support.stores import CountingStore, closed_port
 from tests.support.uvicorn_server import UvicornServer
 from tools.azurite import Azurite
 
@@ -178,7 +178,6 @@ async def test_a_blob_not_written_by_this_service_is_fetched_whole_and_replaced(
 
 
 async def test_unreachable_storage_fails_every_site_without_fetching(static_origin: StaticOrigin) -> None:
-    from tests.mkdocs.test_sites import closed_port
     from tools.azurite import connection_string
 
     unreachable = connection_string(f"http://127.0.0.1:{closed_port()}/devstoreaccount1")

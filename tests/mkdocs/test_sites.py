@@ -7,8 +7,6 @@ server, Azurite behind the Azure SDK, and the registry between them.
 from __future__ import annotations
 
 import json
-import socket
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,53 +17,19 @@ from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
 from shared.blob_cache import BlobIndexStore, open_store
-from shared.cache import CachedIndex, CacheStat, IndexStore, store_newest
+from shared.cache import CachedIndex, IndexStore, store_newest
 from shared.fetch import OriginClient
 from shared.mkdocs.sites import SiteRegistry, SiteState
 from shared.settings import DocumentationSettings
 from tests.support.origin import StaticOrigin
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
+from tests.support.stores import CountingStore, closed_port
 from tools.azurite import Azurite, connection_string
 
 SITE = DEFAULT_SITE
 INDEX_PATH = f"/{SITE}/search/search_index.json"
 BLOB = f"{SITE}-docs-search-index.json"
 LONG_AGO = datetime.now(UTC) - timedelta(days=2)
-
-
-class CountingStore:
-    """A real store that also counts what the registry asks of it."""
-
-    def __init__(self, inner: IndexStore) -> None:
-        self.inner = inner
-        self.kind = inner.kind
-        self.calls: Counter[str] = Counter()
-
-    async def read(self, site: str) -> CachedIndex | None:
-        self.calls["read"] += 1
-        return await self.inner.read(site)
-
-    async def stat(self, site: str) -> CacheStat | None:
-        self.calls["stat"] += 1
-        return await self.inner.stat(site)
-
-    async def version(self, site: str) -> str | None:
-        self.calls["version"] += 1
-        return await self.inner.version(site)
-
-    async def write(self, site: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
-        self.calls["write"] += 1
-        return await self.inner.write(site, entry, expected_version=expected_version)
-
-    async def touch(self, site: str, fetched_at: datetime, *, expected_version: str) -> str | None:
-        self.calls["touch"] += 1
-        return await self.inner.touch(site, fetched_at, expected_version=expected_version)
-
-    def describe(self) -> dict[str, object]:
-        return self.inner.describe()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 class Clock:
@@ -268,12 +232,6 @@ async def test_an_unpublished_site_fails_and_writes_nothing(
     assert await registry.get(UNPUBLISHED_SITE) is None
     assert "404" in str(registry.health()[UNPUBLISHED_SITE]["reason"])
     assert store.calls["write"] == 0
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_storage_unreachable_still_answers_from_the_origin_and_health_says_so(

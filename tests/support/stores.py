@@ -1,0 +1,50 @@
+"""Test doubles around real components: a store that counts calls, and a loopback port nobody listens on."""
+
+from __future__ import annotations
+
+import socket
+from collections import Counter
+from datetime import datetime
+
+from shared.cache import CachedIndex, CacheStat, IndexStore
+
+
+class CountingStore:
+    """A real store that also counts what the registry asks of it."""
+
+    def __init__(self, inner: IndexStore) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.calls: Counter[str] = Counter()
+
+    async def read(self, site: str) -> CachedIndex | None:
+        self.calls["read"] += 1
+        return await self.inner.read(site)
+
+    async def stat(self, site: str) -> CacheStat | None:
+        self.calls["stat"] += 1
+        return await self.inner.stat(site)
+
+    async def version(self, site: str) -> str | None:
+        self.calls["version"] += 1
+        return await self.inner.version(site)
+
+    async def write(self, site: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+        self.calls["write"] += 1
+        return await self.inner.write(site, entry, expected_version=expected_version)
+
+    async def touch(self, site: str, fetched_at: datetime, *, expected_version: str) -> str | None:
+        self.calls["touch"] += 1
+        return await self.inner.touch(site, fetched_at, expected_version=expected_version)
+
+    def describe(self) -> dict[str, object]:
+        return self.inner.describe()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
