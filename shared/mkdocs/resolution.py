@@ -1,5 +1,8 @@
 """Resolve a requested location to one canonical page: site selection and the rules within a site.
 
+A resolution names a site and location only when it resolved (the spec: "the resolved site and location when
+it resolved"); `not_found` always carries the rule `none`, with any pages sharing the leaf as candidates.
+
 The module does no I/O of its own: the caller passes `load`, which returns a site's index or None when that
 site cannot load. Reason and rule strings are the spec's vocabulary (`shared.models.Reason`, `Rule`).
 """
@@ -66,8 +69,8 @@ def resolve_in_site(index: SiteIndex, path: str) -> SiteOutcome:
     sharing = index.by_leaf.get(leaf, []) if leaf else []
     if len(sharing) == 1:
         return SiteOutcome(Reason.RESOLVED, Rule.CANONICAL_LEAF, sharing[0])
-    if sharing:
-        return SiteOutcome(Reason.NOT_FOUND, Rule.CANONICAL_LEAF, candidates=tuple(sharing))
+    if sharing:  # a guess would be worse than a miss: not_found, with the pages offered as candidates
+        return SiteOutcome(Reason.NOT_FOUND, Rule.NONE, candidates=tuple(sharing))
     return _MISS
 
 
@@ -121,7 +124,6 @@ class Resolver:
             return Resolution(
                 requested_location=requested,
                 reason=Reason.SITE_UNAVAILABLE,
-                site=site,
                 detail=f"the search index of site '{site}' could not be loaded",
             )
         outcome = resolve_in_site(index, rest)
@@ -157,12 +159,7 @@ def _to_resolution(requested: str, site: str, outcome: SiteOutcome) -> Resolutio
     else:
         detail = f"no page in site '{site}' matches"
     return Resolution(
-        requested_location=requested,
-        reason=outcome.reason,
-        rule=outcome.rule,
-        site=site,
-        candidates=candidates,
-        detail=detail,
+        requested_location=requested, reason=outcome.reason, rule=outcome.rule, candidates=candidates, detail=detail
     )
 
 

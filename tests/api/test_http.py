@@ -166,7 +166,7 @@ def test_phantom_entry_resolves_then_fails_to_fetch(api: httpx.Client) -> None:
         ("guide/backup-and-restore", 404, "not_found", "none", None, None),
         ("delta-docs/nothing/here", 404, "unknown_site", "none", None, None),
         ("release-notes/v9", 404, "not_found", "none", None, None),
-        ("missing-docs/anything", 503, "site_unavailable", "none", "missing-docs", None),
+        ("missing-docs/anything", 503, "site_unavailable", "none", None, None),
     ],
 )
 def test_resolution_outcomes_over_http(

@@ -94,7 +94,7 @@ def test_rules_within_a_site(path: str, rule: Rule, location: str) -> None:
 def test_shared_leaf_within_a_site_is_not_found_not_a_guess() -> None:
     outcome = resolve_in_site(ALPHA, "webhook")
     assert outcome.reason is Reason.NOT_FOUND
-    assert outcome.rule is Rule.CANONICAL_LEAF
+    assert outcome.rule is Rule.NONE
     assert {page.path for page in outcome.candidates} == {"guide/webhook/", "ops/webhook/"}
 
 
@@ -142,7 +142,8 @@ async def test_site_named_directory_inside_the_site_is_found_by_the_unstripped_r
 
 async def test_named_site_that_cannot_load_is_site_unavailable() -> None:
     resolution = await resolver(SITES).resolve("missing-docs/anything")
-    assert (resolution.reason, resolution.site) == (Reason.SITE_UNAVAILABLE, "missing-docs")
+    assert (resolution.reason, resolution.site, resolution.location) == (Reason.SITE_UNAVAILABLE, None, None)
+    assert "missing-docs" in resolution.detail
 
 
 async def test_default_site_wins_without_consulting_other_sites() -> None:
@@ -179,7 +180,8 @@ async def test_cross_site_ambiguity_merges_an_ambiguous_sites_candidates() -> No
 async def test_ambiguity_inside_a_single_non_default_site_is_reported() -> None:
     indexes = {"alpha": ALPHA, "gamma-docs": GAMMA_DUP}
     resolution = await resolver(indexes).resolve("DUP.md")
-    assert (resolution.reason, resolution.site, resolution.rule) == (Reason.AMBIGUOUS, "gamma-docs", Rule.VARIANT)
+    assert (resolution.reason, resolution.site, resolution.rule) == (Reason.AMBIGUOUS, None, Rule.VARIANT)
+    assert sorted(resolution.candidates) == ["gamma-docs/Dup/", "gamma-docs/dup/"]
 
 
 async def test_unknown_site_heuristic() -> None:
@@ -217,3 +219,15 @@ async def test_a_leaf_shared_on_the_default_site_is_not_found_with_the_pages_as_
         None,
     )
     assert sorted(resolution.candidates) == ["alpha/guide/webhook/", "alpha/ops/webhook/"]
+
+
+async def test_a_leaf_shared_inside_a_named_site_is_not_found_with_candidates() -> None:
+    indexes = {"alpha": ALPHA, "beta-docs": site_index("beta-docs", "a/hook/", "b/hook/")}
+    resolution = await resolver(indexes).resolve("beta-docs/hook")
+    assert (resolution.reason, resolution.rule, resolution.site, resolution.location) == (
+        Reason.NOT_FOUND,
+        Rule.NONE,
+        None,
+        None,
+    )
+    assert sorted(resolution.candidates) == ["beta-docs/a/hook/", "beta-docs/b/hook/"]
