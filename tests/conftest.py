@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.origin import StaticOrigin
 from tests.support.sites import build_fixture_origin
 from tools.azurite import Azurite, AzuriteError
+from tools.static_origin import StaticOrigin
 
 _APP_SETTING_PREFIXES = ("forge__documentation__", "azurewebjobsstorage")
 

@@ -19,7 +19,6 @@ from shared.cache import cache_name
 from shared.fetch import OriginClient
 from shared.settings import DocumentationSettings
 from shared.warm import FAILED, REFRESHED, UNCHANGED, warm_all
-from tests.support.origin import StaticOrigin
 from tests.support.sites import (
     PUBLISHED_SITES,
     ROOT_INDEX_PATH,
@@ -31,6 +30,7 @@ from tests.support.sites import (
 from tests.support.stores import CountingStore, closed_port
 from tests.support.uvicorn_server import UvicornServer
 from tools.azurite import Azurite
+from tools.static_origin import StaticOrigin
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script, sys.path starts at tools/
     sys.path.insert(0, str(ROOT))
 
-from tests.support.origin import StaticOrigin  # noqa: E402  the static host the tests use: ETag, 304, text/markdown
 from tools.azurite import Azurite, AzuriteError  # noqa: E402
 from tools.build_origin import build_site  # noqa: E402
+from tools.static_origin import StaticOrigin  # noqa: E402  the same static host the tests use
 
 PREFIX = "Forge__Documentation__"
 STORAGE_KEYS = (

@@ -11,7 +11,6 @@ import httpx
 import pytest
 
 from shared.api import create_app
-from tests.support.origin import StaticOrigin
 from tests.support.sites import (
     DEFAULT_SITE,
     HTML_ONLY_PAGE,
@@ -21,6 +20,7 @@ from tests.support.sites import (
     fixture_settings,
 )
 from tests.support.uvicorn_server import UvicornServer
+from tools.static_origin import StaticOrigin
 
 SECRET = "sig=SECRET-7f3a9"
 

@@ -21,10 +21,10 @@ from shared.cache import CachedIndex, IndexStore, store_newest
 from shared.fetch import OriginClient
 from shared.mkdocs.sites import SiteRegistry, SiteState
 from shared.settings import DocumentationSettings
-from tests.support.origin import StaticOrigin
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
 from tests.support.stores import CountingStore, closed_port
 from tools.azurite import Azurite, connection_string
+from tools.static_origin import StaticOrigin
 
 SITE = DEFAULT_SITE
 INDEX_PATH = f"/{SITE}/search/search_index.json"

@@ -15,7 +15,6 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from tests.support.origin import StaticOrigin
 from tests.support.sites import (
     DEFAULT_SITE,
     HTML_ONLY_PAGE,
@@ -28,6 +27,7 @@ from tests.support.sites import (
 from tests.support.uvicorn_server import UvicornServer
 from tools.azurite import Azurite, AzuriteError, find_azurite
 from tools.build_origin import build_site
+from tools.static_origin import StaticOrigin
 
 ROOT = Path(__file__).resolve().parents[2]
 

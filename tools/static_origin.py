@@ -1,4 +1,4 @@
-"""A real static HTTP server over a directory, standing in for the documentation origin in tests.
+"""A real static HTTP server over a directory: the local documentation origin for `make run` and the tests.
 
 It behaves like the static hosts that serve MkDocs output: directory URLs map to `index.html` (and a directory
 without its trailing slash redirects), `.md` is `text/markdown`, and every file carries an `ETag` and
