@@ -86,7 +86,7 @@ async def fetch_index(
         return None
     if response.status != 200:
         raise OriginError(f"index request answered HTTP {response.status}", status=response.status)
-    index = parse_index(site, response.body)
+    index = await asyncio.to_thread(parse_index, site, response.body)
     entry = CachedIndex(
         response.body, datetime.now(UTC), response.etag, response.last_modified, entries=len(index.entries)
     )
@@ -162,7 +162,7 @@ class SiteRegistry:
 
     async def _load(self, site: str) -> LoadedSite:
         cached = await self._read_cache(site)
-        usable = _try_build(site, cached, "cache") if cached is not None else None
+        usable = await _try_build(site, cached, "cache") if cached is not None else None
         if usable is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
             return usable
         try:
@@ -176,7 +176,8 @@ class SiteRegistry:
             assert usable is not None and cached is not None  # a 304 only answers a conditional request
             return await self._revalidated(site, usable, cached.version)
         version = await self._write_back(site, fetched.entry, cached)
-        return replace(build_site(site, fetched.entry, "origin", fetched.index), version=version)
+        built = await asyncio.to_thread(build_site, site, fetched.entry, "origin", fetched.index)
+        return replace(built, version=version)
 
     async def _revalidated(self, site: str, usable: LoadedSite, version: str | None) -> LoadedSite:
         """The origin answered 304 for a stale copy: it is current again; record that for other instances."""
@@ -221,7 +222,7 @@ class SiteRegistry:
         except StoreError as exc:
             log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
             return
-        fresh = _try_build(site, cached, "cache") if cached is not None else None
+        fresh = await _try_build(site, cached, "cache") if cached is not None else None
         if fresh is not None and fresh.fetched_at >= current.fetched_at:
             self._install(site, fresh)
             log.info("site %s: swapped in the newer cached index (%d entries)", site, len(fresh.index.entries))
@@ -247,9 +248,10 @@ class SiteRegistry:
         return report
 
 
-def _try_build(site: str, cached: CachedIndex, source: str) -> LoadedSite | None:
+async def _try_build(site: str, cached: CachedIndex, source: str) -> LoadedSite | None:
+    """Parse and rank off the event loop, so a cold load does not stall requests for sites already loaded."""
     try:
-        return build_site(site, cached, source)
+        return await asyncio.to_thread(build_site, site, cached, source)
     except IndexFormatError as exc:
         log.info("site %s: cached index is unusable (%s); ignoring it", site, exc)
         return None
