@@ -199,14 +199,11 @@ def _accumulate(postings: Postings, weights: dict[str, float], *, coordinate: bo
     """Every matching document's score; coordinated, it is scaled by the share of the query weight matched."""
     scores: dict[int, float] = {}
     matched: dict[int, float] = {}
+    score_of, matched_of = scores.get, matched.get  # bound once: this loop is the hot path of every query
     for term, weight in weights.items():
         for number, value in postings.get(term, ()):
-            if number in scores:
-                scores[number] += weight * value
-                matched[number] += weight
-            else:
-                scores[number] = weight * value
-                matched[number] = weight
+            scores[number] = score_of(number, 0.0) + weight * value
+            matched[number] = matched_of(number, 0.0) + weight
     if not coordinate:
         return scores
     return {number: score * (share if (share := matched[number]) < 1.0 else 1.0) for number, score in scores.items()}
