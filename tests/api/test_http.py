@@ -315,3 +315,9 @@ def test_openapi_document_describes_the_contract(api: httpx.Client) -> None:
     assert {param["name"] for param in search_op["parameters"]} == {"q", "limit", "site"}
     assert {"200", "400"} <= set(search_op["responses"])
     assert {"404", "409", "502", "503"} <= set(spec["paths"]["/api/docs/get"]["get"]["responses"])
+
+
+@pytest.mark.parametrize("api", [{"Search__MinScore": "1000"}], indirect=True)
+def test_results_below_the_relevance_floor_are_dropped(api: httpx.Client) -> None:
+    assert search(api, "install") == {"query": "install", "provider": "none", "results": []}
+    assert search(api, "*")["results"]  # a listing is not scored, so the floor does not apply
