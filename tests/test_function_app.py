@@ -7,17 +7,29 @@ import json
 import sys
 from types import ModuleType, SimpleNamespace
 from typing import Any
+from urllib.parse import urlencode
 
 import azure.functions as func
 import pytest
 
+from tests.support.sites import ROOTED_OVERRIDE, fixture_env
+from tools.static_origin import StaticOrigin
+
+
+def import_function_app(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> ModuleType:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    sys.modules.pop("function_app", None)
+    return importlib.import_module("function_app")
+
 
 @pytest.fixture
 def function_app(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.setenv("Forge__Documentation__Origin", "http://127.0.0.1:9")
-    monkeypatch.setenv("Forge__Documentation__Warmup__Schedule", "0 */15 * * * *")
-    sys.modules.pop("function_app", None)
-    return importlib.import_module("function_app")
+    env = {
+        "Forge__Documentation__Origin": "http://127.0.0.1:9",
+        "Forge__Documentation__Warmup__Schedule": "0 */15 * * * *",
+    }
+    return import_function_app(monkeypatch, env)
 
 
 def functions(module: ModuleType) -> dict[str, Any]:
@@ -73,7 +85,9 @@ def test_sample_settings_document_every_setting_the_service_reads() -> None:
 
 async def call_http(module: ModuleType, path: str, params: dict[str, str] | None = None) -> func.HttpResponse:
     fn = functions(module)["http_app_func"].get_user_function()
-    request = func.HttpRequest("GET", f"http://localhost{path}", headers={}, params=params or {}, body=b"")
+    # The host passes the query both in the URL and as params; the ASGI bridge reads the URL.
+    url = f"http://localhost{path}" + (f"?{urlencode(params)}" if params else "")
+    request = func.HttpRequest("GET", url, headers={}, params=params or {}, body=b"")
     context = SimpleNamespace(
         function_directory=".",
         function_name="http_app_func",
@@ -93,6 +107,23 @@ async def test_requests_reach_the_asgi_app_through_the_function(function_app: Mo
     assert body["sites"]["forge"]["state"] == "not_loaded"
     bad = await call_http(function_app, "/api/docs/search", {"q": "x", "limit": "0"})
     assert bad.status_code == 400
-    assert json.loads(bad.get_body())["error"]["code"] == "bad_request"
+    error = json.loads(bad.get_body())["error"]
+    assert error["code"] == "bad_request" and error["message"].startswith("limit")
     missing = await call_http(function_app, "/api/nope")
     assert missing.status_code == 404
+
+
+async def test_search_and_get_through_the_function_against_a_real_origin(
+    monkeypatch: pytest.MonkeyPatch, static_origin: StaticOrigin
+) -> None:
+    module = import_function_app(monkeypatch, fixture_env(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE))
+    found = await call_http(module, "/api/docs/search", {"q": "install", "limit": "3"})
+    assert found.status_code == 200
+    results = json.loads(found.get_body())["results"]
+    assert results and results[0]["provider"] == "mkdocs"
+    got = await call_http(module, "/api/docs/get", {"location": results[0]["location"]})
+    assert got.status_code == 200
+    assert json.loads(got.get_body())["content"].startswith("---\nsource: ")
+    ambiguous = await call_http(module, "/api/docs/get", {"location": "metrics"})
+    assert ambiguous.status_code == 409
+    assert json.loads(ambiguous.get_body())["resolution"]["reason"] == "ambiguous"
