@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -146,8 +146,23 @@ GET_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+def _single_valued(request: Request) -> None:
+    """A repeated parameter is refused: taking one of the values would be a silent guess."""
+    repeated = sorted(
+        {key for key, _ in request.query_params.multi_items() if len(request.query_params.getlist(key)) > 1}
+    )
+    if repeated:
+        raise InvalidRequestError(f"{', '.join(repeated)} must be given once")
+
+
 def _install_routes(app: FastAPI, holder: ServiceHolder) -> None:
-    @app.get("/api/docs/search", response_model=SearchResponse, responses=ERROR_RESPONSES, tags=["docs"])
+    @app.get(
+        "/api/docs/search",
+        response_model=SearchResponse,
+        responses=ERROR_RESPONSES,
+        tags=["docs"],
+        dependencies=[Depends(_single_valued)],
+    )
     async def search(
         q: Annotated[
             str | None, Query(description="Search text; `*` lists pages.", max_length=MAX_QUERY_LENGTH)
@@ -159,7 +174,13 @@ def _install_routes(app: FastAPI, holder: ServiceHolder) -> None:
         service = await holder.get()
         return await service.search(q or "", limit=limit, site=site or None)
 
-    @app.get("/api/docs/get", response_model=Document, responses=GET_ERRORS, tags=["docs"])
+    @app.get(
+        "/api/docs/get",
+        response_model=Document,
+        responses=GET_ERRORS,
+        tags=["docs"],
+        dependencies=[Depends(_single_valued)],
+    )
     async def get(
         location: Annotated[
             str | None,
