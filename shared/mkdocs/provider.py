@@ -59,12 +59,9 @@ class MkDocsProvider:
 
     def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
         """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""
-        per_site = [[(entry.index.site, page) for page in entry.ranker.listing()] for entry in loaded]
+        per_site = [[(entry.index.site, hit) for hit in entry.ranker.listing()] for entry in loaded]
         interleaved = [pair for pair in chain.from_iterable(zip_longest(*per_site)) if pair is not None]
-        return [
-            self._result(site, RankedHit(page, 1.0, (page.page_title,), page.text), "")
-            for site, page in interleaved[:limit]
-        ]
+        return [self._result(site, hit, "") for site, hit in interleaved[:limit]]
 
     def _result(self, site: str, hit: RankedHit, query: str) -> SearchResult:
         entry = hit.entry

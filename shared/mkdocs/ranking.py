@@ -157,9 +157,12 @@ class Ranker:
         boosts = [page.entry.boost for page in pages]
         return cls(entries, pages, page_view, section_view, _title_index(page_view, page_docs), boosts)
 
-    def listing(self) -> list[IndexEntry]:
-        """Pages in index order (the `*` query): page entries only, one per page."""
-        return [page.entry for page in self.pages]
+    def listing(self) -> list[RankedHit]:
+        """Pages in index order (the `*` query), one unscored hit per page entry.
+
+        Previews come from the whole page's text, since a page entry's own text is often empty.
+        """
+        return [RankedHit(page.entry, 1.0, (page.entry.title,), page.text) for page in self.pages]
 
     def search(self, query: str, limit: int) -> list[RankedHit]:
         """The best pages for `query`, best first, one hit per page."""

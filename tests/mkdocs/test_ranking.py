@@ -122,7 +122,9 @@ def test_listing_returns_page_entries_in_index_order() -> None:
         page("b/", "Bee", "", ("one", "One", "x")),
         page("a/", "Ay", "", ("two", "Two", "y")),
     )
-    assert [entry.location for entry in index.listing()] == ["b/", "a/"]
+    listed = index.listing()
+    assert [hit.entry.location for hit in listed] == ["b/", "a/"]
+    assert [hit.preview_source for hit in listed] == ["x", "y"]  # the page's text, not its empty page entry
 
 
 def test_limit_caps_the_results_best_first() -> None:
