@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.sites import build_fixture_origin
+from shared.blob_cache import BlobIndexStore, open_store
+from shared.settings import DocumentationSettings
+from tests.support.sites import ROOTED_OVERRIDE, build_fixture_origin, fixture_settings
+from tests.support.stores import CountingStore
 from tools.azurite import Azurite, AzuriteError
 from tools.static_origin import StaticOrigin
 
@@ -75,3 +78,24 @@ def blob_container(azurite: Azurite) -> Iterator[str]:
         container = client.get_container_client(name)
         if container.exists():
             container.delete_container()
+
+
+@pytest.fixture
+def blob_settings(static_origin: StaticOrigin, azurite: Azurite, blob_container: str) -> DocumentationSettings:
+    """Settings for the fixture origin with the index cache in a fresh Azurite container."""
+    return fixture_settings(
+        static_origin.url,
+        {"AzureWebJobsStorage": azurite.connection_string},
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Cache__Container=blob_container,
+    )
+
+
+@pytest.fixture
+async def counting_store(blob_settings: DocumentationSettings) -> AsyncIterator[CountingStore]:
+    """The real blob store for `blob_settings`, counting what it is asked."""
+    opened = open_store(blob_settings)
+    assert isinstance(opened, BlobIndexStore)
+    counting = CountingStore(opened)
+    yield counting
+    await counting.aclose()

@@ -6,15 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.blob_cache import BlobIndexStore, open_store
+from shared.blob_cache import open_store
 from shared.cache import cache_name
 from shared.fetch import OriginClient
 from shared.settings import DocumentationSettings
@@ -39,25 +37,6 @@ def index_path(site: str) -> str:
     return ROOT_INDEX_PATH if site == "rooted-docs" else f"/{site}/search/search_index.json"
 
 
-@pytest.fixture
-def settings(static_origin: StaticOrigin, azurite: Azurite, blob_container: str) -> DocumentationSettings:
-    return fixture_settings(
-        static_origin.url,
-        {"AzureWebJobsStorage": azurite.connection_string},
-        SearchIndexOverrides=ROOTED_OVERRIDE,
-        Cache__Container=blob_container,
-    )
-
-
-@pytest.fixture
-async def store(settings: DocumentationSettings) -> AsyncIterator[CountingStore]:
-    opened = open_store(settings)
-    assert isinstance(opened, BlobIndexStore)
-    counting = CountingStore(opened)
-    yield counting
-    await counting.aclose()
-
-
 def blobs(azurite: Azurite, container: str) -> dict[str, bytes]:
     with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
         client = service.get_container_client(container)
@@ -71,9 +50,13 @@ def blob_name(site: str) -> str:
 
 
 async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpublished_one(
-    settings: DocumentationSettings, store: CountingStore, azurite: Azurite, blob_container: str, built_origin: Path
+    blob_settings: DocumentationSettings,
+    counting_store: CountingStore,
+    azurite: Azurite,
+    blob_container: str,
+    built_origin: Path,
 ) -> None:
-    report = await warm_all(settings, store)
+    report = await warm_all(blob_settings, counting_store)
 
     assert {site: outcome["outcome"] for site, outcome in report.items()} == {
         **dict.fromkeys(PUBLISHED_SITES, REFRESHED),
@@ -83,24 +66,24 @@ async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpub
     stored = blobs(azurite, blob_container)
     assert set(stored) == {blob_name(site) for site in PUBLISHED_SITES}
     assert stored[blob_name("alpha")] == (built_origin / "alpha" / "search" / "search_index.json").read_bytes()
-    stat = await store.inner.stat("alpha")
+    stat = await counting_store.inner.stat("alpha")
     assert stat is not None and stat.origin_etag and stat.complete
 
 
 async def test_a_304_only_refreshes_the_metadata(
-    settings: DocumentationSettings,
-    store: CountingStore,
+    blob_settings: DocumentationSettings,
+    counting_store: CountingStore,
     static_origin: StaticOrigin,
     azurite: Azurite,
     blob_container: str,
 ) -> None:
-    await warm_all(settings, store)
-    before = {site: await store.inner.stat(site) for site in PUBLISHED_SITES}
+    await warm_all(blob_settings, counting_store)
+    before = {site: await counting_store.inner.stat(site) for site in PUBLISHED_SITES}
     payloads = blobs(azurite, blob_container)
     static_origin.clear_requests()
-    store.calls.clear()
+    counting_store.calls.clear()
 
-    report = await warm_all(settings, store)
+    report = await warm_all(blob_settings, counting_store)
 
     assert all(report[site]["outcome"] == UNCHANGED for site in PUBLISHED_SITES)
     for site in PUBLISHED_SITES:
@@ -108,25 +91,25 @@ async def test_a_304_only_refreshes_the_metadata(
         earlier = before[site]
         assert earlier is not None and request.header("If-None-Match") == earlier.origin_etag
         assert request.status == 304
-        after = await store.inner.stat(site)
+        after = await counting_store.inner.stat(site)
         assert after is not None and after.fetched_at > earlier.fetched_at and after.version != earlier.version
-    assert store.calls["write"] == 0 and store.calls["touch"] == len(PUBLISHED_SITES)
-    assert store.calls["read"] == 0  # properties only: no payload is downloaded to decide
+    assert counting_store.calls["write"] == 0 and counting_store.calls["touch"] == len(PUBLISHED_SITES)
+    assert counting_store.calls["read"] == 0  # properties only: no payload is downloaded to decide
     assert blobs(azurite, blob_container) == payloads
 
 
 async def test_changed_origin_content_is_validated_and_written(
-    settings: DocumentationSettings,
-    store: CountingStore,
+    blob_settings: DocumentationSettings,
+    counting_store: CountingStore,
     static_origin: StaticOrigin,
     azurite: Azurite,
     blob_container: str,
 ) -> None:
-    await warm_all(settings, store)
+    await warm_all(blob_settings, counting_store)
     changed = json.dumps({"docs": [{"location": "", "title": "Home", "text": "<p>Rewritten.</p>"}]}).encode()
     static_origin.respond(index_path("beta-docs"), body=changed, content_type="application/json")
 
-    report = await warm_all(settings, store)
+    report = await warm_all(blob_settings, counting_store)
 
     assert report["beta-docs"] == {"outcome": REFRESHED, "entries": "1"}
     assert report["alpha"]["outcome"] == UNCHANGED
@@ -134,19 +117,19 @@ async def test_changed_origin_content_is_validated_and_written(
 
 
 async def test_one_sites_failure_never_stops_the_others_and_bad_content_is_never_written(
-    settings: DocumentationSettings,
-    store: CountingStore,
+    blob_settings: DocumentationSettings,
+    counting_store: CountingStore,
     static_origin: StaticOrigin,
     azurite: Azurite,
     blob_container: str,
 ) -> None:
-    await warm_all(settings, store)
+    await warm_all(blob_settings, counting_store)
     good = blobs(azurite, blob_container)
     static_origin.fail(index_path("alpha"), 500)
     static_origin.respond(index_path("beta-docs"), body=b"<html>maintenance</html>", content_type="text/html")
     static_origin.respond(index_path("gamma-docs"), body=b'{"docs": []}', content_type="application/json")
 
-    report = await warm_all(settings, store)
+    report = await warm_all(blob_settings, counting_store)
 
     assert report["alpha"]["outcome"] == FAILED and "HTTP 500" in report["alpha"]["reason"]
     assert report["beta-docs"]["outcome"] == FAILED and "not JSON" in report["beta-docs"]["reason"]
@@ -156,8 +139,8 @@ async def test_one_sites_failure_never_stops_the_others_and_bad_content_is_never
 
 
 async def test_a_blob_not_written_by_this_service_is_fetched_whole_and_replaced(
-    settings: DocumentationSettings,
-    store: CountingStore,
+    blob_settings: DocumentationSettings,
+    counting_store: CountingStore,
     static_origin: StaticOrigin,
     azurite: Azurite,
     blob_container: str,
@@ -169,7 +152,7 @@ async def test_a_blob_not_written_by_this_service_is_fetched_whole_and_replaced(
             b"garbage", metadata={"originetag": '"whatever"'}
         )
 
-    report = await warm_all(settings, store)
+    report = await warm_all(blob_settings, counting_store)
 
     assert report["alpha"]["outcome"] == REFRESHED
     assert static_origin.requests_for(index_path("alpha"))[0].header("If-None-Match") is None
@@ -181,13 +164,13 @@ async def test_unreachable_storage_fails_every_site_without_fetching(static_orig
     from tools.azurite import connection_string
 
     unreachable = connection_string(f"http://127.0.0.1:{closed_port()}/devstoreaccount1")
-    settings = fixture_settings(static_origin.url, {"AzureWebJobsStorage": unreachable})
-    store = open_store(settings)
+    blob_settings = fixture_settings(static_origin.url, {"AzureWebJobsStorage": unreachable})
+    counting_store = open_store(blob_settings)
     try:
-        async with OriginClient(settings.origin) as client:
-            report = await warm_all(settings, store, client=client)
+        async with OriginClient(blob_settings.origin) as client:
+            report = await warm_all(blob_settings, counting_store, client=client)
     finally:
-        await store.aclose()
+        await counting_store.aclose()
 
     assert all(outcome["outcome"] == FAILED for outcome in report.values())
     assert all("cache storage unavailable" in outcome["reason"] for outcome in report.values())
@@ -212,13 +195,13 @@ def test_cli_warm_leaves_one_blob_per_site_and_serve_answers_from_them_with_the_
     assert set(blobs(azurite, blob_container)) == {blob_name(site) for site in PUBLISHED_SITES}
 
     static_origin.stop()
-    settings = fixture_settings(
+    blob_settings = fixture_settings(
         static_origin.url,
         {"AzureWebJobsStorage": azurite.connection_string},
         SearchIndexOverrides=ROOTED_OVERRIDE,
         Cache__Container=blob_container,
     )
-    with UvicornServer(create_app(settings)) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+    with UvicornServer(create_app(blob_settings)) as server, httpx.Client(base_url=server.url, timeout=30) as http:
         for site in PUBLISHED_SITES:
             search = http.get("/api/docs/search", params={"q": "*", "site": site})
             assert search.status_code == 200, search.text

@@ -16,7 +16,6 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.blob_cache import BlobIndexStore, open_store
 from shared.cache import CachedIndex, IndexStore, store_newest
 from shared.fetch import OriginClient
 from shared.mkdocs.sites import SiteRegistry, SiteState
@@ -41,28 +40,8 @@ class Clock:
 
 
 @pytest.fixture
-def settings(static_origin: StaticOrigin, azurite: Azurite, blob_container: str) -> DocumentationSettings:
-    return fixture_settings(
-        static_origin.url,
-        {"AzureWebJobsStorage": azurite.connection_string},
-        SearchIndexOverrides=ROOTED_OVERRIDE,
-        Cache__Container=blob_container,
-        Cache__CheckIntervalSeconds="60",
-    )
-
-
-@pytest.fixture
-async def store(settings: DocumentationSettings) -> AsyncIterator[CountingStore]:
-    opened = open_store(settings)
-    assert isinstance(opened, BlobIndexStore)
-    counting = CountingStore(opened)
-    yield counting
-    await counting.aclose()
-
-
-@pytest.fixture
-async def client(settings: DocumentationSettings) -> AsyncIterator[OriginClient]:
-    async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as origin:
+async def client(blob_settings: DocumentationSettings) -> AsyncIterator[OriginClient]:
+    async with OriginClient(blob_settings.origin, timeout=5, connect_timeout=2) as origin:
         yield origin
 
 
@@ -86,8 +65,8 @@ def with_extra_page(payload: bytes) -> bytes:
     return json.dumps(index).encode()
 
 
-async def put(store: IndexStore, payload: bytes, at: datetime, **fields: object) -> str:
-    version = await store_newest(store, SITE, CachedIndex(payload, at, **fields), expected_version=None)  # type: ignore[arg-type]
+async def put(counting_store: IndexStore, payload: bytes, at: datetime, **fields: object) -> str:
+    version = await store_newest(counting_store, SITE, CachedIndex(payload, at, **fields), expected_version=None)  # type: ignore[arg-type]
     assert version is not None
     return version
 
@@ -96,15 +75,18 @@ async def put(store: IndexStore, payload: bytes, at: datetime, **fields: object)
 
 
 async def test_a_fresh_blob_is_used_without_touching_the_origin(
-    settings: DocumentationSettings, client: OriginClient, store: CountingStore, static_origin: StaticOrigin
+    blob_settings: DocumentationSettings,
+    client: OriginClient,
+    counting_store: CountingStore,
+    static_origin: StaticOrigin,
 ) -> None:
     await put(
-        store.inner,
+        counting_store.inner,
         with_extra_page(b'{"docs": [{"location": "only/", "title": "Only", "text": "x"}]}'),
         datetime.now(UTC),
     )
 
-    loaded = await SiteRegistry(settings, client, store).get(SITE)
+    loaded = await SiteRegistry(blob_settings, client, counting_store).get(SITE)
 
     assert loaded is not None and loaded.source == "cache"
     assert {entry.location for entry in loaded.index.entries} == {"only/", "brand-new/"}
@@ -112,96 +94,98 @@ async def test_a_fresh_blob_is_used_without_touching_the_origin(
 
 
 async def test_a_stale_blob_the_origin_still_vouches_for_costs_a_304_and_a_metadata_update(
-    settings: DocumentationSettings,
+    blob_settings: DocumentationSettings,
     client: OriginClient,
-    store: CountingStore,
+    counting_store: CountingStore,
     static_origin: StaticOrigin,
     blob_payload: Callable[[], bytes],
     published: bytes,
 ) -> None:
-    first = await SiteRegistry(settings, client, store).get(SITE)  # writes the blob with the origin's validators
+    first = await SiteRegistry(blob_settings, client, counting_store).get(
+        SITE
+    )  # writes the blob with the origin's validators
     assert first is not None and first.source == "origin"
-    stat = await store.inner.stat(SITE)
+    stat = await counting_store.inner.stat(SITE)
     assert stat is not None and stat.origin_etag
-    await store.inner.touch(SITE, LONG_AGO, expected_version=stat.version)  # age it past CacheDurationHours
+    await counting_store.inner.touch(SITE, LONG_AGO, expected_version=stat.version)  # age it past CacheDurationHours
     static_origin.clear_requests()
-    store.calls.clear()
+    counting_store.calls.clear()
 
-    loaded = await SiteRegistry(settings, client, store).get(SITE)
+    loaded = await SiteRegistry(blob_settings, client, counting_store).get(SITE)
 
     assert loaded is not None and loaded.source == "cache"
     [request] = static_origin.requests_for(INDEX_PATH)
     assert (request.header("If-None-Match"), request.status) == (stat.origin_etag, 304)
-    assert store.calls["write"] == 0 and store.calls["touch"] == 1
-    after = await store.inner.stat(SITE)
+    assert counting_store.calls["write"] == 0 and counting_store.calls["touch"] == 1
+    after = await counting_store.inner.stat(SITE)
     assert after is not None and after.fetched_at > LONG_AGO and blob_payload() == published
 
 
 async def test_a_stale_blob_is_refetched_from_the_origin_and_written_back(
-    settings: DocumentationSettings,
+    blob_settings: DocumentationSettings,
     client: OriginClient,
-    store: CountingStore,
+    counting_store: CountingStore,
     static_origin: StaticOrigin,
     blob_payload: Callable[[], bytes],
     published: bytes,
 ) -> None:
-    await put(store.inner, with_extra_page(published), LONG_AGO)
+    await put(counting_store.inner, with_extra_page(published), LONG_AGO)
 
-    loaded = await SiteRegistry(settings, client, store).get(SITE)
+    loaded = await SiteRegistry(blob_settings, client, counting_store).get(SITE)
 
     assert loaded is not None and loaded.source == "origin"
     assert len(static_origin.requests_for(INDEX_PATH)) == 1
     assert blob_payload() == published
-    stat = await store.inner.stat(SITE)
+    stat = await counting_store.inner.stat(SITE)
     assert stat is not None and stat.origin_etag and stat.entries == len(loaded.index.entries)
 
 
 async def test_a_corrupted_blob_is_ignored_and_replaced_from_the_origin(
-    settings: DocumentationSettings,
+    blob_settings: DocumentationSettings,
     client: OriginClient,
-    store: CountingStore,
+    counting_store: CountingStore,
     blob_payload: Callable[[], bytes],
     published: bytes,
 ) -> None:
-    await put(store.inner, b'{"docs": [tru', datetime.now(UTC))  # fresh, but not an index
+    await put(counting_store.inner, b'{"docs": [tru', datetime.now(UTC))  # fresh, but not an index
 
-    loaded = await SiteRegistry(settings, client, store).get(SITE)
+    loaded = await SiteRegistry(blob_settings, client, counting_store).get(SITE)
 
     assert loaded is not None and loaded.source == "origin"
     assert blob_payload() == published
 
 
 async def test_invalid_origin_content_never_replaces_a_good_blob(
-    settings: DocumentationSettings,
+    blob_settings: DocumentationSettings,
     client: OriginClient,
-    store: CountingStore,
+    counting_store: CountingStore,
     static_origin: StaticOrigin,
     blob_payload: Callable[[], bytes],
     published: bytes,
 ) -> None:
-    await put(store.inner, published, LONG_AGO)
-    registry = SiteRegistry(settings, client, store)
+    await put(counting_store.inner, published, LONG_AGO)
+    registry = SiteRegistry(blob_settings, client, counting_store)
     static_origin.respond(INDEX_PATH, body=b'{"docs": []}', content_type="application/json")  # parses, no entries
 
     loaded = await registry.get(SITE)
 
     assert loaded is not None and loaded.source == "stale-cache"
-    assert store.calls["write"] == 0 and blob_payload() == published
+    assert counting_store.calls["write"] == 0 and blob_payload() == published
 
 
 # -- outages
 
 
 async def test_origin_down_and_a_blob_present_serves_the_blob(
-    settings: DocumentationSettings,
+    blob_settings: DocumentationSettings,
     client: OriginClient,
-    store: CountingStore,
+    counting_store: CountingStore,
     static_origin: StaticOrigin,
     published: bytes,
 ) -> None:
-    await put(store.inner, published, LONG_AGO)
+    await put(counting_store.inner, published, LONG_AGO)
     static_origin.stop()
-    registry = SiteRegistry(settings, client, store)
+    registry = SiteRegistry(blob_settings, client, counting_store)
 
     loaded = await registry.get(SITE)
 
@@ -210,10 +194,13 @@ async def test_origin_down_and_a_blob_present_serves_the_blob(
 
 
 async def test_origin_down_and_no_blob_fails_the_site_for_the_process_lifetime(
-    settings: DocumentationSettings, client: OriginClient, store: CountingStore, static_origin: StaticOrigin
+    blob_settings: DocumentationSettings,
+    client: OriginClient,
+    counting_store: CountingStore,
+    static_origin: StaticOrigin,
 ) -> None:
     static_origin.stop()
-    registry = SiteRegistry(settings, client, store)
+    registry = SiteRegistry(blob_settings, client, counting_store)
 
     assert await registry.get(SITE) is None
     health = registry.health()[SITE]
@@ -225,23 +212,23 @@ async def test_origin_down_and_no_blob_fails_the_site_for_the_process_lifetime(
 
 
 async def test_an_unpublished_site_fails_and_writes_nothing(
-    settings: DocumentationSettings, client: OriginClient, store: CountingStore
+    blob_settings: DocumentationSettings, client: OriginClient, counting_store: CountingStore
 ) -> None:
-    registry = SiteRegistry(settings, client, store)
+    registry = SiteRegistry(blob_settings, client, counting_store)
 
     assert await registry.get(UNPUBLISHED_SITE) is None
     assert "404" in str(registry.health()[UNPUBLISHED_SITE]["reason"])
-    assert store.calls["write"] == 0
+    assert counting_store.calls["write"] == 0
 
 
 async def test_storage_unreachable_still_answers_from_the_origin_and_health_says_so(
     static_origin: StaticOrigin,
 ) -> None:
     unreachable = connection_string(f"http://127.0.0.1:{closed_port()}/devstoreaccount1")
-    settings = fixture_settings(
+    blob_settings = fixture_settings(
         static_origin.url, {"AzureWebJobsStorage": unreachable}, SearchIndexOverrides=ROOTED_OVERRIDE
     )
-    app = create_app(settings)
+    app = create_app(blob_settings)
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
             search = await http.get("/api/docs/search", params={"q": "*", "limit": 25})
@@ -258,23 +245,23 @@ async def test_storage_unreachable_still_answers_from_the_origin_and_health_says
 
 
 async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_and_not_before(
-    settings: DocumentationSettings, client: OriginClient, store: CountingStore, published: bytes
+    blob_settings: DocumentationSettings, client: OriginClient, counting_store: CountingStore, published: bytes
 ) -> None:
     clock = Clock()
-    registry = SiteRegistry(settings, client, store, clock=clock)
+    registry = SiteRegistry(blob_settings, client, counting_store, clock=clock)
     first = await registry.get(SITE)
     assert first is not None
     entries_before = len(first.index.entries)
-    current = await store.inner.stat(SITE)
+    current = await counting_store.inner.stat(SITE)
     assert current is not None
     # Another instance (the warm-up) writes a newer copy.
     newer = CachedIndex(with_extra_page(published), datetime.now(UTC) + timedelta(seconds=1))
-    assert await store.inner.write(SITE, newer, expected_version=current.version)
-    store.calls.clear()
+    assert await counting_store.inner.write(SITE, newer, expected_version=current.version)
+    counting_store.calls.clear()
 
     clock.now += 59
     assert await registry.get(SITE) is first
-    assert sum(store.calls.values()) == 0  # not even a property check before the interval
+    assert sum(counting_store.calls.values()) == 0  # not even a property check before the interval
 
     clock.now += 1
     swapped = await registry.get(SITE)
@@ -282,45 +269,45 @@ async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_an
     assert swapped is not None and swapped is not first and swapped.source == "cache"
     assert len(swapped.index.entries) == entries_before + 1
     assert len(first.index.entries) == entries_before  # a request still holding the old index sees it whole
-    assert (store.calls["stat"], store.calls["read"]) == (1, 1)
+    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (1, 1)
 
 
 async def test_an_unchanged_blob_costs_one_property_check_and_no_download(
-    settings: DocumentationSettings, client: OriginClient, store: CountingStore
+    blob_settings: DocumentationSettings, client: OriginClient, counting_store: CountingStore
 ) -> None:
     clock = Clock()
-    registry = SiteRegistry(settings, client, store, clock=clock)
+    registry = SiteRegistry(blob_settings, client, counting_store, clock=clock)
     first = await registry.get(SITE)
     assert first is not None
-    store.calls.clear()
+    counting_store.calls.clear()
 
     clock.now += 60
     assert await registry.get(SITE) is first
     # A 304 from the warm-up changes the blob's ETag but not its content: still no download or rebuild.
-    stat = await store.inner.stat(SITE)
+    stat = await counting_store.inner.stat(SITE)
     assert stat is not None
-    await store.inner.touch(SITE, datetime.now(UTC), expected_version=stat.version)
+    await counting_store.inner.touch(SITE, datetime.now(UTC), expected_version=stat.version)
     clock.now += 60
     after_touch = await registry.get(SITE)
     clock.now += 60
     await registry.get(SITE)
 
     assert after_touch is not None and after_touch.index is first.index
-    assert (store.calls["stat"], store.calls["read"]) == (3, 0)
+    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (3, 0)
 
 
 async def test_an_older_blob_never_replaces_the_index_in_hand(
-    settings: DocumentationSettings, client: OriginClient, store: CountingStore, published: bytes
+    blob_settings: DocumentationSettings, client: OriginClient, counting_store: CountingStore, published: bytes
 ) -> None:
     clock = Clock()
-    registry = SiteRegistry(settings, client, store, clock=clock)
+    registry = SiteRegistry(blob_settings, client, counting_store, clock=clock)
     first = await registry.get(SITE)
     assert first is not None
-    current = await store.inner.stat(SITE)
+    current = await counting_store.inner.stat(SITE)
     assert current is not None
     older = CachedIndex(with_extra_page(published), first.fetched_at - timedelta(minutes=5))
-    assert await store.inner.write(SITE, older, expected_version=current.version)
-    store.calls.clear()
+    assert await counting_store.inner.write(SITE, older, expected_version=current.version)
+    counting_store.calls.clear()
 
     clock.now += 60
     assert (await registry.get(SITE)) is not None
@@ -328,4 +315,7 @@ async def test_an_older_blob_never_replaces_the_index_in_hand(
     loaded = await registry.get(SITE)
 
     assert loaded is not None and loaded.index is first.index
-    assert (store.calls["stat"], store.calls["read"]) == (2, 0)  # judged from its properties, never downloaded
+    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (
+        2,
+        0,
+    )  # judged from its properties, never downloaded
