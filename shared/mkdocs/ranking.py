@@ -188,9 +188,7 @@ class Ranker:
 
     def _hit(self, number: int, page_score: float, prior: float, weights: dict[str, float]) -> RankedHit:
         page = self.pages[number]
-        sections = _accumulate(page.postings, weights)
-        best = max(sections, key=sections.__getitem__, default=page.sections[0])
-        best_score = sections.get(best, 0.0)
+        best, best_score = _best(page.postings, weights, page.sections[0])
         score = (SECTION_SHARE * best_score + (1 - SECTION_SHARE) * page_score) * prior
         section = self.entries[best]
         crumb = (page.entry.title, section.title) if section.anchor is not None else (page.entry.title,)
@@ -198,18 +196,36 @@ class Ranker:
         return RankedHit(page.entry, score, crumb, source, section)
 
 
-def _accumulate(postings: Postings, weights: dict[str, float], *, coordinate: bool = True) -> dict[int, float]:
-    """Every matching document's score; coordinated, it is scaled by the share of the query weight matched."""
+def _sums(postings: Postings, weights: dict[str, float]) -> tuple[dict[int, float], dict[int, float]]:
+    """Each matching document's weighted score and the query weight it matched: the hot loop of every query."""
     scores: dict[int, float] = {}
     matched: dict[int, float] = {}
-    score_of, matched_of = scores.get, matched.get  # bound once: this loop is the hot path of every query
+    score_of, matched_of = scores.get, matched.get  # bound once
     for term, weight in weights.items():
         for number, value in postings.get(term, ()):
             scores[number] = score_of(number, 0.0) + weight * value
             matched[number] = matched_of(number, 0.0) + weight
+    return scores, matched
+
+
+def _accumulate(postings: Postings, weights: dict[str, float], *, coordinate: bool = True) -> dict[int, float]:
+    """Every matching document's score; coordinated, it is scaled by the share of the query weight matched."""
+    scores, matched = _sums(postings, weights)
     if not coordinate:
         return scores
     return {number: score * (share if (share := matched[number]) < 1.0 else 1.0) for number, score in scores.items()}
+
+
+def _best(postings: Postings, weights: dict[str, float], default: int) -> tuple[int, float]:
+    """The best coordinated document (the first on a tie) and its score; `default` with 0 when nothing matches."""
+    scores, matched = _sums(postings, weights)
+    best, best_score, found = default, 0.0, False
+    for number, score in scores.items():
+        share = matched[number]
+        coordinated = score * share if share < 1.0 else score
+        if not found or coordinated > best_score:
+            best, best_score, found = number, coordinated, True
+    return best, best_score
 
 
 def _title_index(view: _View, docs: list[list[list[str]]]) -> Postings:
