@@ -7,9 +7,8 @@ import logging
 import azure.functions as func
 
 from shared.api import create_app
-from shared.service import create_service
 from shared.settings import load_settings
-from shared.warm import warm_all
+from shared.warm import run_warmup
 
 settings = load_settings()
 api = create_app(settings)
@@ -22,5 +21,4 @@ async def warm_index_caches(timer: func.TimerRequest) -> None:
     """Refresh every site's cached index from the origin (conditional GETs), so instances share fresh copies."""
     if timer.past_due:
         logging.getLogger(__name__).info("warm-up timer is past due; running now")
-    async with create_service(settings) as service:
-        await warm_all(settings, service.store)
+    await run_warmup(settings)

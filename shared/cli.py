@@ -62,19 +62,21 @@ def _serve(settings: DocumentationSettings, host: str, port: int, log_level: str
     return EXIT_OK
 
 
-async def _run(settings: DocumentationSettings, args: argparse.Namespace) -> int:
-    from shared.warm import warm_all
+async def _warm(settings: DocumentationSettings) -> int:
+    from shared.warm import run_warmup
 
+    cache, report = await run_warmup(settings)
+    print(json.dumps({"cache": cache, "sites": report}, indent=2))
+    # An unpublished site (404) is a normal state the spec expects; anything else needs attention.
+    broken = [item for item in report.values() if item["outcome"] == "failed" and item.get("status") != "404"]
+    return EXIT_FAILED if broken else EXIT_OK
+
+
+async def _run(settings: DocumentationSettings, args: argparse.Namespace) -> int:
+    if args.command == "warm":
+        return await _warm(settings)
     async with create_service(settings) as service:
         try:
-            if args.command == "warm":
-                report = await warm_all(settings, service.store)
-                print(json.dumps({"cache": service.store.describe(), "sites": report}, indent=2))
-                # An unpublished site (404) is a normal state the spec expects; anything else needs attention.
-                broken = [
-                    item for item in report.values() if item["outcome"] == "failed" and item.get("status") != "404"
-                ]
-                return EXIT_FAILED if broken else EXIT_OK
             if args.command in ("search", "list"):
                 query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)
                 _print_search(await service.search(query, limit=limit, site=getattr(args, "site", None)), args.format)

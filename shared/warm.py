@@ -15,6 +15,7 @@ import asyncio
 import logging
 from datetime import UTC, datetime
 
+from shared.blob_cache import open_store
 from shared.cache import IndexStore, StoreError, store_newest
 from shared.errors import OriginError
 from shared.fetch import OriginClient
@@ -86,3 +87,16 @@ async def warm_all(
         "warm-up done: %d refreshed, %d unchanged, %d failed", counts[REFRESHED], counts[UNCHANGED], counts[FAILED]
     )
     return report
+
+
+async def run_warmup(settings: DocumentationSettings) -> tuple[dict[str, object], dict[str, dict[str, str]]]:
+    """One warm-up against the configured store, as the timer and `python -m shared warm` run it.
+
+    Returns the store's description (taken after the run, so it reflects reachability) and the per-site report.
+    """
+    store = open_store(settings)
+    try:
+        report = await warm_all(settings, store)
+        return store.describe(), report
+    finally:
+        await store.aclose()

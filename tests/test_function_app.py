@@ -5,14 +5,17 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from types import ModuleType, SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
 
 import azure.functions as func
 import pytest
+from azure.storage.blob import BlobServiceClient
 
-from tests.support.sites import ROOTED_OVERRIDE, fixture_env
+from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_env
+from tools.azurite import Azurite
 from tools.static_origin import StaticOrigin
 
 
@@ -21,6 +24,16 @@ def import_function_app(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) ->
         monkeypatch.setenv(key, value)
     sys.modules.pop("function_app", None)
     return importlib.import_module("function_app")
+
+
+@pytest.fixture(autouse=True)
+async def _shut_down_the_asgi_app() -> AsyncIterator[None]:
+    """Send the ASGI shutdown inside the test's loop; otherwise the app's __del__ runs asyncio.run() later."""
+    yield
+    module = sys.modules.pop("function_app", None)
+    if module is not None and module.app.startup_task_done:
+        await module.app.middleware.notify_shutdown()
+        module.app.startup_task_done = False
 
 
 @pytest.fixture
@@ -127,3 +140,15 @@ async def test_search_and_get_through_the_function_against_a_real_origin(
     ambiguous = await call_http(module, "/api/docs/get", {"location": "metrics"})
     assert ambiguous.status_code == 409
     assert json.loads(ambiguous.get_body())["resolution"]["reason"] == "ambiguous"
+
+
+async def test_the_timer_warms_the_blob_cache(
+    monkeypatch: pytest.MonkeyPatch, static_origin: StaticOrigin, azurite: Azurite, blob_container: str
+) -> None:
+    env = fixture_env(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Cache__Container=blob_container)
+    module = import_function_app(monkeypatch, {**env, "AzureWebJobsStorage": azurite.connection_string})
+    timer = functions(module)["warm_index_caches"].get_user_function()
+    await timer(SimpleNamespace(past_due=True))
+    with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
+        names = {blob.name for blob in service.get_container_client(blob_container).list_blobs()}
+    assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES}
