@@ -53,11 +53,6 @@ class FetchedIndex:
     index: SiteIndex
 
 
-def build_site(site: str, entry: CachedIndex, source: str, index: SiteIndex | None = None) -> LoadedSite:
-    index = index or parse_index(site, entry.payload)
-    return LoadedSite(index, Ranker.build(index), entry.version, source, entry.fetched_at, entry.digest)
-
-
 def validators(cached: CachedIndex | CacheStat | None) -> dict[str, str]:
     """Conditional-request headers from what the origin said when the cached copy was taken."""
     headers: dict[str, str] = {}
@@ -162,22 +157,22 @@ class SiteRegistry:
 
     async def _load(self, site: str) -> LoadedSite:
         cached = await self._read_cache(site)
-        usable = await _try_build(site, cached, "cache") if cached is not None else None
-        if usable is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
-            return usable
+        # Parsing validates the copy; the ranker, the costly part, is built only for the copy actually served.
+        parsed = await _try_parse(site, cached) if cached is not None else None
+        if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
+            return await _build(cached, "cache", parsed)
         try:
-            fetched = await fetch_index(self._client, self._settings, site, conditional=cached if usable else None)
+            fetched = await fetch_index(self._client, self._settings, site, conditional=cached if parsed else None)
         except (OriginError, IndexFormatError) as exc:
-            if usable is not None:
+            if parsed is not None and cached is not None:
                 log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)
-                return replace(usable, source="stale-cache")
+                return await _build(cached, "stale-cache", parsed)
             raise SiteUnavailableError(site, str(exc)) from exc
         if fetched is None:
-            assert usable is not None and cached is not None  # a 304 only answers a conditional request
-            return await self._revalidated(site, usable, cached.version)
+            assert parsed is not None and cached is not None  # a 304 only answers a conditional request
+            return await self._revalidated(site, await _build(cached, "cache", parsed), cached.version)
         version = await self._write_back(site, fetched.entry, cached)
-        built = await asyncio.to_thread(build_site, site, fetched.entry, "origin", fetched.index)
-        return replace(built, version=version)
+        return replace(await _build(fetched.entry, "origin", fetched.index), version=version)
 
     async def _revalidated(self, site: str, usable: LoadedSite, version: str | None) -> LoadedSite:
         """The origin answered 304 for a stale copy: it is current again; record that for other instances."""
@@ -222,8 +217,9 @@ class SiteRegistry:
         except StoreError as exc:
             log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
             return
-        fresh = await _try_build(site, cached, "cache") if cached is not None else None
-        if fresh is not None and fresh.fetched_at >= current.fetched_at:
+        parsed = await _try_parse(site, cached) if cached is not None else None
+        if parsed is not None and cached is not None and cached.fetched_at >= current.fetched_at:
+            fresh = await _build(cached, "cache", parsed)
             self._install(site, fresh)
             log.info("site %s: swapped in the newer cached index (%d entries)", site, len(fresh.index.entries))
         elif cached is not None:
@@ -248,10 +244,16 @@ class SiteRegistry:
         return report
 
 
-async def _try_build(site: str, cached: CachedIndex, source: str) -> LoadedSite | None:
-    """Parse and rank off the event loop, so a cold load does not stall requests for sites already loaded."""
+async def _try_parse(site: str, cached: CachedIndex) -> SiteIndex | None:
+    """The cached copy parsed off the event loop, or None when it is unusable (corrupt, empty)."""
     try:
-        return await asyncio.to_thread(build_site, site, cached, source)
+        return await asyncio.to_thread(parse_index, site, cached.payload)
     except IndexFormatError as exc:
         log.info("site %s: cached index is unusable (%s); ignoring it", site, exc)
         return None
+
+
+async def _build(entry: CachedIndex, source: str, index: SiteIndex) -> LoadedSite:
+    """Rank off the event loop, so a cold load does not stall requests for sites already loaded."""
+    ranker = await asyncio.to_thread(Ranker.build, index)
+    return LoadedSite(index, ranker, entry.version, source, entry.fetched_at, entry.digest)
