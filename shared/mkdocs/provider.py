@@ -11,7 +11,7 @@ from itertools import chain, zip_longest
 from shared.errors import InvalidRequestError, OriginError, ResolutionError
 from shared.fetch import OriginClient
 from shared.mkdocs.convert import html_to_markdown, looks_like_html
-from shared.mkdocs.index import Page, page_key
+from shared.mkdocs.index import page_key
 from shared.mkdocs.ranking import RankedHit
 from shared.mkdocs.resolution import Resolver, qualify
 from shared.mkdocs.sites import LoadedSite, SiteRegistry
@@ -99,7 +99,7 @@ class MkDocsProvider:
                 resolution.rule.value,
             )
         url = self._url(site, path)
-        fetched = await self._fetch_markdown(site, Page(path, ""), url)
+        fetched = await self._fetch_markdown(site, path, url)
         extra: dict[str, str] = {}
         if not fetched.markdown.strip() and fetched.origin_down:
             fetched = _Fetched(await self._from_index(site, path), origin_down=True)
@@ -118,9 +118,9 @@ class MkDocsProvider:
             resolution=resolution,
         )
 
-    async def _fetch_markdown(self, site: str, page: Page, html_url: str) -> _Fetched:
+    async def _fetch_markdown(self, site: str, path: str, html_url: str) -> _Fetched:
         """Raw Markdown first, then the HTML page converted; notes whether the origin itself was unreachable."""
-        raw_url = self._raw_url(site, page)
+        raw_url = self._raw_url(site, path)
         raw_down = False
         if raw_url is not None:
             try:
@@ -137,10 +137,12 @@ class MkDocsProvider:
             response = await self._client.get(html_url, scope=self._settings.base_url(site) + "/")
         except OriginError as exc:
             log.warning("page fetch failed for site %s: %s", site, exc)
-            return _Fetched("", origin_down=_unreachable(exc) and (raw_down or raw_url is None))
-        if response.status != 200:
-            return _Fetched("", origin_down=response.status >= 500 and (raw_down or raw_url is None))
-        return _Fetched(html_to_markdown(response.text()))
+            html_down = _unreachable(exc)
+        else:
+            if response.status == 200:
+                return _Fetched(html_to_markdown(response.text()))
+            html_down = response.status >= 500
+        return _Fetched("", origin_down=html_down and (raw_down or raw_url is None))
 
     async def _from_index(self, site: str, path: str) -> str:
         """The page rebuilt from its index entries: what can still be served while the origin is down."""
@@ -156,13 +158,13 @@ class MkDocsProvider:
             parts.append(f"{heading} {entry.title}\n\n{text}" if text else f"{heading} {entry.title}")
         return "\n\n".join(parts) + "\n" if parts else ""
 
-    def _raw_url(self, site: str, page: Page) -> str | None:
+    def _raw_url(self, site: str, path: str) -> str | None:
         pattern = self._settings.raw_markdown_url_pattern
         if pattern is None:
             return None
         values = {
             "base": self._settings.base_url(site),
-            "path": page_key(page.path) or "index",
+            "path": page_key(path) or "index",
             "site": site,
             "origin": self._settings.origin,
         }
