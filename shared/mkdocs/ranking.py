@@ -16,8 +16,9 @@ A page's score, the scale the provider compares across sites and against `min_sc
 
 - the first factor is about [0, 1]: how much of the query's information the page and its best section cover
   (joined words can add a little on top);
-- title coverage is the IDF share of the page title's terms that the query mentions (a reader naming the
-  page's subject is strong evidence), so the factor is in [1, 2];
+- title coverage is the IDF share of the page title's written words that the query mentions (a reader naming
+  the page's subject is strong evidence; `VNet` is one word there, not `vnet`, `v` and `net`), so the factor
+  is in [1, 2];
 - site fit is in [0, 1): how common the query's terms are across this site's pages. A term's IDF is low on
   the site that is *about* it, so without this a site that mentions `external-dns` once would outrank the
   site documenting it;
@@ -36,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from shared.mkdocs.index import IndexEntry, SiteIndex
-from shared.mkdocs.text import Query, analyze, analyze_query
+from shared.mkdocs.text import Query, analyze, analyze_query, written_words
 
 K1 = 1.2
 """BM25 term-frequency saturation, the usual value."""
@@ -118,9 +119,19 @@ class _View:
         return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
 
     def weights(self, query: Query) -> dict[str, float]:
-        """Each matchable query term's IDF over the query's maximum; joined words add evidence, not maximum."""
+        """Each matchable query term's IDF over the query's maximum.
+
+        Joined words add evidence, not maximum, and are capped at the query's most informative word: an
+        alternative spelling of two words says no more than they do, however rare it is (`DNS records` must not
+        let every `DNSRecord` outweigh the rest of the query).
+        """
         maximum = sum(self.idf.get(term) or self.term_idf(0) for term in query.words)
-        return {term: self.idf[term] / maximum for term in (*query.words, *query.joined) if term in self.idf}
+        weights = {term: self.idf[term] / maximum for term in query.words if term in self.idf}
+        cap = max(weights.values(), default=0.0)
+        for term in query.joined:
+            if term in self.idf:
+                weights[term] = min(self.idf[term] / maximum, cap)
+        return weights
 
 
 @dataclass(slots=True)
@@ -155,7 +166,7 @@ class Ranker:
         page_of = {section: page.postings for page in pages for section in page.sections}
         section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS, page_of.__getitem__)
         boosts = [page.entry.boost for page in pages]
-        return cls(entries, pages, page_view, section_view, _title_index(page_view, page_docs), boosts)
+        return cls(entries, pages, page_view, section_view, _title_index(page_view, pages), boosts)
 
     def listing(self) -> list[RankedHit]:
         """Pages in index order (the `*` query), one unscored hit per page entry.
@@ -228,14 +239,18 @@ def _best(postings: Postings, weights: dict[str, float], default: int) -> tuple[
     return best, best_score
 
 
-def _title_index(view: _View, docs: list[list[list[str]]]) -> Postings:
-    """Title term -> (page, IDF share of the page title): a query mentioning all of a title covers it fully."""
+def _title_index(view: _View, pages: list[_Page]) -> Postings:
+    """Title term -> (page, IDF share of the page title): a query mentioning all of a title covers it fully.
+
+    A title counts each word it writes once (`written_words`), so `VNet` or `Hub-Networking` weigh as one
+    word each, not as a whole plus its parts.
+    """
     index: Postings = {}
-    for number, doc in enumerate(docs):
-        title = set(doc[0])
-        total = sum(view.idf[term] for term in title)
-        for term in title:
-            index.setdefault(term, []).append((number, view.idf[term] / total))
+    for number, page in enumerate(pages):
+        title = {term: view.idf.get(term) or view.term_idf(0) for term in written_words(page.entry.title)}
+        total = sum(title.values())
+        for term, idf in title.items():
+            index.setdefault(term, []).append((number, idf / total))
     return index
 
 

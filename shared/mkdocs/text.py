@@ -77,6 +77,25 @@ def analyze_query(query: str) -> Query:
     return Query(words, tuple(term for term in dict.fromkeys(joined) if term not in words and term not in STOP_WORDS))
 
 
+def written_words(text: str) -> list[str]:
+    """The words a reader would type for `text` (a title), one term each, spelled as `analyze` spells them.
+
+    `analyze` emits a compound whole *and* its parts, which is right for matching but counts one written word
+    up to three times when asking how much of a title a query covers. Here a camelCase word is one word
+    (`VNet`, `OneLogin`: its whole term, which a query matches by writing the word, or its parts side by side),
+    and a word joined by `. _ -` is its words (`Hub-Networking` is `hub` and `network`).
+    """
+    out: list[str] = []
+    for token in _RAW.findall(text):
+        for piece in _HIERARCHY.split(token):
+            words = _words(piece)
+            if len(words) > 1 and not _JOINERS.search(piece):
+                out.append(piece.lower())  # camelCase: analyze emits this whole
+                continue
+            out.extend(stem(word) for word in words if word not in STOP_WORDS)
+    return out
+
+
 def _token_terms(token: str) -> tuple[str, ...]:
     """Terms of one raw token: the whole compound and its pieces first, then stemmed word parts."""
     words = _words(token)

@@ -6,7 +6,7 @@ import pytest
 
 from shared.mkdocs.index import IndexEntry, SiteIndex
 from shared.mkdocs.ranking import Ranker
-from shared.mkdocs.text import analyze, analyze_query
+from shared.mkdocs.text import analyze, analyze_query, written_words
 
 
 def page(path: str, title: str, text: str = "", *sections: tuple[str, str, str], boost: float = 1) -> list[IndexEntry]:
@@ -52,6 +52,39 @@ def test_query_terms_are_distinct_and_adjacent_words_also_join() -> None:
     assert query.words == ("back", "backup", "log")
     assert "login" in query.joined
     assert "backup" not in query.joined
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Module: Hub-Networking", ["modul", "hub", "network"]),
+        ("VNet Peering with vWAN", ["vnet", "peer", "vwan"]),
+        ("argocd.argoproj.io/skip-reconcile", ["argocd", "argoproj", "io", "skip", "reconcil"]),
+        ("OneLogin", ["onelogin"]),
+    ],
+)
+def test_a_title_counts_each_written_word_once(title: str, expected: list[str]) -> None:
+    assert written_words(title) == expected
+
+
+def test_title_coverage_is_shared_among_the_words_a_title_writes() -> None:
+    index = ranker(page("peering/", "VNet Peering", "Network setup notes."), *FILLER)
+    shares = {term: share for term, postings in index.titles.items() for number, share in postings if number == 0}
+    assert set(shares) == {"vnet", "peer"}  # not also `v` and `net`: a query writing "VNet" covers half the title
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_a_rare_joined_spelling_weighs_no_more_than_the_query_s_best_word() -> None:
+    crd = page("crd/", "Custom resources", "The DNSRecord resource is stored in the cluster.")
+    ttl = page("ttl/", "Time to live", "Set a custom ttl on the dns records of a service.")
+    noise = [page(f"dns/{n}/", f"Provider {n}", "custom dns records and their ttl") for n in range(6)]
+    index = ranker(crd, ttl, *noise, *FILLER)
+    query = analyze_query("custom TTL on DNS records")
+    assert "dnsrecord" in query.joined
+    for view in (index.page_view, index.section_view):
+        weights = view.weights(query)
+        assert weights["dnsrecord"] == pytest.approx(max(weights[word] for word in query.words))
+        assert weights["dnsrecord"] < view.idf["dnsrecord"] / sum(view.idf[word] for word in query.words)
 
 
 def test_one_result_per_page_carrying_its_best_section() -> None:
