@@ -109,9 +109,10 @@ async def create_service(
     """The service with its providers and clients, closed on exit; the store is the configured one unless given."""
     client = OriginClient(settings.origin)
     store = store if store is not None else open_store(settings)
+    registry = SiteRegistry(settings, client, store)
     try:
-        registry = SiteRegistry(settings, client, store)
         yield DocumentationService(settings, [MkDocsProvider(settings, client, registry)], store)
     finally:
+        await registry.aclose()  # embedding work may still write to the store
         await client.aclose()
         await store.aclose()

@@ -65,6 +65,12 @@ class SearchSettings(_Section):
     Off-topic questions mostly top out below 0.015 while the weakest correct top-5 hit of the dev eval set scores
     0.042: the default sits just above the off-topic cluster, leaving margin for unseen on-topic queries.
     """
+    semantic: bool = Field(True, alias="Semantic")
+    """Also rank by meaning (sentence embeddings of every entry, `shared/mkdocs/semantic.py`).
+
+    Costs about 3 ms of CPU per query and, once per index version, a minute of CPU for a large site (done by
+    the warm-up and stored beside the index). `false` keeps ranking purely lexical.
+    """
 
 
 class DocumentationSettings(BaseSettings):

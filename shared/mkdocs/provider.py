@@ -1,4 +1,4 @@
-"""The MkDocs provider: lexical search over every site's published index, and page fetch as Markdown."""
+"""The MkDocs provider: lexical and semantic search over every site's published index, and page fetch as Markdown."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain, zip_longest
+from typing import TYPE_CHECKING
 
 from shared.errors import InvalidRequestError, OriginError, ResolutionError
 from shared.fetch import OriginClient
@@ -14,10 +15,15 @@ from shared.mkdocs.convert import html_to_markdown, looks_like_html
 from shared.mkdocs.index import page_key
 from shared.mkdocs.ranking import RankedHit
 from shared.mkdocs.resolution import Resolver, qualify
+from shared.mkdocs.semantic import Encoder
 from shared.mkdocs.sites import LoadedSite, SiteRegistry
 from shared.models import Document, Reason, Rule, SearchResult
 from shared.preview import make_preview
 from shared.settings import DocumentationSettings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +47,20 @@ class MkDocsProvider:
         loaded = await self._load_sites(site)
         if query.strip() == LISTING_QUERY:
             return self._listing(loaded, limit)
-        hits = [(entry, hit) for entry in loaded for hit in entry.ranker.search(query, limit)]
+        vector = await self._query_vector(query, loaded)
+        hits = [(entry, hit) for entry in loaded for hit in entry.ranker.search(query, limit, vector)]
         hits = [pair for pair in hits if pair[1].score >= self._settings.search.min_score]
         hits.sort(key=lambda pair: pair[1].score, reverse=True)
         return [self._result(loaded_site.index.site, hit, query) for loaded_site, hit in hits[:limit]]
+
+    async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
+        """The query's embedding when some site can use it (its embeddings are attached); computed once."""
+        if not any(entry.ranker.semantic is not None for entry in loaded):
+            return None
+        encoder = Encoder.shared()  # loaded already: a site's embeddings could not be attached otherwise
+        vectors = await asyncio.to_thread(encoder.encode, [query])
+        query_vector: npt.NDArray[np.float32] = vectors[0]
+        return query_vector
 
     async def _load_sites(self, site: str | None) -> list[LoadedSite]:
         if site is not None:

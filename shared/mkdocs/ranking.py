@@ -35,9 +35,15 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from shared.mkdocs.index import IndexEntry, SiteIndex
+from shared.mkdocs.semantic import THRESHOLD, WEIGHT, SiteVectors
 from shared.mkdocs.text import Query, analyze, analyze_query, written_words
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 K1 = 1.2
 """BM25 term-frequency saturation, the usual value."""
@@ -154,6 +160,8 @@ class Ranker:
     titles: Postings
     """Title term -> (page, the term's share of that title's IDF), for title coverage."""
     boosts: list[float]
+    semantic: _Semantic | None = None
+    """Entry embeddings once `attach` has them (computed off the request path); until then ranking is lexical."""
 
     @classmethod
     def build(cls, index: SiteIndex) -> Ranker:
@@ -168,6 +176,17 @@ class Ranker:
         boosts = [page.entry.boost for page in pages]
         return cls(entries, pages, page_view, section_view, _title_index(page_view, pages), boosts)
 
+    def attach(self, vectors: SiteVectors) -> None:
+        """Start ranking semantically too; one assignment, so a concurrent search sees all of it or none."""
+        import numpy as np
+
+        if len(vectors.matrix) != len(self.entries):
+            raise ValueError(f"{len(vectors.matrix)} vectors for {len(self.entries)} entries")
+        page_of = np.zeros(len(self.entries), dtype=np.intp)
+        for number, page in enumerate(self.pages):
+            page_of[page.sections] = number
+        self.semantic = _Semantic(vectors, page_of)
+
     def listing(self) -> list[RankedHit]:
         """Pages in index order (the `*` query), one unscored hit per page entry.
 
@@ -175,19 +194,33 @@ class Ranker:
         """
         return [RankedHit(page.entry, 1.0, (page.entry.title,), page.text) for page in self.pages]
 
-    def search(self, query: str, limit: int) -> list[RankedHit]:
-        """The best pages for `query`, best first, one hit per page."""
+    def search(self, query: str, limit: int, vector: npt.NDArray[np.float32] | None = None) -> list[RankedHit]:
+        """The best pages for `query`, best first, one hit per page.
+
+        `vector` is the query's embedding (`semantic.Encoder`); with it, and this site's entry embeddings
+        attached, a page also earns `WEIGHT * (cosine - THRESHOLD)` above the threshold, times its boost, and
+        pages that share no word with the query can be found.
+        """
         wanted = analyze_query(query)
         if not wanted.words or limit < 1:
             return []
         scores = _accumulate(self.page_view.postings, self.page_view.weights(wanted))
         coverage = _accumulate(self.titles, dict.fromkeys((*wanted.words, *wanted.joined), 1.0), coordinate=False)
         boosts = self.boosts
-        prior = {n: boosts[n] * (1 + coverage.get(n, 0.0)) for n in scores}
+        semantic = self.semantic
+        close, cosines = semantic.close_pages(vector) if semantic is not None and vector is not None else ({}, None)
+        prior = {n: boosts[n] * (1 + coverage.get(n, 0.0)) for n in (*scores, *close)}
         shortlist = heapq.nlargest(limit + CANDIDATES, scores, key=lambda n: scores[n] * prior[n])
+        if close:
+            shortlist = list(
+                dict.fromkeys((*shortlist, *heapq.nlargest(limit + CANDIDATES, close, key=close.__getitem__)))
+            )
         fit = self._site_fit(wanted)
         section_weights = self.section_view.weights(wanted)
-        hits = [self._hit(n, scores[n], fit * prior[n], section_weights) for n in shortlist]
+        hits = [
+            self._hit(n, scores.get(n, 0.0), fit * prior[n], section_weights, close.get(n, 0.0) * boosts[n], cosines)
+            for n in shortlist
+        ]
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:limit]
 
@@ -197,14 +230,41 @@ class Ranker:
         shares = [len(self.page_view.postings.get(term, ())) / pages for term in wanted.words]
         return sum(share / (share + SITE_FIT_HALF) for share in shares) / len(shares)
 
-    def _hit(self, number: int, page_score: float, prior: float, weights: dict[str, float]) -> RankedHit:
+    def _hit(
+        self,
+        number: int,
+        page_score: float,
+        prior: float,
+        weights: dict[str, float],
+        bonus: float = 0.0,
+        cosines: npt.NDArray[np.float32] | None = None,
+    ) -> RankedHit:
         page = self.pages[number]
         best, best_score = _best(page.postings, weights, page.sections[0])
-        score = (SECTION_SHARE * best_score + (1 - SECTION_SHARE) * page_score) * prior
+        if best_score == 0.0 and cosines is not None:  # found by meaning alone: its closest section
+            best = max(page.sections, key=lambda n: float(cosines[n]))
+        score = (SECTION_SHARE * best_score + (1 - SECTION_SHARE) * page_score) * prior + bonus
         section = self.entries[best]
         crumb = (page.entry.title, section.title) if section.anchor is not None else (page.entry.title,)
         source = section.text if section.text.strip() else page.text
         return RankedHit(page.entry, score, crumb, source, section)
+
+
+@dataclass(frozen=True, slots=True)
+class _Semantic:
+    vectors: SiteVectors
+    page_of: npt.NDArray[np.intp]
+    """Entry number -> page number."""
+
+    def close_pages(self, query: npt.NDArray[np.float32]) -> tuple[dict[int, float], npt.NDArray[np.float32]]:
+        """Pages whose best entry is above the threshold, with their credit; and every entry's cosine."""
+        import numpy as np
+
+        cosines = self.vectors.similarities(query)
+        best = np.full(int(self.page_of.max()) + 1, -1.0, dtype=np.float32)
+        np.maximum.at(best, self.page_of, cosines)
+        close = np.flatnonzero(best > THRESHOLD)
+        return {int(n): WEIGHT * (float(best[n]) - THRESHOLD) for n in close}, cosines
 
 
 def _sums(postings: Postings, weights: dict[str, float]) -> tuple[dict[int, float], dict[int, float]]:

@@ -21,6 +21,7 @@ from shared.errors import OriginError, SiteUnavailableError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
 from shared.mkdocs.index import IndexFormatError, SiteIndex, parse_index
 from shared.mkdocs.ranking import Ranker
+from shared.mkdocs.semantic import Encoder, SemanticUnavailableError, SiteVectors, vectors_key
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,10 @@ class SiteRegistry:
         self._loaded: dict[str, LoadedSite] = {}
         self._checked: dict[str, float] = {}
         self._failed: dict[str, str] = {}
+        self._semantic: dict[str, str] = {}
+        """Site -> state of its entry embeddings: pending, ready, or why they are unavailable."""
+        self._embedding: dict[str, asyncio.Task[None]] = {}
+        self._encode_gate = asyncio.Semaphore(1)  # one site embeds at a time: it keeps every core busy
 
     @property
     def sites(self) -> tuple[str, ...]:
@@ -154,6 +159,37 @@ class SiteRegistry:
     def _install(self, site: str, loaded: LoadedSite) -> None:
         self._loaded[site] = loaded  # one assignment: a request holds either the old index or the new one
         self._checked[site] = self._clock()
+        if self._settings.search.semantic:
+            self._semantic[site] = "pending"
+            task = asyncio.get_running_loop().create_task(self._embed(site, loaded))
+            self._embedding[site] = task
+
+    async def _embed(self, site: str, loaded: LoadedSite) -> None:
+        """Attach the site's entry embeddings: stored ones for this very index, else computed and stored.
+
+        Runs beside the requests, which are ranked lexically until it finishes; a failure leaves them so.
+        """
+        try:
+            vectors, _ = await ensure_vectors(self._store, site, loaded.index, loaded.digest, gate=self._encode_gate)
+        except SemanticUnavailableError as exc:
+            self._semantic[site] = f"unavailable: {exc}"
+            log.warning("site %s: semantic matching is off: %s", site, exc)
+            return
+        loaded.ranker.attach(vectors)
+        if self._loaded.get(site) is loaded:
+            self._semantic[site] = "ready"
+
+    async def embedded(self, site: str) -> None:
+        """Wait until the loaded site's embeddings are attached or known to be unavailable (tests, the CLI)."""
+        task = self._embedding.get(site)
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def aclose(self) -> None:
+        """Stop embedding work still running; a thread already encoding finishes on its own."""
+        for task in self._embedding.values():
+            task.cancel()
+        await asyncio.gather(*self._embedding.values(), return_exceptions=True)
 
     async def _load(self, site: str) -> LoadedSite:
         cached = await self._read_cache(site)
@@ -238,10 +274,41 @@ class SiteRegistry:
                     "entries": len(loaded.index.entries),
                     "pages": len(loaded.index.pages),
                     "fetchedAt": loaded.fetched_at.isoformat(),
+                    "semantic": self._semantic.get(site, "off"),
                 }
             else:
                 report[site] = {"state": SiteState.NOT_LOADED}
         return report
+
+
+async def ensure_vectors(
+    store: IndexStore, site: str, index: SiteIndex, digest: str, *, gate: asyncio.Semaphore | None = None
+) -> tuple[SiteVectors, bool]:
+    """The site's entry embeddings for exactly this index, and whether they had to be computed.
+
+    Stored ones are used when the same model computed them from the same index (by digest); otherwise they are
+    computed off the event loop and written back conditionally, so the warm-up pays the cost once for every
+    instance. Raises SemanticUnavailableError when the model cannot load; storage failures only cost a recompute.
+    """
+    key = vectors_key(site)
+    try:
+        stored = await store.read(key)
+    except StoreError as exc:
+        log.info("site %s: stored embeddings unreadable (%s); computing them", site, exc)
+        stored = None
+    if stored is not None:
+        found = SiteVectors.loads(stored.payload, digest=digest, count=len(index.entries))
+        if found is not None:
+            return found, False
+    encoder = await asyncio.to_thread(Encoder.shared)
+    async with gate or asyncio.Semaphore(1):
+        vectors = await asyncio.to_thread(SiteVectors.compute, encoder, index.entries, digest)
+    entry = CachedIndex(vectors.dumps(), datetime.now(UTC), entries=len(index.entries))
+    try:
+        await store.write(key, entry, expected_version=stored.version if stored is not None else None)
+    except StoreError as exc:
+        log.info("site %s: could not store the embeddings (%s)", site, exc)
+    return vectors, True
 
 
 async def _try_parse(site: str, cached: CachedIndex) -> SiteIndex | None:

@@ -93,8 +93,11 @@ def fixture_env(origin_url: str, **settings: str) -> dict[str, str]:
     """App settings for the fixture origin; keyword arguments add `Forge__Documentation__<Key>` settings.
 
     For example `fixture_env(origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__MinScore="0.5")`.
+    Semantic matching is off unless a test passes `Search__Semantic="true"`: its background embedding reads and
+    writes the store, which tests of the index cache count (tests/mkdocs/test_semantic.py covers it).
     """
     env = {f"{PREFIX}Origin": origin_url, f"{PREFIX}Sites": ",".join(SITES), f"{PREFIX}DefaultSite": DEFAULT_SITE}
+    env[f"{PREFIX}Search__Semantic"] = "false"
     env.update({f"{PREFIX}{key}": value for key, value in settings.items()})
     return env
 

@@ -262,7 +262,11 @@ def test_fixture_env_configures_every_site_and_extra_keys() -> None:
         "Forge__Documentation__Sites": "alpha,beta-docs,gamma-docs,rooted-docs,missing-docs",
         "Forge__Documentation__DefaultSite": "alpha",
         "Forge__Documentation__Search__MinScore": "0.5",
+        "Forge__Documentation__Search__Semantic": "false",
     }
+    assert (
+        fixture_env("http://127.0.0.1:1", Search__Semantic="true")["Forge__Documentation__Search__Semantic"] == "true"
+    )
 
 
 def test_environment_is_hermetic() -> None:

