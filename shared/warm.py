@@ -6,7 +6,9 @@ origin gave last time, and then
     200       validate (parses, has entries) and write it, conditionally                      -> refreshed
               (or -> unchanged when the content is the same as the stored copy's)
     failure   leave the stored copy alone                                                      -> failed, reason
-One site's failure never stops the others.
+One site's failure never stops the others. With semantic matching on (`Search__Semantic`), a site whose stored
+index has no embeddings from this model for exactly that index gets them computed and stored here, so serving
+instances load them instead of computing them (`semantic` in the report: computed, current, or why not).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from shared.blob_cache import open_store
 from shared.cache import IndexStore, StoreError, store_newest
 from shared.errors import OriginError
 from shared.fetch import OriginClient
-from shared.mkdocs.index import IndexFormatError
-from shared.mkdocs.sites import fetch_index
+from shared.mkdocs.index import IndexFormatError, parse_index
+from shared.mkdocs.semantic import SemanticUnavailableError
+from shared.mkdocs.sites import ensure_vectors, fetch_index
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -30,9 +33,36 @@ OUTCOMES = (REFRESHED, UNCHANGED, FAILED)
 
 
 async def warm_site(
+    client: OriginClient,
+    settings: DocumentationSettings,
+    store: IndexStore,
+    site: str,
+    *,
+    embedding: asyncio.Semaphore | None = None,
+) -> dict[str, str]:
+    """One site's refresh, then its embeddings; never raises for an origin or storage failure, it reports them."""
+    outcome = await _warm_index(client, settings, store, site)
+    if settings.search.semantic and outcome["outcome"] != FAILED:
+        outcome["semantic"] = await warm_vectors(store, site, embedding or asyncio.Semaphore(1))
+    return outcome
+
+
+async def warm_vectors(store: IndexStore, site: str, gate: asyncio.Semaphore) -> str:
+    """Make sure the stored index has stored embeddings; computed, current, or why not."""
+    try:
+        cached = await store.read(site)
+        if cached is None:
+            return "skipped: no stored index"
+        index = await asyncio.to_thread(parse_index, site, cached.payload)
+        _, computed = await ensure_vectors(store, site, index, cached.digest, gate=gate)
+    except (StoreError, IndexFormatError, SemanticUnavailableError) as exc:
+        return f"failed: {exc}"
+    return "computed" if computed else "current"
+
+
+async def _warm_index(
     client: OriginClient, settings: DocumentationSettings, store: IndexStore, site: str
 ) -> dict[str, str]:
-    """One site's refresh; never raises for an origin or storage failure, it reports them."""
     try:
         stat = await store.stat(site)
     except StoreError as exc:
@@ -72,7 +102,10 @@ async def warm_all(
     own_client = client is None
     origin = client or OriginClient(settings.origin)
     try:
-        outcomes = await asyncio.gather(*(warm_site(origin, settings, store, site) for site in settings.sites))
+        embedding = asyncio.Semaphore(1)  # one site embeds at a time: it keeps every core busy
+        outcomes = await asyncio.gather(
+            *(warm_site(origin, settings, store, site, embedding=embedding) for site in settings.sites)
+        )
     finally:
         if own_client:
             await origin.aclose()
@@ -82,6 +115,8 @@ async def warm_all(
             log.warning("warm-up %s: failed: %s", site, outcome["reason"])
         else:
             log.info("warm-up %s: %s %s", site, outcome["outcome"], outcome.get("detail", ""))
+        if "semantic" in outcome:
+            log.info("warm-up %s: embeddings %s", site, outcome["semantic"])
     counts = {kind: sum(1 for item in outcomes if item["outcome"] == kind) for kind in OUTCOMES}
     log.info(
         "warm-up done: %d refreshed, %d unchanged, %d failed", counts[REFRESHED], counts[UNCHANGED], counts[FAILED]

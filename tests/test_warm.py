@@ -15,6 +15,8 @@ from shared.api import create_app
 from shared.blob_cache import open_store
 from shared.cache import cache_name
 from shared.fetch import OriginClient
+from shared.mkdocs.index import parse_index
+from shared.mkdocs.semantic import SiteVectors, vectors_key
 from shared.settings import DocumentationSettings
 from shared.warm import FAILED, REFRESHED, UNCHANGED, warm_all
 from tests.support.sites import (
@@ -221,3 +223,34 @@ def test_cli_warm_leaves_one_blob_per_site_and_serve_answers_from_them_with_the_
     assert {result["site"] for result in everywhere.json()["results"]} == set(PUBLISHED_SITES)
     assert {health["sites"][site]["source"] for site in PUBLISHED_SITES} == {"cache"}
     assert health["sites"][UNPUBLISHED_SITE]["state"] == "failed"
+
+
+async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_index_version(
+    static_origin: StaticOrigin, azurite: Azurite, blob_container: str
+) -> None:
+    settings = fixture_settings(
+        static_origin.url,
+        {"AzureWebJobsStorage": azurite.connection_string},
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Cache__Container=blob_container,
+        Search__Semantic="true",
+    )
+    store = open_store(settings)
+    try:
+        first = await warm_all(settings, store)
+        second = await warm_all(settings, store)
+        index = await store.read("alpha")
+        vectors = await store.read(vectors_key("alpha"))
+    finally:
+        await store.aclose()
+
+    assert {site: first[site].get("semantic") for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, "computed")
+    assert {site: second[site].get("semantic") for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, "current")
+    assert "semantic" not in first[UNPUBLISHED_SITE]  # no index, nothing to embed
+    assert set(blobs(azurite, blob_container)) == {
+        *(blob_name(site) for site in PUBLISHED_SITES),
+        *(blob_name(vectors_key(site)) for site in PUBLISHED_SITES),
+    }
+    assert index is not None and vectors is not None
+    parsed = parse_index("alpha", index.payload)
+    assert SiteVectors.loads(vectors.payload, digest=index.digest, count=len(parsed.entries)) is not None

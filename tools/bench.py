@@ -1,8 +1,12 @@
 """Benchmark the MkDocs ranker against two peers over the same index entries, in one run, and print ratios.
 
-    python tools/bench.py --corpus ../shared/corpus/origin --eval ../shared/evals/dev-set.json
+    python tools/bench.py --corpus ../shared/corpus/origin --eval ../shared/evals/dev-set.json \
+        --eval tools/evals/holdout-set.json
 
-Peers, built over exactly the entries the ranker sees:
+Ours, twice: `ranker` is the lexical ranker alone (`Search__Semantic=false`), `ranker+semantic` the service's
+default (the lexical score plus MiniLM entry embeddings, shared/mkdocs/semantic.py; its build time includes
+embedding every entry, which the service does once per index version off the request path, and its latency
+includes embedding the query). Peers, built over exactly the entries the ranker sees:
 
 - lunr.py, the algorithm MkDocs Material's search runs: title boost 1000 as Material configures it, lunr's
   default English pipeline, every query word an optional term;
@@ -30,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from shared.mkdocs.index import SiteIndex, parse_index  # noqa: E402
 from shared.mkdocs.ranking import Ranker  # noqa: E402
+from shared.mkdocs.semantic import Encoder, SiteVectors  # noqa: E402
 from tools.eval import Case, discovery, hit_rank, page_of, parse_eval_set  # noqa: E402
 
 SITES = {
@@ -78,6 +83,25 @@ def build_ours(index: SiteIndex) -> Search:
     return lambda query: [(hit.score, hit.entry.location) for hit in ranker.search(query, LIMIT)]
 
 
+_QUERY_VECTOR: dict[str, object] = {}
+"""The last query's embedding: every site is asked the same query in turn, and the service embeds it once."""
+
+
+def build_semantic(index: SiteIndex) -> Search:
+    encoder = Encoder.shared()
+    ranker = Ranker.build(index)
+    ranker.attach(SiteVectors.compute(encoder, index.entries, digest=index.site))
+
+    def search(query: str) -> list[tuple[float, str]]:
+        vector = _QUERY_VECTOR.get(query)
+        if vector is None:
+            _QUERY_VECTOR.clear()
+            vector = _QUERY_VECTOR[query] = encoder.encode([query])[0]
+        return [(hit.score, hit.entry.location) for hit in ranker.search(query, LIMIT, vector)]  # type: ignore[arg-type]
+
+    return search
+
+
 def build_bm25s(index: SiteIndex) -> Search:
     import bm25s
     import Stemmer
@@ -117,7 +141,8 @@ def build_lunr(index: SiteIndex) -> Search:
     return search
 
 
-SYSTEMS = {"ranker": build_ours, "lunr.py": build_lunr, "bm25s": build_bm25s}
+SYSTEMS = {"ranker": build_ours, "ranker+semantic": build_semantic, "lunr.py": build_lunr, "bm25s": build_bm25s}
+OURS = ("ranker", "ranker+semantic")
 
 
 def merged(searches: dict[str, Search], query: str) -> list[tuple[float, str]]:
@@ -166,9 +191,9 @@ def build_all(indexes: dict[str, SiteIndex]) -> tuple[dict[str, dict[str, Search
     return systems, build_ms
 
 
-def floor_table(ours: dict[str, Search], cases: list[Case], floor: float) -> list[str]:
-    """How the relevance floor treats off-topic queries, and what it would cost on the eval set."""
-    lines = [f"relevance floor (min_score default {floor:g}):"]
+def floor_table(name: str, ours: dict[str, Search], cases: list[Case], floor: float) -> list[str]:
+    """How the relevance floor treats off-topic queries, and what it would cost on the eval sets."""
+    lines = [f"{name}: relevance floor (min_score default {floor:g}):"]
     emptied = 0
     for query in OFF_TOPIC:
         hits = merged(ours, query)
@@ -184,7 +209,7 @@ def floor_table(ours: dict[str, Search], cases: list[Case], floor: float) -> lis
             accepted.append(hits[rank - 1][0])
     lost = sum(1 for score in accepted if score < floor)
     lines.append(f"  off-topic queries emptied: {emptied}/{len(OFF_TOPIC)}")
-    lines.append(f"  lowest score of an acceptable top-5 hit on the eval set: {min(accepted, default=0):.3f}")
+    lines.append(f"  lowest score of an acceptable top-5 hit on the eval sets: {min(accepted, default=0):.3f}")
     lines.append(f"  eval-set hits the floor drops: {lost}")
     return lines
 
@@ -193,52 +218,69 @@ def ratio(ours: float, peer: float) -> str:
     return f"{ours / peer:.2f}" if peer else "inf"
 
 
+def row(label: str, values: list[str]) -> str:
+    return f"{label:<26}" + "".join(f"{value:>16}" for value in values)
+
+
+def quality_table(systems: dict[str, dict[str, Search]], label: str, cases: list[Case]) -> list[str]:
+    """One eval set's quality for every system, and each of ours against each peer."""
+    metrics = {name: quality(searches, cases) for name, searches in systems.items()}
+    names = list(systems)
+    lines = [f"{label}: {len(cases)} cases", row("metric", names)]
+    for metric in metrics[names[0]]:
+        lines.append(row(metric, [f"{metrics[name][metric]:.3f}" for name in names]))
+    for ours in OURS:
+        for peer in (name for name in names if name not in OURS):
+            ratios = ", ".join(
+                f"{metric} x{metrics[ours][metric] / metrics[peer][metric]:.2f}"
+                if metrics[peer][metric]
+                else f"{metric} inf"
+                for metric in ("hit@1", "hit@5", "MRR@10", "nDCG@5")
+            )
+            lines.append(f"  {ours} vs {peer}: {ratios}")
+    return [*lines, ""]
+
+
 def report(
     indexes: dict[str, SiteIndex],
     systems: dict[str, dict[str, Search]],
     build_ms: dict[str, dict[str, float]],
-    cases: list[Case],
+    sets: dict[str, list[Case]],
     repeat: int,
 ) -> list[str]:
-    queries = [case.query for case in cases]
-    metrics = {name: quality(searches, cases) for name, searches in systems.items()}
-    timings = {name: latency(searches, queries, repeat) for name, searches in systems.items()}
     names = list(systems)
-    lines = [f"{len(cases)} cases, {len(indexes)} sites, limit {LIMIT}, results merged across sites", ""]
-    lines.append(f"{'metric':<26}" + "".join(f"{name:>12}" for name in names))
-    for metric in metrics[names[0]]:
-        lines.append(f"{metric:<26}" + "".join(f"{metrics[name][metric]:>12.3f}" for name in names))
-    lines.append(f"{'p50 ms':<26}" + "".join(f"{timings[name][0]:>12.2f}" for name in names))
-    lines.append(f"{'p95 ms':<26}" + "".join(f"{timings[name][1]:>12.2f}" for name in names))
+    lines = [f"{len(indexes)} sites, limit {LIMIT}, results merged across sites", ""]
+    for label, cases in sets.items():
+        lines += quality_table(systems, label, cases)
+    queries = [case.query for cases in sets.values() for case in cases]
+    timings = {name: latency(searches, queries, repeat) for name, searches in systems.items()}
+    lines.append(f"latency over {len(queries)} queries x {repeat}, warm, in-process, all sites and the merge")
+    lines.append(row("", names))
+    lines.append(row("p50 ms", [f"{timings[name][0]:.2f}" for name in names]))
+    lines.append(row("p95 ms", [f"{timings[name][1]:.2f}" for name in names]))
     for site in indexes:
-        label = f"build {site}"
-        lines.append(f"{label:<26}" + "".join(f"{build_ms[name][site]:>10.0f}ms" for name in names))
-    lines.append("")
-    ours = names[0]
-    for peer in names[1:]:
-        ratios = ", ".join(
-            f"{metric} x{metrics[ours][metric] / metrics[peer][metric]:.2f}"
-            if metrics[peer][metric]
-            else f"{metric} inf"
-            for metric in ("hit@1", "hit@5", "MRR@10", "nDCG@5")
-        )
-        lines.append(f"{ours} vs {peer}: {ratios}; p50 latency {ratio(timings[ours][0], timings[peer][0])}x the peer's")
+        lines.append(row(f"build {site}", [f"{build_ms[name][site]:.0f}ms" for name in names]))
+    for ours in OURS:
+        for peer in (name for name in names if name not in OURS):
+            lines.append(f"  {ours} p50 latency {ratio(timings[ours][0], timings[peer][0])}x {peer}'s")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="the documentation origin directory")
-    parser.add_argument("--eval", type=Path, required=True, help="eval set JSON")
+    parser.add_argument("--eval", type=Path, required=True, action="append", help="eval set JSON (repeatable)")
     parser.add_argument("--repeat", type=int, default=20, help="timed passes over the eval queries")
     args = parser.parse_args(argv)
     from shared.settings import SearchSettings
 
     indexes = {site: parse_index(site, (args.corpus / path).read_bytes()) for site, path in SITES.items()}
-    cases = parse_eval_set(args.eval.read_text(encoding="utf-8")).cases
+    sets = {path.name: parse_eval_set(path.read_text(encoding="utf-8")).cases for path in args.eval}
     systems, build_ms = build_all(indexes)
-    lines = report(indexes, systems, build_ms, cases, args.repeat)
-    lines += ["", *floor_table(systems["ranker"], cases, SearchSettings().min_score)]
+    lines = report(indexes, systems, build_ms, sets, args.repeat)
+    all_cases = [case for cases in sets.values() for case in cases]
+    for name in OURS:
+        lines += ["", *floor_table(name, systems[name], all_cases, SearchSettings().min_score)]
     print("\n".join(lines))
     return 0
 

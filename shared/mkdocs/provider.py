@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LISTING_QUERY = "*"
+EMBEDDING_WAIT_SECONDS = 120.0
+"""How long a search waits for sites whose embeddings are still being attached, rather than rank them lexically
+for a while and semantically after: the answer to a query should not depend on when it was asked."""
 
 
 class MkDocsProvider:
@@ -53,8 +56,14 @@ class MkDocsProvider:
         hits.sort(key=lambda pair: pair[1].score, reverse=True)
         return [self._result(loaded_site.index.site, hit, query) for loaded_site, hit in hits[:limit]]
 
+    async def preload(self) -> None:
+        """Load every site now (and start their embeddings), instead of on the first search."""
+        await self._load_sites(None)
+
     async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
         """The query's embedding when some site can use it (its embeddings are attached); computed once."""
+        if self._settings.search.semantic:
+            await self._registry.wait_embedded([entry.index.site for entry in loaded], EMBEDDING_WAIT_SECONDS)
         if not any(entry.ranker.semantic is not None for entry in loaded):
             return None
         encoder = Encoder.shared()  # loaded already: a site's embeddings could not be attached otherwise

@@ -156,7 +156,7 @@ class SiteVectors:
         try:
             document = json.loads(payload)
             expected = {"format": FORMAT, "model": MODEL_ID, "maxTokens": MAX_TOKENS, "index": digest, "count": count}
-            if any(document.get(key) != value for key, value in expected.items()):
+            if not isinstance(document, dict) or any(document.get(key) != value for key, value in expected.items()):
                 return None
             raw = base64.b64decode(document["vectors"], validate=True)
             matrix = np.frombuffer(raw, dtype=np.float16).astype(np.float32)

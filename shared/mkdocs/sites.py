@@ -161,8 +161,10 @@ class SiteRegistry:
         self._checked[site] = self._clock()
         if self._settings.search.semantic:
             self._semantic[site] = "pending"
-            task = asyncio.get_running_loop().create_task(self._embed(site, loaded))
-            self._embedding[site] = task
+            replaced = self._embedding.get(site)
+            if replaced is not None:
+                replaced.cancel()  # embeddings of an index no longer served
+            self._embedding[site] = asyncio.get_running_loop().create_task(self._embed(site, loaded))
 
     async def _embed(self, site: str, loaded: LoadedSite) -> None:
         """Attach the site's entry embeddings: stored ones for this very index, else computed and stored.
@@ -170,6 +172,7 @@ class SiteRegistry:
         Runs beside the requests, which are ranked lexically until it finishes; a failure leaves them so.
         """
         try:
+            await asyncio.to_thread(Encoder.shared)  # queries need the model even when the vectors are stored
             vectors, _ = await ensure_vectors(self._store, site, loaded.index, loaded.digest, gate=self._encode_gate)
         except SemanticUnavailableError as exc:
             self._semantic[site] = f"unavailable: {exc}"
@@ -184,6 +187,16 @@ class SiteRegistry:
         task = self._embedding.get(site)
         if task is not None:
             await asyncio.shield(task)
+
+    async def wait_embedded(self, sites: list[str], seconds: float) -> None:
+        """Wait, at most `seconds`, for embeddings still being attached to these sites.
+
+        Stored embeddings attach within a blob download; computing them takes up to a minute for a large site,
+        which only a process without stored ones (no storage, or the first after an index change) pays once.
+        """
+        pending = [task for site in sites if (task := self._embedding.get(site)) is not None and not task.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=seconds)
 
     async def aclose(self) -> None:
         """Stop embedding work still running; a thread already encoding finishes on its own."""

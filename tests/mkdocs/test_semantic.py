@@ -1,0 +1,431 @@
+"""Semantic matching: the real MiniLM encoder, stored vectors, the ranker's semantic credit, the registry's background
+embedding over memory and Azurite stores, and a paraphrase answered end to end through the API.
+
+Nothing is faked: the int8 ONNX model runs (it is quick on inputs this small), the fixture origin is the MkDocs build
+behind a static server, and Azurite stands in for the shared blob store.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from shared.api import create_app
+from shared.blob_cache import BlobIndexStore
+from shared.cache import CachedIndex, MemoryIndexStore, digest
+from shared.fetch import OriginClient
+from shared.mkdocs.index import IndexEntry, SiteIndex, parse_index
+from shared.mkdocs.ranking import Ranker
+from shared.mkdocs.semantic import DIMENSIONS, FORMAT, THRESHOLD, WEIGHT, Encoder, SiteVectors, vectors_key
+from shared.mkdocs.sites import LoadedSite, SiteRegistry, ensure_vectors
+from shared.settings import DocumentationSettings
+from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
+from tests.support.stores import CountingStore
+from tools.azurite import Azurite
+from tools.static_origin import StaticOrigin
+
+SITE = DEFAULT_SITE
+
+SYNC_WINDOWS = "Deny windows block deployments at scheduled times, such as a change freeze at the end of the year."
+HOLIDAY_FREEZE = "forbid pushing updates over the holidays"
+"""Means what SYNC_WINDOWS says, in words none of which (stemmed) it uses."""
+OFF_TOPIC = "bake sourdough bread with a starter"
+
+
+def entries_of(*pages: list[IndexEntry]) -> list[IndexEntry]:
+    return [entry for entries in pages for entry in entries]
+
+
+def page(path: str, title: str, text: str = "", *sections: tuple[str, str, str], boost: float = 1) -> list[IndexEntry]:
+    """A page entry and its (anchor, title, text) sections, the way index.py yields them (as in test_ranking.py)."""
+    entries = [IndexEntry(path, path, None, title, title, text, boost)]
+    for anchor, section_title, section_text in sections:
+        entries.append(IndexEntry(f"{path}#{anchor}", path, anchor, section_title, title, section_text, boost))
+    return entries
+
+
+def ranker(*pages: list[IndexEntry], site: str = "docs") -> Ranker:
+    return Ranker.build(SiteIndex.build(site, entries_of(*pages)))
+
+
+def semantic_ranker(encoder: Encoder, *pages: list[IndexEntry]) -> Ranker:
+    index = ranker(*pages)
+    index.attach(SiteVectors.compute(encoder, index.entries, "test-digest"))
+    return index
+
+
+FILLER = [
+    page(f"filler/{n}/", f"Filler page {n}", f"general words about topic{n} and configuration of things")
+    for n in range(12)
+]
+
+
+@pytest.fixture(scope="module")
+def encoder() -> Encoder:
+    return Encoder.shared()
+
+
+def unit(encoder: Encoder, text: str) -> npt.NDArray[np.float32]:
+    vector: npt.NDArray[np.float32] = encoder.encode([text])[0]
+    return vector
+
+
+# -- the encoder
+
+
+def test_embeddings_are_384_dimensional_unit_vectors(encoder: Encoder) -> None:
+    vectors = encoder.encode(["reset the administrator password", "x", "word " * 200])
+    assert vectors.shape == (3, DIMENSIONS) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_paraphrase_is_closer_than_an_unrelated_sentence(encoder: Encoder) -> None:
+    reset, forgot, bread = encoder.encode(
+        ["reset the administrator password", "I forgot the admin login", "bake sourdough bread"]
+    )
+    assert float(reset @ forgot) > float(reset @ bread) + 0.3
+    assert float(reset @ bread) < THRESHOLD < float(reset @ forgot)  # the ranker's cut-off separates them too
+
+
+def test_the_same_text_always_gets_the_same_vector(encoder: Encoder) -> None:
+    text = "reset the administrator password"
+    assert np.array_equal(unit(encoder, text), unit(encoder, text))
+    [first, again] = encoder.encode([text, text])
+    assert np.array_equal(first, again)
+
+
+def test_rows_come_back_in_input_order_across_batches_of_mixed_lengths(encoder: Encoder) -> None:
+    # encode sorts by length and works in batches of 32: every row must still land where its text was.
+    texts = [f"entry {n} " + "about deny windows " * (n % 5) for n in range(40)]
+    together = encoder.encode(texts)
+    alone = np.stack([unit(encoder, text) for text in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+# -- stored vectors
+
+
+@pytest.fixture(scope="module")
+def vectors(encoder: Encoder) -> SiteVectors:
+    pages = entries_of(
+        page("sync-windows/", "Sync windows", SYNC_WINDOWS), page("retries/", "Retries", "Failed syncs are retried.")
+    )
+    return SiteVectors.compute(encoder, pages, "index-digest")
+
+
+def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> None:
+    loaded = SiteVectors.loads(vectors.dumps(), digest="index-digest", count=2)
+    assert loaded is not None and loaded.digest == "index-digest"
+    assert loaded.matrix.shape == (2, DIMENSIONS) and loaded.matrix.dtype == np.float32
+    np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16
+    assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
+
+
+@pytest.mark.parametrize(
+    ("index_digest", "count"),
+    [("another-digest", 2), ("index-digest", 3), ("index-digest", 1)],
+    ids=["another index", "more entries", "fewer entries"],
+)
+def test_vectors_of_another_index_are_refused(vectors: SiteVectors, index_digest: str, count: int) -> None:
+    assert SiteVectors.loads(vectors.dumps(), digest=index_digest, count=count) is None
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"model": "all-mpnet-base-v2"},
+        {"format": FORMAT + 1},
+        {"maxTokens": 512},
+        {"vectors": "not base64!"},
+        {"vectors": base64.b64encode(b"\x00" * 10).decode()},
+        {"vectors": None},
+    ],
+    ids=["another model", "another format", "another truncation", "bad base64", "short vectors", "no vectors"],
+)
+def test_vectors_in_another_layout_or_from_another_model_are_refused(
+    vectors: SiteVectors, edit: dict[str, Any]
+) -> None:
+    document = json.loads(vectors.dumps())
+    assert SiteVectors.loads(json.dumps(document).encode(), digest="index-digest", count=2) is not None
+    document.update(edit)
+    assert SiteVectors.loads(json.dumps(document).encode(), digest="index-digest", count=2) is None
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"\x89PNG\r\n\x1a\n\x00\xff\xfe",
+        b'{"format": 1, "model": ',
+        b"{}",
+        b"[]",
+        b"null",
+    ],
+    ids=["empty", "binary", "truncated", "empty object", "array", "null"],
+)
+def test_garbage_is_refused_not_raised(payload: bytes) -> None:
+    assert SiteVectors.loads(payload, digest="index-digest", count=2) is None
+
+
+# -- the ranker
+
+
+def test_a_page_sharing_no_word_with_the_query_is_found_by_meaning(encoder: Encoder) -> None:
+    index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
+    query = unit(encoder, HOLIDAY_FREEZE)
+    assert index.semantic is not None and index.entries[0].page == "sync-windows/"
+    cosine = float(index.semantic.vectors.matrix[0] @ query)
+
+    hits = index.search(HOLIDAY_FREEZE, 5, query)
+
+    assert cosine > THRESHOLD + 0.05  # the premise: the model does connect them
+    assert [hit.entry.location for hit in hits] == ["sync-windows/"]
+    assert hits[0].score == pytest.approx(WEIGHT * (cosine - THRESHOLD))
+    assert index.search(HOLIDAY_FREEZE, 5) == []  # without the query's vector: lexical only, and no word matches
+    assert ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER).search(HOLIDAY_FREEZE, 5, query) == []
+
+
+def test_an_off_topic_query_gains_nothing_from_meaning(encoder: Encoder) -> None:
+    starters = page("starters/", "Starter templates", "Starter templates scaffold a new service repository.")
+    index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), starters, *FILLER)
+
+    lexical = index.search(OFF_TOPIC, 5)
+    semantic = index.search(OFF_TOPIC, 5, unit(encoder, OFF_TOPIC))
+
+    assert [hit.entry.location for hit in lexical] == ["starters/"]  # `starter` matches a word, not the meaning
+    assert [(hit.entry.location, hit.score) for hit in semantic] == [(hit.entry.location, hit.score) for hit in lexical]
+
+
+def test_semantic_credit_is_multiplied_by_the_page_boost(encoder: Encoder) -> None:
+    query = unit(encoder, HOLIDAY_FREEZE)
+    scores: dict[float, list[float]] = {}
+    for boost in (0.0, 1.0, 2.0):
+        index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS, boost=boost), *FILLER)
+        scores[boost] = [hit.score for hit in index.search(HOLIDAY_FREEZE, 5, query)]
+
+    [credit] = scores[1.0]
+    assert credit > 0
+    assert scores[2.0] == [pytest.approx(2 * credit)]
+    assert all(score == 0.0 for score in scores[0.0])  # boost 0: no semantic credit at all
+
+
+def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: Encoder) -> None:
+    index = ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS, ("deny", "Deny windows", "Block syncs.")))
+    fewer = SiteVectors.compute(encoder, index.entries[:1], "test-digest")
+
+    with pytest.raises(ValueError, match="1 vectors for 2 entries"):
+        index.attach(fewer)
+    assert index.semantic is None
+
+
+def test_a_page_found_only_by_meaning_carries_its_closest_section(encoder: Encoder) -> None:
+    controls = page(
+        "controls/",
+        "Release controls",
+        "",
+        ("retries", "Retries", "Failed operations are retried with exponential backoff up to five times."),
+        ("sync-windows", "Sync windows", SYNC_WINDOWS),
+    )
+    index = semantic_ranker(encoder, controls, *FILLER)
+    assert index.search(HOLIDAY_FREEZE, 5) == []  # the premise: no lexical evidence at all
+
+    [hit] = index.search(HOLIDAY_FREEZE, 5, unit(encoder, HOLIDAY_FREEZE))
+
+    assert hit.entry.location == "controls/"
+    assert hit.section is not None and hit.section.location == "controls/#sync-windows"
+    assert hit.breadcrumb == ("Release controls", "Sync windows")
+    assert hit.preview_source == SYNC_WINDOWS
+
+
+# -- the registry over the fixture origin
+
+
+@asynccontextmanager
+async def registry_over(settings: DocumentationSettings, store: CountingStore) -> AsyncIterator[SiteRegistry]:
+    async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
+        registry = SiteRegistry(settings, client, store)
+        try:
+            yield registry
+        finally:
+            await registry.aclose()
+
+
+async def load_embedded(registry: SiteRegistry) -> LoadedSite:
+    loaded = await registry.get(SITE)
+    assert loaded is not None
+    await registry.embedded(SITE)
+    return loaded
+
+
+def stored_vectors(stored: CachedIndex | None, loaded: LoadedSite) -> SiteVectors:
+    assert stored is not None
+    vectors = SiteVectors.loads(stored.payload, digest=loaded.digest, count=len(loaded.index.entries))
+    assert vectors is not None
+    return vectors
+
+
+@pytest.fixture
+def semantic_settings(static_origin: StaticOrigin) -> DocumentationSettings:
+    return fixture_settings(static_origin.url, Search__Semantic="true")
+
+
+async def test_a_first_load_embeds_the_site_in_the_background_and_stores_the_vectors(
+    semantic_settings: DocumentationSettings,
+) -> None:
+    store = CountingStore(MemoryIndexStore())
+    async with registry_over(semantic_settings, store) as registry:
+        loaded = await registry.get(SITE)
+        assert loaded is not None
+        assert registry.health()[SITE]["semantic"] == "pending" and loaded.ranker.semantic is None
+
+        await registry.embedded(SITE)
+
+        assert registry.health()[SITE]["semantic"] == "ready"
+        assert loaded.ranker.semantic is not None
+        vectors = stored_vectors(await store.inner.read(vectors_key(SITE)), loaded)
+        np.testing.assert_allclose(vectors.matrix, loaded.ranker.semantic.vectors.matrix, atol=1e-3)
+
+
+async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
+    semantic_settings: DocumentationSettings,
+) -> None:
+    store = CountingStore(MemoryIndexStore())
+    async with registry_over(semantic_settings, store) as first:
+        await load_embedded(first)
+    store.calls.clear()
+
+    async with registry_over(semantic_settings, store) as second:
+        loaded = await load_embedded(second)
+
+    assert second.health()[SITE]["semantic"] == "ready"
+    assert loaded.source == "cache" and store.calls["write"] == 0  # neither the index nor the vectors rewritten
+    assert loaded.ranker.semantic is not None
+    stored = stored_vectors(await store.inner.read(vectors_key(SITE)), loaded)
+    assert np.array_equal(loaded.ranker.semantic.vectors.matrix, stored.matrix)  # float16-rounded: read, not computed
+    _, computed = await ensure_vectors(store, SITE, loaded.index, loaded.digest)
+    assert computed is False
+
+
+async def test_stored_vectors_of_another_index_are_recomputed_and_replaced(
+    semantic_settings: DocumentationSettings, encoder: Encoder
+) -> None:
+    store = CountingStore(MemoryIndexStore())
+    stale = SiteVectors.compute(encoder, [IndexEntry("old/", "old/", None, "Old", "Old", "Gone.", 1)], "old-digest")
+    await store.inner.write(vectors_key(SITE), CachedIndex(stale.dumps(), datetime.now(UTC)), expected_version=None)
+
+    async with registry_over(semantic_settings, store) as registry:
+        loaded = await load_embedded(registry)
+
+    assert registry.health()[SITE]["semantic"] == "ready"
+    assert store.calls["write"] == 2  # the index from the origin, then the vectors over the stale ones
+    stored_vectors(await store.inner.read(vectors_key(SITE)), loaded)
+
+
+async def test_with_semantic_matching_off_nothing_is_embedded(static_origin: StaticOrigin) -> None:
+    settings = fixture_settings(static_origin.url, Search__Semantic="false")
+    store = CountingStore(MemoryIndexStore())
+    async with registry_over(settings, store) as registry:
+        loaded = await load_embedded(registry)
+
+    assert registry.health()[SITE]["semantic"] == "off"
+    assert loaded.ranker.semantic is None
+    assert await store.inner.read(vectors_key(SITE)) is None
+    assert store.calls["write"] == 1  # the index only
+
+
+# -- on the shared blob store
+
+
+@pytest.fixture
+def published_index(built_origin: Path) -> tuple[SiteIndex, str]:
+    payload = (built_origin / SITE / "search" / "search_index.json").read_bytes()
+    return parse_index(SITE, payload), digest(payload)
+
+
+@pytest.fixture
+def blob_payload(azurite: Azurite, blob_container: str, counting_store: CountingStore) -> Callable[[], bytes | None]:
+    assert isinstance(counting_store.inner, BlobIndexStore)
+    name = counting_store.inner.blob_name(vectors_key(SITE))
+
+    def read() -> bytes | None:
+        with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
+            blob = service.get_blob_client(blob_container, name)
+            return bytes(blob.download_blob().readall()) if blob.exists() else None
+
+    return read
+
+
+async def test_vectors_are_written_to_the_blob_store_once_and_then_read_back(
+    counting_store: CountingStore,
+    published_index: tuple[SiteIndex, str],
+    blob_payload: Callable[[], bytes | None],
+) -> None:
+    index, index_digest = published_index
+    assert blob_payload() is None
+
+    computed_vectors, computed = await ensure_vectors(counting_store, SITE, index, index_digest)
+
+    assert computed is True and counting_store.calls["write"] == 1
+    payload = blob_payload()
+    assert payload is not None
+    in_blob = SiteVectors.loads(payload, digest=index_digest, count=len(index.entries))
+    assert in_blob is not None
+    np.testing.assert_allclose(in_blob.matrix, computed_vectors.matrix, atol=1e-3)
+
+    again, computed = await ensure_vectors(counting_store, SITE, index, index_digest)
+
+    assert computed is False and counting_store.calls["write"] == 1
+    assert np.array_equal(again.matrix, in_blob.matrix)
+
+
+# -- end to end through the API
+
+
+async def search_when_ready(settings: DocumentationSettings, query: str) -> tuple[list[str], set[object]]:
+    """The locations the API returns for `query`, and the sites' semantic states after it.
+
+    No waiting here: a search itself waits for embeddings still being computed for the sites it ranks.
+    """
+    app = create_app(settings)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+            response = await http.get("/api/docs/search", params={"q": query, "limit": 5})
+            sites = (await http.get("/api/health")).json()["sites"]
+    finally:
+        await app.state.holder.close()
+    assert response.status_code == 200, response.text
+    return [result["location"] for result in response.json()["results"]], {
+        sites[site]["semantic"] for site in PUBLISHED_SITES
+    }
+
+
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        ("how long until my API key stops working", "beta-docs/api/authentication/"),  # lexically missed
+        ("expose the agent to the internet over HTTPS", "ops/ingress/"),  # lexically ranked below another page
+    ],
+)
+async def test_a_paraphrase_finds_the_page_that_answers_it_first(
+    static_origin: StaticOrigin, query: str, answer: str
+) -> None:
+    def settings(semantic: str) -> DocumentationSettings:
+        return fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic=semantic)
+
+    lexical, lexical_states = await search_when_ready(settings("false"), query)
+    semantic, semantic_states = await search_when_ready(settings("true"), query)
+
+    assert lexical_states == {"off"} and semantic_states == {"ready"}
+    assert lexical[:1] != [answer]
+    assert semantic[:1] == [answer]
