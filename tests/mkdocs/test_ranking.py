@@ -4,27 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.mkdocs.index import IndexEntry, SiteIndex
-from shared.mkdocs.ranking import Ranker
 from shared.mkdocs.text import analyze, analyze_query, written_words
-
-
-def page(path: str, title: str, text: str = "", *sections: tuple[str, str, str], boost: float = 1) -> list[IndexEntry]:
-    """A page entry and its (anchor, title, text) sections, the way index.py yields them."""
-    entries = [IndexEntry(path, path, None, title, title, text, boost)]
-    for anchor, section_title, section_text in sections:
-        entries.append(IndexEntry(f"{path}#{anchor}", path, anchor, section_title, title, section_text, boost))
-    return entries
-
-
-def ranker(*pages: list[IndexEntry], site: str = "docs") -> Ranker:
-    return Ranker.build(SiteIndex.build(site, [entry for entries in pages for entry in entries]))
-
-
-FILLER = [
-    page(f"filler/{n}/", f"Filler page {n}", f"general words about topic{n} and configuration of things")
-    for n in range(12)
-]
+from tests.support.pages import FILLER, page, ranker
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from shared.mkdocs.ranking import Ranker
 from shared.mkdocs.semantic import DIMENSIONS, FORMAT, THRESHOLD, WEIGHT, Encoder, SiteVectors, vectors_key
 from shared.mkdocs.sites import LoadedSite, SiteRegistry, ensure_vectors
 from shared.settings import DocumentationSettings
+from tests.support.pages import FILLER, page, ranker
 from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
 from tests.support.stores import CountingStore
 from tools.azurite import Azurite
@@ -47,28 +48,10 @@ def entries_of(*pages: list[IndexEntry]) -> list[IndexEntry]:
     return [entry for entries in pages for entry in entries]
 
 
-def page(path: str, title: str, text: str = "", *sections: tuple[str, str, str], boost: float = 1) -> list[IndexEntry]:
-    """A page entry and its (anchor, title, text) sections, the way index.py yields them (as in test_ranking.py)."""
-    entries = [IndexEntry(path, path, None, title, title, text, boost)]
-    for anchor, section_title, section_text in sections:
-        entries.append(IndexEntry(f"{path}#{anchor}", path, anchor, section_title, title, section_text, boost))
-    return entries
-
-
-def ranker(*pages: list[IndexEntry], site: str = "docs") -> Ranker:
-    return Ranker.build(SiteIndex.build(site, entries_of(*pages)))
-
-
 def semantic_ranker(encoder: Encoder, *pages: list[IndexEntry]) -> Ranker:
     index = ranker(*pages)
     index.attach(SiteVectors.compute(encoder, index.entries, "test-digest"))
     return index
-
-
-FILLER = [
-    page(f"filler/{n}/", f"Filler page {n}", f"general words about topic{n} and configuration of things")
-    for n in range(12)
-]
 
 
 @pytest.fixture(scope="module")
