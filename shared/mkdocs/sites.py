@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -19,7 +19,7 @@ from enum import StrEnum
 from shared.cache import CachedIndex, CacheStat, IndexStore, StoreError, store_newest
 from shared.errors import OriginError, SiteUnavailableError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
-from shared.mkdocs.index import IndexFormatError, SiteIndex, parse_index
+from shared.mkdocs.index import IndexEntry, IndexFormatError, SiteIndex, parse_index
 from shared.mkdocs.ranking import Ranker
 from shared.mkdocs.semantic import Encoder, SemanticUnavailableError, SiteVectors, vectors_key
 from shared.settings import DocumentationSettings
@@ -157,6 +157,7 @@ class SiteRegistry:
         return loaded
 
     def _install(self, site: str, loaded: LoadedSite) -> None:
+        previous = self._loaded.get(site)
         self._loaded[site] = loaded  # one assignment: a request holds either the old index or the new one
         self._checked[site] = self._clock()
         if self._settings.search.semantic:
@@ -164,21 +165,32 @@ class SiteRegistry:
             replaced = self._embedding.get(site)
             if replaced is not None:
                 replaced.cancel()  # embeddings of an index no longer served
-            self._embedding[site] = asyncio.get_running_loop().create_task(self._embed(site, loaded))
+            task = asyncio.get_running_loop().create_task(self._embed(site, loaded, previous))
+            self._embedding[site] = task
 
-    async def _embed(self, site: str, loaded: LoadedSite) -> None:
+    async def _embed(self, site: str, loaded: LoadedSite, previous: LoadedSite | None) -> None:
         """Attach the site's entry embeddings: stored ones for this very index, else computed and stored.
 
-        Runs beside the requests, which are ranked lexically until it finishes; a failure leaves them so.
+        Runs beside the requests; a search waits for it (`wait_embedded`). A refreshed index reuses the vectors
+        of every entry the previous one already had, so only changed entries are embedded. A failure leaves
+        the site ranked lexically and says why in health.
         """
+        semantic = previous.ranker.semantic if previous is not None else None
+        reuse = (previous.index.entries, semantic.vectors) if previous is not None and semantic is not None else None
         try:
             await asyncio.to_thread(Encoder.shared)  # queries need the model even when the vectors are stored
-            vectors, _ = await ensure_vectors(self._store, site, loaded.index, loaded.digest, gate=self._encode_gate)
+            vectors, _ = await ensure_vectors(
+                self._store, site, loaded.index, loaded.digest, gate=self._encode_gate, reuse=reuse
+            )
+            loaded.ranker.attach(vectors)
         except SemanticUnavailableError as exc:
             self._semantic[site] = f"unavailable: {exc}"
             log.warning("site %s: semantic matching is off: %s", site, exc)
             return
-        loaded.ranker.attach(vectors)
+        except Exception as exc:  # a background task: nobody else would see it
+            self._semantic[site] = f"failed: {type(exc).__name__}"
+            log.exception("site %s: embedding the index failed; ranking stays lexical", site)
+            return
         if self._loaded.get(site) is loaded:
             self._semantic[site] = "ready"
 
@@ -295,13 +307,20 @@ class SiteRegistry:
 
 
 async def ensure_vectors(
-    store: IndexStore, site: str, index: SiteIndex, digest: str, *, gate: asyncio.Semaphore | None = None
+    store: IndexStore,
+    site: str,
+    index: SiteIndex,
+    digest: str,
+    *,
+    gate: asyncio.Semaphore | None = None,
+    reuse: tuple[Sequence[IndexEntry], SiteVectors] | None = None,
 ) -> tuple[SiteVectors, bool]:
     """The site's entry embeddings for exactly this index, and whether they had to be computed.
 
     Stored ones are used when the same model computed them from the same index (by digest); otherwise they are
-    computed off the event loop and written back conditionally, so the warm-up pays the cost once for every
-    instance. Raises SemanticUnavailableError when the model cannot load; storage failures only cost a recompute.
+    computed off the event loop (reusing `reuse`'s vectors for unchanged entries) and written back
+    conditionally, so the warm-up pays the cost once for every instance. Raises SemanticUnavailableError when
+    the model cannot load; storage failures only cost a recompute.
     """
     key = vectors_key(site)
     try:
@@ -315,7 +334,7 @@ async def ensure_vectors(
             return found, False
     encoder = await asyncio.to_thread(Encoder.shared)
     async with gate or asyncio.Semaphore(1):
-        vectors = await asyncio.to_thread(SiteVectors.compute, encoder, index.entries, digest)
+        vectors = await asyncio.to_thread(SiteVectors.compute, encoder, index.entries, digest, reuse=reuse)
     entry = CachedIndex(vectors.dumps(), datetime.now(UTC), entries=len(index.entries))
     try:
         await store.write(key, entry, expected_version=stored.version if stored is not None else None)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,16 @@ from shared.cache import CachedIndex, MemoryIndexStore, digest
 from shared.fetch import OriginClient
 from shared.mkdocs.index import IndexEntry, SiteIndex, parse_index
 from shared.mkdocs.ranking import Ranker
-from shared.mkdocs.semantic import DIMENSIONS, FORMAT, THRESHOLD, WEIGHT, Encoder, SiteVectors, vectors_key
+from shared.mkdocs.semantic import (
+    DIMENSIONS,
+    FORMAT,
+    THRESHOLD,
+    WEIGHT,
+    Encoder,
+    SiteVectors,
+    entry_text,
+    vectors_key,
+)
 from shared.mkdocs.sites import LoadedSite, SiteRegistry, ensure_vectors
 from shared.settings import DocumentationSettings
 from tests.support.pages import FILLER, page, ranker
@@ -113,6 +122,38 @@ def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> N
     assert loaded.matrix.shape == (2, DIMENSIONS) and loaded.matrix.dtype == np.float32
     np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16
     assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
+
+
+class CountingEncoder(Encoder):
+    """The real model, remembering every text it was asked to embed."""
+
+    def __init__(self, inner: Encoder) -> None:
+        super().__init__(inner._session, inner._tokenizer)
+        self.texts: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts += texts
+        return super().encode(texts)
+
+
+def test_a_refreshed_index_embeds_only_the_entries_whose_text_changed(encoder: Encoder) -> None:
+    before = entries_of(
+        page("sync-windows/", "Sync windows", SYNC_WINDOWS), page("retries/", "Retries", "Failed syncs are retried.")
+    )
+    after = entries_of(
+        page("retries/", "Retries", "Failed syncs are retried with a back-off."),  # changed, and moved first
+        page("sync-windows/", "Sync windows", SYNC_WINDOWS),  # unchanged
+        page("hooks/", "Hooks", "Hooks run before and after a sync."),  # new
+    )
+    counting = CountingEncoder(encoder)
+    previous = SiteVectors.compute(encoder, before, "before")
+
+    refreshed = SiteVectors.compute(counting, after, "after", reuse=(before, previous))
+
+    assert counting.texts == [entry_text(after[0]), entry_text(after[2])]
+    assert refreshed.digest == "after"
+    np.testing.assert_array_equal(refreshed.matrix[1], previous.matrix[0])
+    np.testing.assert_allclose(refreshed.matrix, SiteVectors.compute(encoder, after, "after").matrix, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -298,6 +339,48 @@ async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
     assert np.array_equal(loaded.ranker.semantic.vectors.matrix, stored.matrix)  # float16-rounded: read, not computed
     _, computed = await ensure_vectors(store, SITE, loaded.index, loaded.digest)
     assert computed is False
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_swapped_in_newer_index_embeds_only_its_new_entries(
+    semantic_settings: DocumentationSettings, encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CountingStore(MemoryIndexStore())
+    clock = Clock()
+    async with OriginClient(semantic_settings.origin, timeout=5, connect_timeout=2) as client:
+        registry = SiteRegistry(semantic_settings, client, store, clock=clock)
+        try:
+            first = await load_embedded(registry)
+            current = await store.inner.read(SITE)
+            assert current is not None
+            index = json.loads(current.payload)
+            index["docs"].append({"location": "brand-new/", "title": "Brand new page", "text": "<p>Fresh words.</p>"})
+            newer = CachedIndex(json.dumps(index).encode(), current.fetched_at + timedelta(seconds=1))
+            assert await store.inner.write(SITE, newer, expected_version=current.version)
+            counting = CountingEncoder(encoder)
+            monkeypatch.setattr(Encoder, "_shared", counting)
+
+            clock.now += semantic_settings.cache.check_interval_seconds
+            swapped = await registry.get(SITE)
+            assert swapped is not None and swapped is not first
+            await registry.embedded(SITE)
+        finally:
+            await registry.aclose()
+
+    assert registry.health()[SITE]["semantic"] == "ready"
+    assert (
+        swapped.ranker.semantic is not None
+        and len(swapped.ranker.semantic.vectors.matrix) == len(first.index.entries) + 1
+    )
+    assert counting.texts == [entry_text(swapped.index.entries[-1])]  # the unchanged entries were reused
+    stored_vectors(await store.inner.read(vectors_key(SITE)), swapped)  # and the new index's vectors stored
 
 
 async def test_stored_vectors_of_another_index_are_recomputed_and_replaced(
