@@ -68,8 +68,8 @@ class SearchSettings(_Section):
     semantic: bool = Field(True, alias="Semantic")
     """Also rank by meaning (sentence embeddings of every entry, `shared/mkdocs/semantic.py`).
 
-    Costs about 3 ms of CPU per query and, once per index version, a minute of CPU for a large site (done by
-    the warm-up and stored beside the index). `false` keeps ranking purely lexical.
+    Costs about 8 ms of CPU per query on two cores and, once per index version, a minute of CPU for a large site
+    (done by the warm-up and stored beside the index). `false` keeps ranking purely lexical.
     """
 
 

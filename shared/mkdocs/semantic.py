@@ -166,7 +166,7 @@ class SiteVectors:
         """Cosine of every entry with a unit query vector.
 
         `einsum`, not `@`: the BLAS product is faster alone, but its worker threads keep spinning afterwards and
-        slow the next query's ONNX run down to a third of its speed on a two-core instance (bench p50 8 ms, not 20).
+        slow the next query's ONNX run down to half its speed on a two-core instance (bench p50 10 ms, not 20).
         """
         import numpy as np
 
