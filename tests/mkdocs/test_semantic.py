@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -25,6 +26,7 @@ from shared.api import create_app
 from shared.blob_cache import BlobIndexStore
 from shared.cache import CachedIndex, MemoryIndexStore, digest
 from shared.fetch import OriginClient
+from shared.mkdocs import provider as provider_module
 from shared.mkdocs.index import IndexEntry, SiteIndex, parse_index
 from shared.mkdocs.ranking import Ranker
 from shared.mkdocs.semantic import (
@@ -476,13 +478,13 @@ async def search_when_ready(settings: DocumentationSettings, query: str) -> tupl
     }
 
 
-@pytest.mark.parametrize(
-    ("query", "answer"),
-    [
-        ("how long until my API key stops working", "beta-docs/api/authentication/"),  # lexically missed
-        ("expose the agent to the internet over HTTPS", "ops/ingress/"),  # lexically ranked below another page
-    ],
-)
+PARAPHRASES = [
+    ("how long until my API key stops working", "beta-docs/api/authentication/"),  # lexically missed
+    ("expose the agent to the internet over HTTPS", "ops/ingress/"),  # lexically ranked below another page
+]
+
+
+@pytest.mark.parametrize(("query", "answer"), PARAPHRASES)
 async def test_a_paraphrase_finds_the_page_that_answers_it_first(
     static_origin: StaticOrigin, query: str, answer: str
 ) -> None:
@@ -495,3 +497,37 @@ async def test_a_paraphrase_finds_the_page_that_answers_it_first(
     assert lexical_states == {"off"} and semantic_states == {"ready"}
     assert lexical[:1] != [answer]
     assert semantic[:1] == [answer]
+
+
+async def test_a_search_waits_only_so_long_for_embeddings_then_ranks_lexically(
+    static_origin: StaticOrigin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    query, answer = PARAPHRASES[0]
+    release = threading.Event()
+    compute = SiteVectors.compute
+
+    def held(*args: Any, **kwargs: Any) -> SiteVectors:
+        assert release.wait(30), "the test never released the embedding"
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(SiteVectors, "compute", held)
+    monkeypatch.setattr(provider_module, "EMBEDDING_WAIT_SECONDS", 0.2)
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="true")
+    app = create_app(settings)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+            early = await http.get("/api/docs/search", params={"q": query, "limit": 5})
+            pending = (await http.get("/api/health")).json()["sites"]
+            release.set()
+            monkeypatch.setattr(provider_module, "EMBEDDING_WAIT_SECONDS", 30.0)
+            late = await http.get("/api/docs/search", params={"q": query, "limit": 5})  # waits for them now
+            ready = (await http.get("/api/health")).json()["sites"]
+    finally:
+        release.set()
+        await app.state.holder.close()
+
+    assert early.status_code == 200 and late.status_code == 200
+    assert {pending[site]["semantic"] for site in PUBLISHED_SITES} == {"pending"}
+    assert [result["location"] for result in early.json()["results"]][:1] != [answer]  # lexical, not stalled
+    assert {ready[site]["semantic"] for site in PUBLISHED_SITES} == {"ready"}
+    assert [result["location"] for result in late.json()["results"]][:1] == [answer]
