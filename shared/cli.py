@@ -10,6 +10,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from shared.blob_cache import open_store
+from shared.cache import IndexStore
 from shared.errors import ConfigurationError, DocsError, InvalidRequestError, ResolutionError
 from shared.models import Document, SearchResponse
 from shared.service import create_service
@@ -72,10 +74,22 @@ async def _warm(settings: DocumentationSettings) -> int:
     return EXIT_FAILED if broken else EXIT_OK
 
 
+def _one_shot(settings: DocumentationSettings, store: IndexStore) -> DocumentationSettings:
+    """A one-shot command ranks semantically only with embeddings it can read from shared storage.
+
+    Without storage it would spend a minute of CPU embedding every site for one query and then exit.
+    """
+    if store.kind != "memory" or not settings.search.semantic:
+        return settings
+    logging.getLogger(__name__).info("no shared storage: ranking lexically (run `warm` with storage for embeddings)")
+    return settings.model_copy(update={"search": settings.search.model_copy(update={"semantic": False})})
+
+
 async def _run(settings: DocumentationSettings, args: argparse.Namespace) -> int:
     if args.command == "warm":
         return await _warm(settings)
-    async with create_service(settings) as service:
+    store = open_store(settings)
+    async with create_service(_one_shot(settings, store), store=store) as service:
         try:
             if args.command in ("search", "list"):
                 query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)

@@ -94,13 +94,6 @@ class DocumentationService:
         log.info("fetch found nothing: %s (location length %d)", resolution.reason.value, len(requested))
         raise ResolutionError(resolution)
 
-    async def preload(self) -> None:
-        """Let providers that load state lazily (the MkDocs sites and their embeddings) load it now."""
-        for provider in self.providers:
-            preload = getattr(provider, "preload", None)  # optional: a remote provider has nothing to load
-            if preload is not None:
-                await preload()
-
     def health(self) -> dict[str, object]:
         """Provider and cache state, without loading anything."""
         return {

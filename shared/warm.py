@@ -6,9 +6,10 @@ origin gave last time, and then
     200       validate (parses, has entries) and write it, conditionally                      -> refreshed
               (or -> unchanged when the content is the same as the stored copy's)
     failure   leave the stored copy alone                                                      -> failed, reason
-One site's failure never stops the others. With semantic matching on (`Search__Semantic`), a site whose stored
-index has no embeddings from this model for exactly that index gets them computed and stored here, so serving
-instances load them instead of computing them (`semantic` in the report: computed, current, or why not).
+One site's failure never stops the others. With semantic matching on (`Search__Semantic`) and shared storage, a
+site whose stored index has no embeddings from this model for exactly its entries gets them computed here (only
+entries whose text changed since the stored ones) and stored, so serving instances load them instead of
+computing them (`semantic` in the report: computed, current, or why not).
 """
 
 from __future__ import annotations
@@ -48,15 +49,20 @@ async def warm_site(
 
 
 async def warm_vectors(store: IndexStore, site: str, gate: asyncio.Semaphore) -> str:
-    """Make sure the stored index has stored embeddings; computed, current, or why not."""
+    """Make sure the stored index has stored embeddings; computed, current, or why not. Never raises."""
+    if store.kind == "memory":
+        return "skipped: no shared storage to keep them in"
     try:
         cached = await store.read(site)
         if cached is None:
             return "skipped: no stored index"
         index = await asyncio.to_thread(parse_index, site, cached.payload)
-        _, computed = await ensure_vectors(store, site, index, cached.digest, gate=gate)
+        _, computed = await ensure_vectors(store, site, index, gate=gate)
     except (StoreError, IndexFormatError, SemanticUnavailableError) as exc:
         return f"failed: {exc}"
+    except Exception as exc:  # one site's embedding must not cost the other sites their warm-up
+        log.exception("warm-up %s: embedding failed", site)
+        return f"failed: {type(exc).__name__}"
     return "computed" if computed else "current"
 
 

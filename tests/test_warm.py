@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
 from shared.blob_cache import open_store
-from shared.cache import cache_name
+from shared.cache import MemoryIndexStore, cache_name
 from shared.fetch import OriginClient
 from shared.mkdocs.index import parse_index
 from shared.mkdocs.semantic import SiteVectors, vectors_key
@@ -253,4 +254,36 @@ async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_ind
     }
     assert index is not None and vectors is not None
     parsed = parse_index("alpha", index.payload)
-    assert SiteVectors.loads(vectors.payload, digest=index.digest, count=len(parsed.entries)) is not None
+    stored = SiteVectors.loads(vectors.payload)
+    assert stored is not None and stored.matches(parsed.entries)
+
+
+async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_warm_up(
+    static_origin: StaticOrigin, azurite: Azurite, blob_container: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> SiteVectors:
+        raise RuntimeError("onnxruntime failed")
+
+    monkeypatch.setattr(SiteVectors, "compute", broken)
+    settings = fixture_settings(
+        static_origin.url,
+        {"AzureWebJobsStorage": azurite.connection_string},
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Cache__Container=blob_container,
+        Search__Semantic="true",
+    )
+    store = open_store(settings)
+    try:
+        report = await warm_all(settings, store)
+    finally:
+        await store.aclose()
+
+    assert {site: report[site]["outcome"] for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, REFRESHED)
+    assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {"failed: RuntimeError"}
+    assert set(blobs(azurite, blob_container)) == {blob_name(site) for site in PUBLISHED_SITES}
+
+
+async def test_without_shared_storage_the_warm_up_does_not_embed(static_origin: StaticOrigin) -> None:
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="true")
+    report = await warm_all(settings, MemoryIndexStore())
+    assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep them in"}

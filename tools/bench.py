@@ -90,7 +90,7 @@ _QUERY_VECTOR: dict[str, object] = {}
 def build_semantic(index: SiteIndex) -> Search:
     encoder = Encoder.shared()
     ranker = Ranker.build(index)
-    ranker.attach(SiteVectors.compute(encoder, index.entries, digest=index.site))
+    ranker.attach(SiteVectors.compute(encoder, index.entries))
 
     def search(query: str) -> list[tuple[float, str]]:
         vector = _QUERY_VECTOR.get(query)

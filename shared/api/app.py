@@ -59,14 +59,6 @@ class ServiceHolder:
             await context.__aexit__(None, None, None)
 
 
-async def _preload(holder: ServiceHolder) -> None:
-    try:
-        service = await holder.get()
-        await service.preload()
-    except Exception:  # a failed preload leaves lazy loading to the first request, which reports properly
-        log.exception("preloading the documentation sites failed")
-
-
 def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}, **extra}, status_code=status)
 
@@ -109,15 +101,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # With semantic matching, start loading sites (and computing any missing embeddings) at start-up rather
-        # than on the first search, which would otherwise wait for them. Hosts without lifespan load lazily.
-        preload = asyncio.create_task(_preload(holder)) if settings.search.semantic else None
         try:
             yield
         finally:
-            if preload is not None:
-                preload.cancel()
-                await asyncio.gather(preload, return_exceptions=True)
             await holder.close()
 
     app = FastAPI(

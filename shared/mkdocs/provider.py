@@ -29,12 +29,11 @@ log = logging.getLogger(__name__)
 
 LISTING_QUERY = "*"
 EMBEDDING_WAIT_SECONDS = 30.0
-"""How long a search waits for sites whose embeddings are still being attached before ranking those lexically.
+"""How long a search waits for sites whose embeddings are still being computed before answering lexically.
 
 Stored embeddings attach within a download, so this only matters to a process that computes them itself (no
 storage, or the first after an index change): about a minute of CPU for the 6,500-entry sample corpus on two
-cores. Waiting keeps early answers from depending on when they were asked; the bound keeps a client with a
-30-60 s timeout from timing out on a cold instance."""
+cores. The bound keeps a client with a 30-60 s timeout from timing out on such a cold instance."""
 
 
 class MkDocsProvider:
@@ -60,18 +59,27 @@ class MkDocsProvider:
         hits.sort(key=lambda pair: pair[1].score, reverse=True)
         return [self._result(loaded_site.index.site, hit, query) for loaded_site, hit in hits[:limit]]
 
-    async def preload(self) -> None:
-        """Load every site now (and start their embeddings), instead of on the first search."""
-        await self._load_sites(None)
-
     async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
-        """The query's embedding when some site can use it (its embeddings are attached); computed once."""
-        if self._settings.search.semantic:
-            await self._registry.wait_embedded([entry.index.site for entry in loaded], EMBEDDING_WAIT_SECONDS)
+        """The query's embedding, computed once, when the sites searched can all be ranked by it.
+
+        While any of them still has its embeddings pending (after the bounded wait) the answer is lexical for
+        every site, so scores merged across sites are always of one kind. A site whose embeddings are
+        unavailable stays lexical. If embedding the query fails, the search is lexical rather than empty.
+        """
+        if not self._settings.search.semantic:
+            return None
+        sites = [entry.index.site for entry in loaded]
+        if not await self._registry.wait_embedded(sites, EMBEDDING_WAIT_SECONDS):
+            log.info("embeddings still pending; this search is ranked lexically")
+            return None
         if not any(entry.ranker.semantic is not None for entry in loaded):
             return None
-        encoder = Encoder.shared()  # loaded already: a site's embeddings could not be attached otherwise
-        vectors = await asyncio.to_thread(encoder.encode, [query])
+        try:
+            encoder = Encoder.shared()  # loaded already: a site's embeddings could not be attached otherwise
+            vectors = await asyncio.to_thread(encoder.encode, [query])
+        except Exception as exc:  # ranking lexically beats answering nothing
+            log.warning("embedding the query failed (%s); this search is ranked lexically", type(exc).__name__)
+            return None
         query_vector: npt.NDArray[np.float32] = vectors[0]
         return query_vector
 

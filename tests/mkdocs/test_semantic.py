@@ -24,7 +24,7 @@ from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
 from shared.blob_cache import BlobIndexStore
-from shared.cache import CachedIndex, MemoryIndexStore, digest
+from shared.cache import CachedIndex, MemoryIndexStore
 from shared.fetch import OriginClient
 from shared.mkdocs import provider as provider_module
 from shared.mkdocs.index import IndexEntry, SiteIndex, parse_index
@@ -34,6 +34,7 @@ from shared.mkdocs.semantic import (
     FORMAT,
     THRESHOLD,
     WEIGHT,
+    EmbeddingStopped,
     Encoder,
     SiteVectors,
     entry_text,
@@ -61,7 +62,7 @@ def entries_of(*pages: list[IndexEntry]) -> list[IndexEntry]:
 
 def semantic_ranker(encoder: Encoder, *pages: list[IndexEntry]) -> Ranker:
     index = ranker(*pages)
-    index.attach(SiteVectors.compute(encoder, index.entries, "test-digest"))
+    index.attach(SiteVectors.compute(encoder, index.entries))
     return index
 
 
@@ -110,17 +111,19 @@ def test_rows_come_back_in_input_order_across_batches_of_mixed_lengths(encoder: 
 # -- stored vectors
 
 
+PAGES = entries_of(
+    page("sync-windows/", "Sync windows", SYNC_WINDOWS), page("retries/", "Retries", "Failed syncs are retried.")
+)
+
+
 @pytest.fixture(scope="module")
 def vectors(encoder: Encoder) -> SiteVectors:
-    pages = entries_of(
-        page("sync-windows/", "Sync windows", SYNC_WINDOWS), page("retries/", "Retries", "Failed syncs are retried.")
-    )
-    return SiteVectors.compute(encoder, pages, "index-digest")
+    return SiteVectors.compute(encoder, PAGES)
 
 
 def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> None:
-    loaded = SiteVectors.loads(vectors.dumps(), digest="index-digest", count=2)
-    assert loaded is not None and loaded.digest == "index-digest"
+    loaded = SiteVectors.loads(vectors.dumps())
+    assert loaded is not None and loaded.keys == vectors.keys and loaded.matches(PAGES)
     assert loaded.matrix.shape == (2, DIMENSIONS) and loaded.matrix.dtype == np.float32
     np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16
     assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
@@ -133,38 +136,49 @@ class CountingEncoder(Encoder):
         super().__init__(inner._session, inner._tokenizer)
         self.texts: list[str] = []
 
-    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:
         self.texts += texts
-        return super().encode(texts)
+        return super().encode(texts, stop=stop)
 
 
-def test_a_refreshed_index_embeds_only_the_entries_whose_text_changed(encoder: Encoder) -> None:
-    before = entries_of(
-        page("sync-windows/", "Sync windows", SYNC_WINDOWS), page("retries/", "Retries", "Failed syncs are retried.")
-    )
+def test_a_new_index_version_embeds_only_the_entries_whose_text_changed(encoder: Encoder) -> None:
     after = entries_of(
         page("retries/", "Retries", "Failed syncs are retried with a back-off."),  # changed, and moved first
         page("sync-windows/", "Sync windows", SYNC_WINDOWS),  # unchanged
         page("hooks/", "Hooks", "Hooks run before and after a sync."),  # new
     )
     counting = CountingEncoder(encoder)
-    previous = SiteVectors.compute(encoder, before, "before")
+    previous = SiteVectors.compute(encoder, PAGES)
 
-    refreshed = SiteVectors.compute(counting, after, "after", reuse=(before, previous))
+    refreshed = SiteVectors.compute(counting, after, reuse=previous)
 
     assert counting.texts == [entry_text(after[0]), entry_text(after[2])]
-    assert refreshed.digest == "after"
+    assert refreshed.matches(after) and not refreshed.matches(PAGES)
     np.testing.assert_array_equal(refreshed.matrix[1], previous.matrix[0])
-    np.testing.assert_allclose(refreshed.matrix, SiteVectors.compute(encoder, after, "after").matrix, atol=1e-5)
+    np.testing.assert_allclose(refreshed.matrix, SiteVectors.compute(encoder, after).matrix, atol=1e-5)
+
+
+def test_embedding_stops_between_batches_when_asked(encoder: Encoder) -> None:
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(EmbeddingStopped):
+        encoder.encode(["one", "two"], stop=stop)
 
 
 @pytest.mark.parametrize(
-    ("index_digest", "count"),
-    [("another-digest", 2), ("index-digest", 3), ("index-digest", 1)],
-    ids=["another index", "more entries", "fewer entries"],
+    "entries",
+    [
+        entries_of(page("sync-windows/", "Sync windows", SYNC_WINDOWS), page("retries/", "Retries", "Changed.")),
+        list(reversed(PAGES)),
+        PAGES[:1],
+        [*PAGES, *page("hooks/", "Hooks", "Hooks run.")],
+    ],
+    ids=["a changed text", "another order", "fewer entries", "more entries"],
 )
-def test_vectors_of_another_index_are_refused(vectors: SiteVectors, index_digest: str, count: int) -> None:
-    assert SiteVectors.loads(vectors.dumps(), digest=index_digest, count=count) is None
+def test_vectors_apply_only_to_exactly_the_texts_they_embed(vectors: SiteVectors, entries: list[IndexEntry]) -> None:
+    loaded = SiteVectors.loads(vectors.dumps())
+    assert loaded is not None and loaded.matches(PAGES)
+    assert not loaded.matches(entries)
 
 
 @pytest.mark.parametrize(
@@ -173,19 +187,32 @@ def test_vectors_of_another_index_are_refused(vectors: SiteVectors, index_digest
         {"model": "all-mpnet-base-v2"},
         {"format": FORMAT + 1},
         {"maxTokens": 512},
+        {"dimensions": 768},
+        {"keys": "abc"},
+        {"keys": [1, 2]},
         {"vectors": "not base64!"},
         {"vectors": base64.b64encode(b"\x00" * 10).decode()},
         {"vectors": None},
     ],
-    ids=["another model", "another format", "another truncation", "bad base64", "short vectors", "no vectors"],
+    ids=[
+        "another model",
+        "another format",
+        "another truncation",
+        "another size",
+        "keys not a list",
+        "keys not text",
+        "bad base64",
+        "short vectors",
+        "no vectors",
+    ],
 )
 def test_vectors_in_another_layout_or_from_another_model_are_refused(
     vectors: SiteVectors, edit: dict[str, Any]
 ) -> None:
     document = json.loads(vectors.dumps())
-    assert SiteVectors.loads(json.dumps(document).encode(), digest="index-digest", count=2) is not None
+    assert SiteVectors.loads(json.dumps(document).encode()) is not None
     document.update(edit)
-    assert SiteVectors.loads(json.dumps(document).encode(), digest="index-digest", count=2) is None
+    assert SiteVectors.loads(json.dumps(document).encode()) is None
 
 
 @pytest.mark.parametrize(
@@ -201,7 +228,7 @@ def test_vectors_in_another_layout_or_from_another_model_are_refused(
     ids=["empty", "binary", "truncated", "empty object", "array", "null"],
 )
 def test_garbage_is_refused_not_raised(payload: bytes) -> None:
-    assert SiteVectors.loads(payload, digest="index-digest", count=2) is None
+    assert SiteVectors.loads(payload) is None
 
 
 # -- the ranker
@@ -243,12 +270,12 @@ def test_semantic_credit_is_multiplied_by_the_page_boost(encoder: Encoder) -> No
     [credit] = scores[1.0]
     assert credit > 0
     assert scores[2.0] == [pytest.approx(2 * credit)]
-    assert all(score == 0.0 for score in scores[0.0])  # boost 0: no semantic credit at all
+    assert scores[0.0] == [0.0]  # boost 0: found, but with no semantic credit at all
 
 
 def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: Encoder) -> None:
     index = ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS, ("deny", "Deny windows", "Block syncs.")))
-    fewer = SiteVectors.compute(encoder, index.entries[:1], "test-digest")
+    fewer = SiteVectors.compute(encoder, index.entries[:1])
 
     with pytest.raises(ValueError, match="1 vectors for 2 entries"):
         index.attach(fewer)
@@ -296,8 +323,8 @@ async def load_embedded(registry: SiteRegistry) -> LoadedSite:
 
 def stored_vectors(stored: CachedIndex | None, loaded: LoadedSite) -> SiteVectors:
     assert stored is not None
-    vectors = SiteVectors.loads(stored.payload, digest=loaded.digest, count=len(loaded.index.entries))
-    assert vectors is not None
+    vectors = SiteVectors.loads(stored.payload)
+    assert vectors is not None and vectors.matches(loaded.index.entries)
     return vectors
 
 
@@ -339,7 +366,7 @@ async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
     assert loaded.ranker.semantic is not None
     stored = stored_vectors(await store.inner.read(vectors_key(SITE)), loaded)
     assert np.array_equal(loaded.ranker.semantic.vectors.matrix, stored.matrix)  # float16-rounded: read, not computed
-    _, computed = await ensure_vectors(store, SITE, loaded.index, loaded.digest)
+    _, computed = await ensure_vectors(store, SITE, loaded.index)
     assert computed is False
 
 
@@ -385,11 +412,45 @@ async def test_a_swapped_in_newer_index_embeds_only_its_new_entries(
     stored_vectors(await store.inner.read(vectors_key(SITE)), swapped)  # and the new index's vectors stored
 
 
+async def test_a_version_only_refresh_during_embedding_still_ends_ready(
+    semantic_settings: DocumentationSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    compute = SiteVectors.compute
+
+    def held(*args: Any, **kwargs: Any) -> SiteVectors:
+        assert release.wait(30), "the test never released the embedding"
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(SiteVectors, "compute", held)
+    store = CountingStore(MemoryIndexStore())
+    clock = Clock()
+    async with OriginClient(semantic_settings.origin, timeout=5, connect_timeout=2) as client:
+        registry = SiteRegistry(semantic_settings, client, store, clock=clock)
+        try:
+            first = await registry.get(SITE)
+            assert first is not None and registry.health()[SITE]["semantic"] == "pending"
+            current = await store.inner.read(SITE)
+            assert current is not None  # the warm-up rewrites the same content: only the version changes
+            assert await store.inner.write(SITE, current, expected_version=current.version)
+            clock.now += semantic_settings.cache.check_interval_seconds
+            relabelled = await registry.get(SITE)
+            assert relabelled is not None and relabelled is not first and relabelled.ranker is first.ranker
+            release.set()
+            await registry.embedded(SITE)
+        finally:
+            release.set()
+            await registry.aclose()
+
+    assert registry.health()[SITE]["semantic"] == "ready"
+    assert first.ranker.semantic is not None
+
+
 async def test_stored_vectors_of_another_index_are_recomputed_and_replaced(
     semantic_settings: DocumentationSettings, encoder: Encoder
 ) -> None:
     store = CountingStore(MemoryIndexStore())
-    stale = SiteVectors.compute(encoder, [IndexEntry("old/", "old/", None, "Old", "Old", "Gone.", 1)], "old-digest")
+    stale = SiteVectors.compute(encoder, [IndexEntry("old/", "old/", None, "Old", "Old", "Gone.", 1)])
     await store.inner.write(vectors_key(SITE), CachedIndex(stale.dumps(), datetime.now(UTC)), expected_version=None)
 
     async with registry_over(semantic_settings, store) as registry:
@@ -416,9 +477,8 @@ async def test_with_semantic_matching_off_nothing_is_embedded(static_origin: Sta
 
 
 @pytest.fixture
-def published_index(built_origin: Path) -> tuple[SiteIndex, str]:
-    payload = (built_origin / SITE / "search" / "search_index.json").read_bytes()
-    return parse_index(SITE, payload), digest(payload)
+def published_index(built_origin: Path) -> SiteIndex:
+    return parse_index(SITE, (built_origin / SITE / "search" / "search_index.json").read_bytes())
 
 
 @pytest.fixture
@@ -436,22 +496,22 @@ def blob_payload(azurite: Azurite, blob_container: str, counting_store: Counting
 
 async def test_vectors_are_written_to_the_blob_store_once_and_then_read_back(
     counting_store: CountingStore,
-    published_index: tuple[SiteIndex, str],
+    published_index: SiteIndex,
     blob_payload: Callable[[], bytes | None],
 ) -> None:
-    index, index_digest = published_index
+    index = published_index
     assert blob_payload() is None
 
-    computed_vectors, computed = await ensure_vectors(counting_store, SITE, index, index_digest)
+    computed_vectors, computed = await ensure_vectors(counting_store, SITE, index)
 
     assert computed is True and counting_store.calls["write"] == 1
     payload = blob_payload()
     assert payload is not None
-    in_blob = SiteVectors.loads(payload, digest=index_digest, count=len(index.entries))
-    assert in_blob is not None
+    in_blob = SiteVectors.loads(payload)
+    assert in_blob is not None and in_blob.matches(index.entries)
     np.testing.assert_allclose(in_blob.matrix, computed_vectors.matrix, atol=1e-3)
 
-    again, computed = await ensure_vectors(counting_store, SITE, index, index_digest)
+    again, computed = await ensure_vectors(counting_store, SITE, index)
 
     assert computed is False and counting_store.calls["write"] == 1
     assert np.array_equal(again.matrix, in_blob.matrix)
@@ -531,3 +591,28 @@ async def test_a_search_waits_only_so_long_for_embeddings_then_ranks_lexically(
     assert [result["location"] for result in early.json()["results"]][:1] != [answer]  # lexical, not stalled
     assert {ready[site]["semantic"] for site in PUBLISHED_SITES} == {"ready"}
     assert [result["location"] for result in late.json()["results"]][:1] == [answer]
+
+
+async def test_a_failing_query_embedding_answers_lexically_not_empty(
+    static_origin: StaticOrigin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    query, _ = PARAPHRASES[1]
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="true")
+    lexical, _ = await search_when_ready(
+        fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false"), query
+    )
+    app = create_app(settings)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+            assert (await http.get("/api/docs/search", params={"q": query, "limit": 5})).status_code == 200
+
+            def broken(self: Encoder, texts: Sequence[str], *, stop: threading.Event | None = None) -> Any:
+                raise RuntimeError("onnxruntime failed")
+
+            monkeypatch.setattr(Encoder, "encode", broken)
+            response = await http.get("/api/docs/search", params={"q": query, "limit": 5})
+    finally:
+        await app.state.holder.close()
+
+    assert response.status_code == 200
+    assert [result["location"] for result in response.json()["results"]] == lexical

@@ -1,0 +1,46 @@
+"""The command line's one-shot commands: search over the fixture origin, and when they rank semantically."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from shared.cache import MemoryIndexStore
+from shared.cli import _one_shot
+from shared.settings import load_settings
+from tests.support.sites import ROOTED_OVERRIDE, fixture_env
+from tools.static_origin import StaticOrigin
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class SharedStore(MemoryIndexStore):
+    kind = "blob"
+
+
+def test_a_one_shot_command_without_shared_storage_ranks_lexically() -> None:
+    settings = load_settings({"Forge__Documentation__Search__Semantic": "true"})
+
+    assert _one_shot(settings, MemoryIndexStore()).search.semantic is False
+    assert _one_shot(settings, SharedStore()).search.semantic is True  # stored embeddings are worth reading
+    assert settings.search.semantic is True  # the caller's settings are left alone
+
+
+def test_cli_search_answers_from_the_origin_with_the_default_settings(static_origin: StaticOrigin) -> None:
+    env = {**os.environ, **fixture_env(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)}
+    del env["Forge__Documentation__Search__Semantic"]  # the default: on
+    searched = subprocess.run(
+        [sys.executable, "-m", "shared", "search", "ingress", "--format", "json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert searched.returncode == 0, searched.stderr
+    results = json.loads(searched.stdout)["results"]
+    assert results and results[0]["location"] == "ops/ingress/"
