@@ -23,8 +23,8 @@ from shared.cache import IndexStore, StoreError, store_newest
 from shared.errors import OriginError
 from shared.fetch import OriginClient
 from shared.mkdocs.index import IndexFormatError, parse_index
-from shared.mkdocs.semantic import SemanticUnavailableError
-from shared.mkdocs.sites import ensure_vectors, fetch_index
+from shared.mkdocs.semantic import SemanticUnavailableError, ensure_vectors
+from shared.mkdocs.sites import fetch_index
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)

@@ -20,6 +20,7 @@ Everything here imports numpy/onnxruntime lazily: a process with semantic matchi
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -27,10 +28,12 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shared.mkdocs.index import IndexEntry
+from shared.cache import CachedIndex, IndexStore, StoreError
+from shared.mkdocs.index import IndexEntry, SiteIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -244,3 +247,40 @@ class SiteVectors:
 def vectors_key(site: str) -> str:
     """The store key of a site's vectors (the store names it like an index: `{site}.semantic-...json`)."""
     return f"{site}.semantic"
+
+
+async def ensure_vectors(
+    store: IndexStore,
+    site: str,
+    index: SiteIndex,
+    *,
+    gate: asyncio.Semaphore | None = None,
+    reuse: SiteVectors | None = None,
+    stop: threading.Event | None = None,
+) -> tuple[SiteVectors, bool]:
+    """The site's entry embeddings for exactly this index's entries, and whether any had to be computed.
+
+    Stored ones are used when they were computed from exactly these entry texts; otherwise only the entries
+    whose text neither `reuse` nor the stored vectors cover are embedded (off the event loop), and the result is
+    written back conditionally, so the warm-up pays the cost once for every instance. Raises
+    SemanticUnavailableError when the model cannot load; storage failures only cost a recompute.
+    """
+    key = vectors_key(site)
+    try:
+        stored = await store.read(key)
+    except StoreError as exc:
+        log.info("site %s: stored embeddings unreadable (%s); computing them", site, exc)
+        stored = None
+    found = await asyncio.to_thread(SiteVectors.loads, stored.payload) if stored is not None else None
+    if found is not None and await asyncio.to_thread(found.matches, index.entries):
+        return found, False
+    encoder = await asyncio.to_thread(Encoder.shared)
+    async with gate or asyncio.Semaphore(1):
+        vectors = await asyncio.to_thread(SiteVectors.compute, encoder, index.entries, reuse=reuse or found, stop=stop)
+    payload = await asyncio.to_thread(vectors.dumps)
+    entry = CachedIndex(payload, datetime.now(UTC), entries=len(index.entries))
+    try:
+        await store.write(key, entry, expected_version=stored.version if stored is not None else None)
+    except StoreError as exc:
+        log.info("site %s: could not store the embeddings (%s)", site, exc)
+    return vectors, True

@@ -22,7 +22,7 @@ from shared.errors import OriginError, SiteUnavailableError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
 from shared.mkdocs.index import IndexFormatError, SiteIndex, parse_index
 from shared.mkdocs.ranking import Ranker
-from shared.mkdocs.semantic import Encoder, SemanticUnavailableError, SiteVectors, vectors_key
+from shared.mkdocs.semantic import Encoder, SemanticUnavailableError, SiteVectors, ensure_vectors
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -308,43 +308,6 @@ class SiteRegistry:
             else:
                 report[site] = {"state": SiteState.NOT_LOADED}
         return report
-
-
-async def ensure_vectors(
-    store: IndexStore,
-    site: str,
-    index: SiteIndex,
-    *,
-    gate: asyncio.Semaphore | None = None,
-    reuse: SiteVectors | None = None,
-    stop: threading.Event | None = None,
-) -> tuple[SiteVectors, bool]:
-    """The site's entry embeddings for exactly this index's entries, and whether any had to be computed.
-
-    Stored ones are used when they were computed from exactly these entry texts; otherwise only the entries
-    whose text neither `reuse` nor the stored vectors cover are embedded (off the event loop), and the result is
-    written back conditionally, so the warm-up pays the cost once for every instance. Raises
-    SemanticUnavailableError when the model cannot load; storage failures only cost a recompute.
-    """
-    key = vectors_key(site)
-    try:
-        stored = await store.read(key)
-    except StoreError as exc:
-        log.info("site %s: stored embeddings unreadable (%s); computing them", site, exc)
-        stored = None
-    found = await asyncio.to_thread(SiteVectors.loads, stored.payload) if stored is not None else None
-    if found is not None and await asyncio.to_thread(found.matches, index.entries):
-        return found, False
-    encoder = await asyncio.to_thread(Encoder.shared)
-    async with gate or asyncio.Semaphore(1):
-        vectors = await asyncio.to_thread(SiteVectors.compute, encoder, index.entries, reuse=reuse or found, stop=stop)
-    payload = await asyncio.to_thread(vectors.dumps)
-    entry = CachedIndex(payload, datetime.now(UTC), entries=len(index.entries))
-    try:
-        await store.write(key, entry, expected_version=stored.version if stored is not None else None)
-    except StoreError as exc:
-        log.info("site %s: could not store the embeddings (%s)", site, exc)
-    return vectors, True
 
 
 async def _try_parse(site: str, cached: CachedIndex) -> SiteIndex | None:

@@ -37,10 +37,11 @@ from shared.mkdocs.semantic import (
     EmbeddingStopped,
     Encoder,
     SiteVectors,
+    ensure_vectors,
     entry_text,
     vectors_key,
 )
-from shared.mkdocs.sites import LoadedSite, SiteRegistry, ensure_vectors
+from shared.mkdocs.sites import LoadedSite, SiteRegistry
 from shared.settings import DocumentationSettings
 from tests.support.pages import FILLER, page, ranker
 from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
