@@ -226,16 +226,16 @@ def test_cli_warm_leaves_one_blob_per_site_and_serve_answers_from_them_with_the_
     assert health["sites"][UNPUBLISHED_SITE]["state"] == "failed"
 
 
+@pytest.fixture
+def semantic_blob_settings(blob_settings: DocumentationSettings) -> DocumentationSettings:
+    """`blob_settings` (fixture origin, fresh Azurite container) with semantic matching on."""
+    return blob_settings.model_copy(update={"search": blob_settings.search.model_copy(update={"semantic": True})})
+
+
 async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_index_version(
-    static_origin: StaticOrigin, azurite: Azurite, blob_container: str
+    semantic_blob_settings: DocumentationSettings, azurite: Azurite, blob_container: str
 ) -> None:
-    settings = fixture_settings(
-        static_origin.url,
-        {"AzureWebJobsStorage": azurite.connection_string},
-        SearchIndexOverrides=ROOTED_OVERRIDE,
-        Cache__Container=blob_container,
-        Search__Semantic="true",
-    )
+    settings = semantic_blob_settings
     store = open_store(settings)
     try:
         first = await warm_all(settings, store)
@@ -259,19 +259,17 @@ async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_ind
 
 
 async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_warm_up(
-    static_origin: StaticOrigin, azurite: Azurite, blob_container: str, monkeypatch: pytest.MonkeyPatch
+    semantic_blob_settings: DocumentationSettings,
+    azurite: Azurite,
+    blob_container: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    settings = semantic_blob_settings
+
     def broken(*args: object, **kwargs: object) -> SiteVectors:
         raise RuntimeError("onnxruntime failed")
 
     monkeypatch.setattr(SiteVectors, "compute", broken)
-    settings = fixture_settings(
-        static_origin.url,
-        {"AzureWebJobsStorage": azurite.connection_string},
-        SearchIndexOverrides=ROOTED_OVERRIDE,
-        Cache__Container=blob_container,
-        Search__Semantic="true",
-    )
     store = open_store(settings)
     try:
         report = await warm_all(settings, store)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -306,9 +306,11 @@ def test_a_page_found_only_by_meaning_carries_its_closest_section(encoder: Encod
 
 
 @asynccontextmanager
-async def registry_over(settings: DocumentationSettings, store: CountingStore) -> AsyncIterator[SiteRegistry]:
+async def registry_over(
+    settings: DocumentationSettings, store: CountingStore, *, clock: Callable[[], float] | None = None
+) -> AsyncIterator[SiteRegistry]:
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(settings, client, store)
+        registry = SiteRegistry(settings, client, store, **({"clock": clock} if clock else {}))
         try:
             yield registry
         finally:
@@ -384,25 +386,21 @@ async def test_a_swapped_in_newer_index_embeds_only_its_new_entries(
 ) -> None:
     store = CountingStore(MemoryIndexStore())
     clock = Clock()
-    async with OriginClient(semantic_settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(semantic_settings, client, store, clock=clock)
-        try:
-            first = await load_embedded(registry)
-            current = await store.inner.read(SITE)
-            assert current is not None
-            index = json.loads(current.payload)
-            index["docs"].append({"location": "brand-new/", "title": "Brand new page", "text": "<p>Fresh words.</p>"})
-            newer = CachedIndex(json.dumps(index).encode(), current.fetched_at + timedelta(seconds=1))
-            assert await store.inner.write(SITE, newer, expected_version=current.version)
-            counting = CountingEncoder(encoder)
-            monkeypatch.setattr(Encoder, "_shared", counting)
+    async with registry_over(semantic_settings, store, clock=clock) as registry:
+        first = await load_embedded(registry)
+        current = await store.inner.read(SITE)
+        assert current is not None
+        index = json.loads(current.payload)
+        index["docs"].append({"location": "brand-new/", "title": "Brand new page", "text": "<p>Fresh words.</p>"})
+        newer = CachedIndex(json.dumps(index).encode(), current.fetched_at + timedelta(seconds=1))
+        assert await store.inner.write(SITE, newer, expected_version=current.version)
+        counting = CountingEncoder(encoder)
+        monkeypatch.setattr(Encoder, "_shared", counting)
 
-            clock.now += semantic_settings.cache.check_interval_seconds
-            swapped = await registry.get(SITE)
-            assert swapped is not None and swapped is not first
-            await registry.embedded(SITE)
-        finally:
-            await registry.aclose()
+        clock.now += semantic_settings.cache.check_interval_seconds
+        swapped = await registry.get(SITE)
+        assert swapped is not None and swapped is not first
+        await registry.embedded(SITE)
 
     assert registry.health()[SITE]["semantic"] == "ready"
     assert (
@@ -413,35 +411,37 @@ async def test_a_swapped_in_newer_index_embeds_only_its_new_entries(
     stored_vectors(await store.inner.read(vectors_key(SITE)), swapped)  # and the new index's vectors stored
 
 
-async def test_a_version_only_refresh_during_embedding_still_ends_ready(
-    semantic_settings: DocumentationSettings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    release = threading.Event()
+@pytest.fixture
+def release(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Embedding is held until the test sets the returned event (set again on teardown, so nothing hangs)."""
+    event = threading.Event()
     compute = SiteVectors.compute
 
     def held(*args: Any, **kwargs: Any) -> SiteVectors:
-        assert release.wait(30), "the test never released the embedding"
+        assert event.wait(30), "the test never released the embedding"
         return compute(*args, **kwargs)
 
     monkeypatch.setattr(SiteVectors, "compute", held)
+    yield event
+    event.set()
+
+
+async def test_a_version_only_refresh_during_embedding_still_ends_ready(
+    semantic_settings: DocumentationSettings, release: threading.Event
+) -> None:
     store = CountingStore(MemoryIndexStore())
     clock = Clock()
-    async with OriginClient(semantic_settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(semantic_settings, client, store, clock=clock)
-        try:
-            first = await registry.get(SITE)
-            assert first is not None and registry.health()[SITE]["semantic"] == "pending"
-            current = await store.inner.read(SITE)
-            assert current is not None  # the warm-up rewrites the same content: only the version changes
-            assert await store.inner.write(SITE, current, expected_version=current.version)
-            clock.now += semantic_settings.cache.check_interval_seconds
-            relabelled = await registry.get(SITE)
-            assert relabelled is not None and relabelled is not first and relabelled.ranker is first.ranker
-            release.set()
-            await registry.embedded(SITE)
-        finally:
-            release.set()
-            await registry.aclose()
+    async with registry_over(semantic_settings, store, clock=clock) as registry:
+        first = await registry.get(SITE)
+        assert first is not None and registry.health()[SITE]["semantic"] == "pending"
+        current = await store.inner.read(SITE)
+        assert current is not None  # the warm-up rewrites the same content: only the version changes
+        assert await store.inner.write(SITE, current, expected_version=current.version)
+        clock.now += semantic_settings.cache.check_interval_seconds
+        relabelled = await registry.get(SITE)
+        assert relabelled is not None and relabelled is not first and relabelled.ranker is first.ranker
+        release.set()
+        await registry.embedded(SITE)
 
     assert registry.health()[SITE]["semantic"] == "ready"
     assert first.ranker.semantic is not None
@@ -561,17 +561,9 @@ async def test_a_paraphrase_finds_the_page_that_answers_it_first(
 
 
 async def test_a_search_waits_only_so_long_for_embeddings_then_ranks_lexically(
-    static_origin: StaticOrigin, monkeypatch: pytest.MonkeyPatch
+    static_origin: StaticOrigin, monkeypatch: pytest.MonkeyPatch, release: threading.Event
 ) -> None:
     query, answer = PARAPHRASES[0]
-    release = threading.Event()
-    compute = SiteVectors.compute
-
-    def held(*args: Any, **kwargs: Any) -> SiteVectors:
-        assert release.wait(30), "the test never released the embedding"
-        return compute(*args, **kwargs)
-
-    monkeypatch.setattr(SiteVectors, "compute", held)
     monkeypatch.setattr(provider_module, "EMBEDDING_WAIT_SECONDS", 0.2)
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="true")
     app = create_app(settings)
