@@ -210,12 +210,21 @@ class Ranker:
         semantic = self.semantic
         close, cosines = semantic.close_pages(vector) if semantic is not None and vector is not None else ({}, None)
         prior = {n: boosts[n] * (1 + coverage.get(n, 0.0)) for n in (*scores, *close)}
+        fit = self._site_fit(wanted)
         shortlist = heapq.nlargest(limit + CANDIDATES, scores, key=lambda n: scores[n] * prior[n])
         if close:
+            # The best by meaning, and the best by both (the page score standing in for the section score),
+            # so a page good on both counts but top of neither is still weighed whole.
+            both = {n: scores.get(n, 0.0) * prior[n] * fit + close.get(n, 0.0) * boosts[n] for n in prior}
             shortlist = list(
-                dict.fromkeys((*shortlist, *heapq.nlargest(limit + CANDIDATES, close, key=close.__getitem__)))
+                dict.fromkeys(
+                    (
+                        *shortlist,
+                        *heapq.nlargest(limit + CANDIDATES, close, key=close.__getitem__),
+                        *heapq.nlargest(limit + CANDIDATES, both, key=both.__getitem__),
+                    )
+                )
             )
-        fit = self._site_fit(wanted)
         section_weights = self.section_view.weights(wanted)
         hits = [
             self._hit(n, scores.get(n, 0.0), fit * prior[n], section_weights, close.get(n, 0.0) * boosts[n], cosines)
