@@ -197,7 +197,7 @@ class SiteRegistry:
             self._semantic[site] = state
 
     async def embedded(self, site: str) -> None:
-        """Wait until the loaded site's embeddings are attached or known to be unavailable (tests, the CLI)."""
+        """Wait until the loaded site's embeddings are attached or known to be unavailable (tests use it)."""
         task = self._embedding.get(site)
         if task is not None:
             await asyncio.shield(task)
