@@ -192,7 +192,7 @@ class Ranker:
         page_of = np.zeros(len(self.entries), dtype=np.intp)
         for number, page in enumerate(self.pages):
             page_of[page.sections] = number
-        self.semantic = _Semantic(vectors, page_of)
+        self.semantic = _Semantic(vectors, page_of, len(self.pages))
 
     def listing(self) -> list[RankedHit]:
         """Pages in index order (the `*` query), one unscored hit per page entry.
@@ -217,12 +217,13 @@ class Ranker:
         semantic = self.semantic
         close, cosines = semantic.close_pages(vector) if semantic is not None and vector is not None else ({}, None)
         prior = {n: boosts[n] * (1 + coverage.get(n, 0.0)) for n in (*scores, *close)}
+        credit = {n: close[n] * boosts[n] for n in close}
         fit = self._site_fit(wanted)
         shortlist = heapq.nlargest(limit + CANDIDATES, scores, key=lambda n: scores[n] * prior[n])
         if close:
             # The best by meaning, and the best by both (the page score standing in for the section score),
             # so a page good on both counts but top of neither is still weighed whole.
-            both = {n: scores.get(n, 0.0) * prior[n] * fit + close.get(n, 0.0) * boosts[n] for n in prior}
+            both = {n: scores.get(n, 0.0) * prior[n] * fit + credit.get(n, 0.0) for n in prior}
             shortlist = list(
                 dict.fromkeys(
                     (
@@ -234,7 +235,7 @@ class Ranker:
             )
         section_weights = self.section_view.weights(wanted)
         hits = [
-            self._hit(n, scores.get(n, 0.0), fit * prior[n], section_weights, close.get(n, 0.0) * boosts[n], cosines)
+            self._hit(n, scores.get(n, 0.0), fit * prior[n], section_weights, credit.get(n, 0.0), cosines)
             for n in shortlist
         ]
         hits.sort(key=lambda hit: hit.score, reverse=True)
@@ -271,13 +272,14 @@ class _Semantic:
     vectors: SiteVectors
     page_of: npt.NDArray[np.intp]
     """Entry number -> page number."""
+    pages: int
 
     def close_pages(self, query: npt.NDArray[np.float32]) -> tuple[dict[int, float], npt.NDArray[np.float32]]:
         """Pages whose best entry is above the threshold, with their credit; and every entry's cosine."""
         import numpy as np
 
         cosines = self.vectors.similarities(query)
-        best = np.full(int(self.page_of.max()) + 1, -1.0, dtype=np.float32)
+        best = np.full(self.pages, -1.0, dtype=np.float32)
         np.maximum.at(best, self.page_of, cosines)
         close = np.flatnonzero(best > THRESHOLD)
         return {int(n): WEIGHT * (float(best[n]) - THRESHOLD) for n in close}, cosines

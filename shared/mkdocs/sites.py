@@ -161,7 +161,7 @@ class SiteRegistry:
         previous = self._loaded.get(site)
         self._loaded[site] = loaded  # one assignment: a request holds either the old index or the new one
         self._checked[site] = self._clock()
-        if self._settings.search.semantic and (previous is None or previous.ranker is not loaded.ranker):
+        if self._settings.search.semantic:  # `loaded` is always freshly built: a new ranker to embed for
             self._semantic[site] = "pending"
             replaced = self._embedding.get(site)
             if replaced is not None:
