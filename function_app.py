@@ -7,11 +7,15 @@ import logging
 import azure.functions as func
 
 from shared.api import create_app
+from shared.compose import process_embedding
+from shared.providers.mkdocs.warm import run_warmup
 from shared.settings import load_settings
-from shared.warm import run_warmup
 
 settings = load_settings()
-api = create_app(settings)
+# One model per worker process, shared by requests and the timer: the timer can fire before the first request
+# runs the ASGI lifespan, and both must queue their bulk embedding on the same lane.
+embedding = process_embedding(settings)
+api = create_app(settings, embedding=embedding)
 app = func.AsgiFunctionApp(app=api, http_auth_level=func.AuthLevel.FUNCTION)
 
 
@@ -21,4 +25,4 @@ async def warm_index_caches(timer: func.TimerRequest) -> None:
     """Refresh every site's cached index from the origin (conditional GETs), so instances share fresh copies."""
     if timer.past_due:
         logging.getLogger(__name__).info("warm-up timer is past due; running now")
-    await run_warmup(settings)
+    await run_warmup(settings, embedding=embedding)

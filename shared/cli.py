@@ -10,11 +10,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from shared.blob_cache import open_store
-from shared.cache import IndexStore
-from shared.errors import ConfigurationError, DocsError, InvalidRequestError, ResolutionError
+from shared.cache import IndexStore, open_store
+from shared.compose import compose, process_embedding
+from shared.embedding import EmbeddingModel
+from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
 from shared.models import Document, SearchResponse
-from shared.service import create_service
+from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -65,9 +66,14 @@ def _serve(settings: DocumentationSettings, host: str, port: int, log_level: str
 
 
 async def _warm(settings: DocumentationSettings) -> int:
-    from shared.warm import run_warmup
+    from shared.providers.mkdocs.warm import run_warmup
 
-    cache, report = await run_warmup(settings)
+    embedding = process_embedding(settings)
+    try:
+        cache, report = await run_warmup(settings, embedding=embedding)
+    finally:
+        if embedding is not None:
+            embedding.close()
     print(json.dumps({"cache": cache, "sites": report}, indent=2))
     # An unpublished site (404) is a normal state the spec expects; anything else needs attention.
     broken = [item for item in report.values() if item["outcome"] == "failed" and item.get("status") != "404"]
@@ -89,30 +95,51 @@ async def _run(settings: DocumentationSettings, args: argparse.Namespace) -> int
     if args.command == "warm":
         return await _warm(settings)
     store = open_store(settings)
-    async with create_service(_one_shot(settings, store), store=store) as service:
-        try:
-            if args.command in ("search", "list"):
-                query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)
-                _print_search(await service.search(query, limit=limit, site=getattr(args, "site", None)), args.format)
-                return EXIT_OK
-            _print_document(await service.get(args.location), args.format)
+    settings = _one_shot(settings, store)
+    embedding = process_embedding(settings)
+    try:
+        if embedding is not None:
+            await _preload(embedding)
+        async with compose(settings, embedding=embedding, store=store) as composed:
+            return await _answer(composed.service, args)
+    finally:
+        await store.aclose()
+        if embedding is not None:
+            embedding.close()
+
+
+async def _preload(embedding: EmbeddingModel) -> None:
+    """A one-shot command waits for the model itself, so its one search can use the stored vectors."""
+    try:
+        await embedding.ready()
+    except EmbeddingUnavailableError as exc:
+        logging.getLogger(__name__).info("semantic matching unavailable (%s); ranking lexically", exc)
+
+
+async def _answer(service: DocumentationService, args: argparse.Namespace) -> int:
+    try:
+        if args.command in ("search", "list"):
+            query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)
+            _print_search(await service.search(query, limit=limit, site=getattr(args, "site", None)), args.format)
             return EXIT_OK
-        except InvalidRequestError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        except ResolutionError as exc:
-            resolution = exc.resolution.model_dump(mode="json", by_alias=True)
-            if args.format == "json":
-                error = {"code": exc.resolution.reason.value, "message": exc.resolution.detail}
-                print(json.dumps({"error": error, "resolution": resolution}, indent=2))
-            else:
-                print(f"{exc.resolution.reason.value}: {exc.resolution.detail}", file=sys.stderr)
-                for candidate in exc.resolution.candidates:
-                    print(f"  candidate: {candidate}", file=sys.stderr)
-            return EXIT_FAILED
-        except DocsError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_FAILED
+        _print_document(await service.get(args.location), args.format)
+        return EXIT_OK
+    except InvalidRequestError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ResolutionError as exc:
+        resolution = exc.resolution.model_dump(mode="json", by_alias=True)
+        if args.format == "json":
+            error = {"code": exc.resolution.reason.value, "message": exc.resolution.detail}
+            print(json.dumps({"error": error, "resolution": resolution}, indent=2))
+        else:
+            print(f"{exc.resolution.reason.value}: {exc.resolution.detail}", file=sys.stderr)
+            for candidate in exc.resolution.candidates:
+                print(f"  candidate: {candidate}", file=sys.stderr)
+        return EXIT_FAILED
+    except DocsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _print_search(response: SearchResponse, fmt: str) -> None:

@@ -1,12 +1,20 @@
-"""The one exception tree of the core; the API maps it to HTTP statuses in one place.
+"""The one exception tree of the core; the API maps it to HTTP statuses and MCP tool errors in one place.
 
 DocsError
-├── ConfigurationError      invalid app settings, raised at start-up, names the key
-├── InvalidRequestError     caller input the service refuses (400)
-├── ResolutionError         a location that did not resolve or fetch; carries the Resolution
-└── ProviderError           a provider could not do its work (the chain logs it and moves on)
-    ├── SiteUnavailableError   a site's index could not be loaded
-    └── OriginError            a request to the documentation origin failed or was refused
+├── ConfigurationError          invalid app settings, raised at start-up, names the key
+├── InvalidRequestError         caller input the service refuses (400); only the service's own checks stop the chain
+├── ResolutionError             a location that did not resolve or fetch; carries the Resolution
+├── EmbeddingStopped            a long embedding run was asked to stop (its index is no longer served)
+└── ProviderError               a provider could not do its work: the chain logs it and falls through
+    ├── ProviderDeclinedError       the provider cannot answer this request (unconfigured, out of its scope)
+    ├── SiteUnavailableError        a site's index could not be loaded
+    ├── OriginError                 a request to the documentation origin failed or was refused
+    ├── IndexFormatError            a search index that is malformed or empty (also a ValueError)
+    ├── StoreError                  the cache store could not be reached or refused the request
+    └── EmbeddingUnavailableError   the embedding model or its runtime cannot be loaded; ranking stays lexical
+
+Lower-level errors (aiohttp, the Azure SDK, onnxruntime) are translated into these where they are caught, with
+`raise ... from exc`, so nothing above the providers sees a library's exception.
 """
 
 from __future__ import annotations
@@ -41,8 +49,16 @@ class ResolutionError(DocsError):
         self.resolution = resolution
 
 
+class EmbeddingStopped(DocsError):  # a request to stop, not a failure
+    """An embedding run was asked to stop between batches (its index is no longer served, or the process ends)."""
+
+
 class ProviderError(DocsError):
     """A provider failed; the chain logs it and tries the next one."""
+
+
+class ProviderDeclinedError(ProviderError):
+    """The provider cannot answer this request at all (unconfigured, cooling down, or out of its scope)."""
 
 
 class SiteUnavailableError(ProviderError):
@@ -62,3 +78,15 @@ class OriginError(ProviderError):
         self.status = status
         self.unreachable = unreachable
         """True when the origin could not be reached at all (connection refused, timeout)."""
+
+
+class IndexFormatError(ProviderError, ValueError):
+    """The document is not a usable MkDocs search index (malformed or without entries)."""
+
+
+class StoreError(ProviderError):
+    """The cache store could not be reached or refused the request; callers carry on from the origin."""
+
+
+class EmbeddingUnavailableError(ProviderError):
+    """The embedding model or its runtime cannot be loaded; searches stay lexical."""

@@ -1,58 +1,69 @@
-"""The provider chain: ordered providers, first non-empty answer wins, attribution, the result cap."""
+"""The provider chain: input checks once, ordered providers, first non-empty answer wins, attribution, the cap.
+
+The rules, including those the spec leaves open:
+
+- Input is checked once, before any provider runs: the query, `limit` (1..50, then capped at 25), the location
+  (same-origin, no dot segments), and `site`, which must name a site at least one provider declares (matched
+  case-insensitively). Those checks' `InvalidRequestError` and the caller's cancellation are the only things
+  that stop the chain.
+- Providers run in ascending `order`. A search with `site` asks only the providers that declare that site.
+- A provider that raises anything else (it is unconfigured, unreachable, out of its scope, or broken) is logged
+  with its name and the error's type, never its message, and the chain falls through to the next one.
+- Search: the first non-empty list wins, truncated to the effective limit.
+- Get: only providers with `supports_fetch`; the first document wins. When none serves the page, the reported
+  resolution is the most specific miss any provider gave: `ambiguous`, then `fetch_failed`, then
+  `site_unavailable`, then `unknown_site`, then `not_found` (the earliest provider's on a tie), so a remote miss
+  never hides a local ambiguity. No miss at all (every provider failed) is `not_found`, saying so.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from typing import Protocol
+from collections.abc import Sequence
 
-from shared.blob_cache import open_store
-from shared.cache import IndexStore
 from shared.errors import InvalidRequestError, ResolutionError
-from shared.fetch import OriginClient
-from shared.mkdocs.provider import MkDocsProvider
-from shared.mkdocs.sites import SiteRegistry
-from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Reason, Resolution, SearchResponse, SearchResult
-from shared.settings import DocumentationSettings
+from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Reason, Resolution, SearchResponse
+from shared.providers.base import DocumentationProvider
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
 from shared.validation import check_limit, check_location, check_query
 
 log = logging.getLogger(__name__)
 
-
-class DocumentationProvider(Protocol):
-    """What the chain needs from a provider. Search-only providers set `supports_fetch = False`."""
-
-    name: str
-    order: int
-    supports_fetch: bool
-
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]: ...
-
-    async def get(self, location: str) -> Document: ...
-
-    def health(self) -> dict[str, dict[str, object]]: ...
+MISS_PRECEDENCE = (
+    Reason.AMBIGUOUS,
+    Reason.FETCH_FAILED,
+    Reason.SITE_UNAVAILABLE,
+    Reason.UNKNOWN_SITE,
+    Reason.NOT_FOUND,
+)
+"""Most specific first: which provider's miss `get` reports when every fetch provider missed."""
 
 
 class DocumentationService:
     """Runs search and get through the providers in ascending `order`."""
 
-    def __init__(
-        self, settings: DocumentationSettings, providers: Sequence[DocumentationProvider], store: IndexStore
-    ) -> None:
-        self.settings = settings
+    def __init__(self, providers: Sequence[DocumentationProvider], *, origin: str) -> None:
         self.providers = sorted(providers, key=lambda provider: provider.order)
-        self.store = store
+        self.origin = origin
+        declared: dict[str, str] = {}
+        for provider in self.providers:
+            for site in provider.sites:
+                declared.setdefault(site.lower(), site)
+        self.sites = tuple(declared.values())
+        """Every site some provider serves, in the first declaring provider's spelling."""
 
     async def search(self, query: str, *, limit: int = 10, site: str | None = None) -> SearchResponse:
         query, limit = check_query(query), check_limit(limit)
         effective = min(limit, MAX_RESULTS)
+        wanted = self._check_site(site)
         for provider in self.providers:
+            scoped = _declared(provider, wanted)
+            if wanted is not None and scoped is None:
+                continue
             try:
-                results = await provider.search(query, limit=effective, site=site)
-            except (asyncio.CancelledError, InvalidRequestError):
+                results = await provider.search(query, limit=effective, site=scoped)
+            except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.warning("search provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
@@ -67,18 +78,18 @@ class DocumentationService:
 
     async def get(self, location: str | None) -> Document:
         """The page at `location` as the first fetch-capable provider serves it; raises ResolutionError otherwise."""
-        path = check_location(location, self.settings.origin)
+        path = check_location(location, self.origin)
         requested = location or ""
-        miss: ResolutionError | None = None
+        misses: list[Resolution] = []
         for provider in self.providers:
             if not provider.supports_fetch:
                 continue
             try:
                 document = await provider.get(path)
-            except (asyncio.CancelledError, InvalidRequestError):
+            except asyncio.CancelledError:
                 raise
             except ResolutionError as exc:
-                miss = miss or exc
+                misses.append(exc.resolution)
                 continue
             except Exception as exc:
                 log.warning("fetch provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
@@ -86,33 +97,40 @@ class DocumentationService:
             attribute(FETCH_PROVIDER, provider.name)
             return document.model_copy(update={"requested_location": requested})
         attribute(FETCH_PROVIDER, NO_PROVIDER)
-        resolution = (
-            miss.resolution
-            if miss is not None
-            else Resolution(requested_location=requested, reason=Reason.NOT_FOUND, detail="no provider could fetch it")
-        ).model_copy(update={"requested_location": requested})
+        resolution = most_specific(misses) or Resolution(
+            requested_location=requested, reason=Reason.NOT_FOUND, detail="no provider could answer for this location"
+        )
+        resolution = resolution.model_copy(update={"requested_location": requested})
         log.info("fetch found nothing: %s (location length %d)", resolution.reason.value, len(requested))
         raise ResolutionError(resolution)
 
     def health(self) -> dict[str, object]:
-        """Provider and cache state, without loading anything."""
+        """Each provider's own report, in chain order, without doing I/O."""
         return {
-            "providers": {provider.name: provider.health() for provider in self.providers},
-            "cache": self.store.describe(),
+            provider.name: {"order": provider.order, "fetch": provider.supports_fetch, **provider.health()}
+            for provider in self.providers
         }
 
+    def _check_site(self, site: str | None) -> str | None:
+        if site is None:
+            return None
+        lowered = site.strip().lower()
+        for known in self.sites:
+            if known.lower() == lowered:
+                return known
+        raise InvalidRequestError(f"site must be one of: {', '.join(self.sites)}")
 
-@asynccontextmanager
-async def create_service(
-    settings: DocumentationSettings, *, store: IndexStore | None = None
-) -> AsyncIterator[DocumentationService]:
-    """The service with its providers and clients, closed on exit; the store is the configured one unless given."""
-    client = OriginClient(settings.origin)
-    store = store if store is not None else open_store(settings)
-    registry = SiteRegistry(settings, client, store)
-    try:
-        yield DocumentationService(settings, [MkDocsProvider(settings, client, registry)], store)
-    finally:
-        await registry.aclose()  # embedding work may still write to the store
-        await client.aclose()
-        await store.aclose()
+
+def _declared(provider: DocumentationProvider, site: str | None) -> str | None:
+    """The provider's own spelling of `site`, or None when it does not serve it (or no site was asked for)."""
+    if site is None:
+        return None
+    return next((own for own in provider.sites if own.lower() == site.lower()), None)
+
+
+def most_specific(misses: Sequence[Resolution]) -> Resolution | None:
+    """The miss to report: the most specific reason (`MISS_PRECEDENCE`), the earliest provider's on a tie."""
+    ranked = [miss for miss in misses if miss.reason in MISS_PRECEDENCE]
+    if not ranked:
+        return misses[0] if misses else None
+    return min(ranked, key=lambda miss: MISS_PRECEDENCE.index(miss.reason))

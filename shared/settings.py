@@ -12,7 +12,8 @@ import os
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
@@ -25,8 +26,27 @@ PREFIX = "Forge__Documentation__"
 DEFAULT_SITES = ("forge", "cloud-foundations", "iac-azure-modules", "iac-okta-modules", "iac-aws-modules")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _RAW_PLACEHOLDERS = {"base", "path", "site", "origin"}
-_EMPTY_IS_MEANINGFUL = {"rawmarkdownurlpattern"}
+_EMPTY_IS_MEANINGFUL = {("rawmarkdownurlpattern",), ("aisearch", "searchfilter"), ("aisearch", "mkdocssiteprefix")}
+"""Setting paths (lower case) where an empty value means something (no raw Markdown, no filter, no stripping)
+instead of "unset"."""
+ARTIFACTS_PREFIX = "embeddings/"
+"""Blob names the cache keeps for index artifacts (`shared.cache.store`): no index file name may start with it."""
 _ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("environ", default=None)
+
+
+_INVALID_FILE_CHARS = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+
+def safe_name(value: str) -> str:
+    """A name with the characters invalid in a file name replaced by `-` (the spec's site-name substitution)."""
+    return _INVALID_FILE_CHARS.sub("-", value)
+
+
+def index_name(template: str, site: str) -> str:
+    """The spec's cache file name: `{site}` substituted (sanitized), or the site prepended when absent."""
+    if "{site}" in template:
+        return template.replace("{site}", safe_name(site))
+    return f"{safe_name(site)}-{template}"
 
 
 class _Section(BaseModel):
@@ -66,11 +86,44 @@ class SearchSettings(_Section):
     0.042: the default sits just above the off-topic cluster, leaving margin for unseen on-topic queries.
     """
     semantic: bool = Field(True, alias="Semantic")
-    """Also rank by meaning (sentence embeddings of every entry, `shared/mkdocs/semantic.py`).
+    """Also rank by meaning (sentence embeddings of every entry, `shared/providers/mkdocs/vectors.py`).
 
     Costs about 8 ms of CPU per query on two cores and, once per index version, a minute of CPU for a large site
     (done by the warm-up and stored beside the index). `false` keeps ranking purely lexical.
     """
+
+
+class AiSearchSettings(_Section):
+    """`Forge__Documentation__AiSearch__*`: the Azure AI Search provider, registered only when `Endpoint` is set.
+
+    Defaults are the spec's code defaults. An empty `SearchFilter` (or whitespace) sends no filter; an empty
+    `MkDocsSitePrefix` disables stripping.
+    """
+
+    endpoint: str | None = Field(None, alias="Endpoint")
+    index_name: str = Field("saif-docs", alias="IndexName")
+    semantic_configuration_name: str = Field("docs-semantic", alias="SemanticConfigurationName")
+    platform_docs_base_url: str = Field("https://docs.saif.com", alias="PlatformDocsBaseUrl")
+    mkdocs_site_prefix: str = Field("forge", alias="MkDocsSitePrefix")
+    search_filter: str = Field("", alias="SearchFilter")
+    api_key: SecretStr | None = Field(None, alias="ApiKey")
+    """Local development only: in Azure the managed identity authenticates."""
+
+
+class RemoteSettings(_Section):
+    """`Forge__Documentation__Remote__*`: another deployment over MCP, registered only when `Endpoint` is set."""
+
+    endpoint: str | None = Field(None, alias="Endpoint")
+    """The full URL of the other deployment's `/api/mcp`."""
+    token: SecretStr | None = Field(None, alias="Token")
+
+
+class IdentitySettings(_Section):
+    """`Forge__Documentation__Identity__*`: the app's managed identity, handed to every Azure credential."""
+
+    client_id: str | None = Field(None, alias="ClientId")
+    """Client id of the user-assigned managed identity; unset means the system-assigned one (or, locally, the
+    developer's own sign-in)."""
 
 
 class DocumentationSettings(BaseSettings):
@@ -89,6 +142,9 @@ class DocumentationSettings(BaseSettings):
     cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")
     warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")
     search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")
+    identity: IdentitySettings = Field(default_factory=IdentitySettings, alias="Identity")
+    ai_search: AiSearchSettings | None = Field(None, alias="AiSearch")
+    remote: RemoteSettings | None = Field(None, alias="Remote")
     host_storage: SecretStr | None = Field(None, alias="AzureWebJobsStorage")
     host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")
 
@@ -141,6 +197,15 @@ class DocumentationSettings(BaseSettings):
                 raise ValueError("must be a JSON object mapping a site to its index path")
         return value
 
+    @field_validator("cache_file_name_template")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        if value.strip().lower().startswith(ARTIFACTS_PREFIX):
+            raise ValueError(f"must not start with {ARTIFACTS_PREFIX!r}: the cache keeps index artifacts there")
+        return value.strip()
+
     @field_validator("cache_duration_hours")
     @classmethod
     def _duration(cls, value: float) -> float:
@@ -185,6 +250,9 @@ class DocumentationSettings(BaseSettings):
                 raise ValueError(f"SearchIndexOverrides: {site!r} is not a configured site")
             overrides[canonical] = self._same_origin(str(target), site)
         object.__setattr__(self, "search_index_overrides", overrides)
+        for site in self.sites:
+            if index_name(self.cache_file_name_template, site).lower().startswith(ARTIFACTS_PREFIX):
+                raise ValueError(f"CacheFileNameTemplate: site {site!r} would be cached under {ARTIFACTS_PREFIX!r}")
         return self
 
     def _same_origin(self, target: str, site: str) -> str:
@@ -230,7 +298,7 @@ class AppSettingsSource(PydanticBaseSettingsSource):
             if lowered.startswith(prefix):
                 path = key[len(PREFIX) :].split("__")
                 # An empty app setting means "unset", except where the spec gives empty a meaning.
-                if value.strip() or path[-1].lower() in _EMPTY_IS_MEANINGFUL:
+                if value.strip() or tuple(part.lower() for part in path) in _EMPTY_IS_MEANINGFUL:
                     _insert(tree, path, value)
             elif lowered == "azurewebjobsstorage":
                 tree["azurewebjobsstorage"] = value
@@ -259,11 +327,20 @@ def _with_aliases(tree: dict[str, Any], model: type[BaseModel]) -> dict[str, Any
         value = tree.get(alias.lower())
         if value is None:
             continue
-        annotation = field.annotation
-        if isinstance(value, dict) and isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            value = _with_aliases(value, annotation)
+        section = section_model(field.annotation)
+        if isinstance(value, dict) and section is not None:
+            value = _with_aliases(value, section)
         out[alias] = value
     return out
+
+
+def section_model(annotation: Any) -> type[BaseModel] | None:
+    """The settings section a field holds, also when it is optional (`Section | None`); None for a plain value."""
+    candidates = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> DocumentationSettings:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.blob_cache import BlobIndexStore, open_store
+from shared.cache import open_store
+from shared.cache.blob import BlobIndexStore
 from shared.settings import DocumentationSettings
 from tests.support.sites import ROOTED_OVERRIDE, build_fixture_origin, fixture_settings
 from tests.support.stores import CountingStore

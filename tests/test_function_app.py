@@ -78,7 +78,7 @@ def test_host_json_leaves_api_paths_to_the_app() -> None:
 
 
 def test_sample_settings_document_every_setting_the_service_reads() -> None:
-    from shared.settings import PREFIX, DocumentationSettings
+    from shared.settings import PREFIX, DocumentationSettings, section_model
 
     with open("local.settings.sample.json", encoding="utf-8") as handle:
         sample = json.load(handle)
@@ -87,9 +87,9 @@ def test_sample_settings_document_every_setting_the_service_reads() -> None:
     expected = set()
     for name, field in DocumentationSettings.model_fields.items():
         alias = field.alias or name
-        annotation = field.annotation
-        if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
-            expected |= {f"{PREFIX}{alias}__{sub.alias}" for sub in annotation.model_fields.values()}
+        section = section_model(field.annotation)
+        if section is not None:
+            expected |= {f"{PREFIX}{alias}__{sub.alias}" for sub in section.model_fields.values()}
         elif not alias.startswith("AzureWebJobs"):
             expected.add(PREFIX + alias)
     assert expected <= set(values), expected - set(values)
@@ -116,8 +116,9 @@ async def test_requests_reach_the_asgi_app_through_the_function(function_app: Mo
     health = await call_http(function_app, "/api/health")
     assert health.status_code == 200
     body = json.loads(health.get_body())
-    assert body["origin"] == "http://127.0.0.1:9"
-    assert body["sites"]["forge"]["state"] == "not_loaded"
+    mkdocs = body["providers"]["mkdocs"]
+    assert mkdocs["origin"] == "http://127.0.0.1:9"
+    assert mkdocs["sites"]["forge"]["state"] == "not_loaded"
     bad = await call_http(function_app, "/api/docs/search", {"q": "x", "limit": "0"})
     assert bad.status_code == 400
     error = json.loads(bad.get_body())["error"]

@@ -1,4 +1,6 @@
-"""The provider chain: order, first non-empty answer wins, failures skipped, cancellation, attribution, the cap."""
+"""The provider chain and its rules: order, first non-empty answer wins, input checked once (`site` against every
+provider's sites), failures fall through, the most specific miss, cancellation, attribution, the cap; and the
+composition root that builds it, with fakes passed through the same seams."""
 
 from __future__ import annotations
 
@@ -10,67 +12,18 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan
 
 from shared.cache import MemoryIndexStore
-from shared.errors import InvalidRequestError, ResolutionError
-from shared.models import Document, Reason, Resolution, Rule, SearchResult
+from shared.compose import compose
+from shared.errors import InvalidRequestError, OriginError, ProviderDeclinedError, ResolutionError
+from shared.models import Reason
 from shared.service import DocumentationService
 from shared.settings import load_settings
+from tests.support.providers import FakeProvider
 
 SECRET_QUERY = "token=sk-live-SECRET123 how to"
 
 
-def result(location: str, provider: str) -> SearchResult:
-    return SearchResult(
-        location=location, title=location, url="u", site="s", preview_text="p", score=1.0, provider=provider
-    )
-
-
-class FakeProvider:
-    def __init__(
-        self,
-        name: str,
-        order: int,
-        *,
-        results: int = 0,
-        error: BaseException | None = None,
-        document: bool = False,
-        miss: Reason | None = None,
-        supports_fetch: bool = True,
-    ) -> None:
-        self.name, self.order, self.supports_fetch = name, order, supports_fetch
-        self._results, self._error, self._document, self._miss = results, error, document, miss
-        self.calls: list[tuple[str, int]] = []
-
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
-        self.calls.append((query, limit))
-        if self._error:
-            raise self._error
-        return [result(f"{self.name}-{i}", self.name) for i in range(self._results)]
-
-    async def get(self, location: str) -> Document:
-        self.calls.append((location, 0))
-        if self._error:
-            raise self._error
-        resolution = Resolution(
-            requested_location=location, reason=self._miss or Reason.RESOLVED, rule=Rule.EXACT, detail=self.name
-        )
-        if not self._document:
-            raise ResolutionError(resolution)
-        return Document(
-            requested_location="inner",
-            location=location,
-            site="s",
-            url="u",
-            provider=self.name,
-            content="# Page\n",
-            resolution=resolution,
-        )
-
-    def health(self) -> dict[str, dict[str, object]]:
-        return {}
-
-
 def service(*providers: FakeProvider) -> DocumentationService:
-    return DocumentationService(load_settings({}), list(providers), MemoryIndexStore())
+    return DocumentationService(list(providers), origin="https://docs.example.com")
 
 
 class RecordingSpan(NonRecordingSpan):
@@ -135,13 +88,109 @@ async def test_fetch_skips_search_only_providers_and_misses_then_wins() -> None:
     assert not search_only.calls
 
 
-async def test_fetch_failure_reports_the_first_providers_resolution() -> None:
+@pytest.mark.parametrize(
+    ("misses", "reported"),
+    [
+        ((Reason.NOT_FOUND, Reason.AMBIGUOUS), ("b", Reason.AMBIGUOUS)),
+        ((Reason.AMBIGUOUS, Reason.NOT_FOUND), ("a", Reason.AMBIGUOUS)),
+        ((Reason.NOT_FOUND, Reason.FETCH_FAILED, Reason.SITE_UNAVAILABLE), ("b", Reason.FETCH_FAILED)),
+        ((Reason.UNKNOWN_SITE, Reason.SITE_UNAVAILABLE), ("b", Reason.SITE_UNAVAILABLE)),
+        ((Reason.NOT_FOUND, Reason.UNKNOWN_SITE), ("b", Reason.UNKNOWN_SITE)),
+        ((Reason.NOT_FOUND, Reason.NOT_FOUND), ("a", Reason.NOT_FOUND)),
+    ],
+    ids=["ambiguous last", "ambiguous first", "fetch_failed", "site_unavailable", "unknown_site", "a tie"],
+)
+async def test_when_every_provider_misses_the_most_specific_miss_is_reported(
+    misses: tuple[Reason, ...], reported: tuple[str, Reason]
+) -> None:
+    providers = [FakeProvider(name, n, miss=reason) for n, (name, reason) in enumerate(zip("abc", misses))]
     with pytest.raises(ResolutionError) as caught:
-        await service(FakeProvider("a", 0, miss=Reason.AMBIGUOUS), FakeProvider("b", 1, miss=Reason.NOT_FOUND)).get("x")
-    assert caught.value.resolution.reason is Reason.AMBIGUOUS
+        await service(*providers).get("x")
+    assert (caught.value.resolution.detail, caught.value.resolution.reason) == reported
+    assert caught.value.resolution.requested_location == "x"
+
+
+async def test_when_no_provider_could_answer_at_all_the_miss_says_so() -> None:
     with pytest.raises(ResolutionError) as caught:
         await service(FakeProvider("broken", 0, error=RuntimeError())).get("x")
     assert caught.value.resolution.reason is Reason.NOT_FOUND
+    assert caught.value.resolution.detail == "no provider could answer for this location"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ProviderDeclinedError("not configured"),
+        OriginError("unreachable", unreachable=True),
+        InvalidRequestError("a provider's own refusal is its failure, not the caller's"),
+        TimeoutError(),
+        ValueError("malformed answer"),
+    ],
+    ids=["declined", "unreachable", "provider's invalid request", "timeout", "unexpected"],
+)
+async def test_any_provider_failure_falls_through_to_the_next(error: Exception) -> None:
+    failing, working = FakeProvider("failing", 0, error=error), FakeProvider("working", 1, results=1, document=True)
+    assert (await service(failing, working).search("q")).provider == "working"
+    assert (await service(failing, working).get("page")).provider == "working"
+
+
+async def test_the_services_own_input_checks_stop_the_chain_before_any_provider() -> None:
+    provider = FakeProvider("p", 0, results=1, document=True)
+    docs = service(provider)
+    for call in (
+        docs.search("   "),
+        docs.search("q", limit=0),
+        docs.search("q", site="nowhere"),
+        docs.get("../etc/passwd"),
+        docs.get("https://elsewhere.example.com/forge/page"),
+    ):
+        with pytest.raises(InvalidRequestError):
+            await call
+    assert provider.calls == []
+
+
+async def test_site_is_checked_against_every_providers_sites_and_passed_only_to_those_that_serve_it() -> None:
+    remote = FakeProvider("remote", 0, results=1, sites=("Forge", "Partner-Docs"))
+    local = FakeProvider("local", 1, results=1, sites=("forge", "handbook"))
+    docs = service(remote, local)
+    assert docs.sites == ("Forge", "Partner-Docs", "handbook")
+
+    assert (await docs.search("q", site="HANDBOOK")).provider == "local"
+    assert remote.sites_asked == [] and local.sites_asked == ["handbook"]  # the provider's own spelling
+
+    assert (await docs.search("q", site="partner-docs")).provider == "remote"
+    assert remote.sites_asked == ["Partner-Docs"]
+
+    assert (await docs.search("q", site="forge")).provider == "remote"
+    assert (await docs.search("q")).provider == "remote"
+    assert remote.sites_asked[-2:] == ["Forge", None]
+    with pytest.raises(InvalidRequestError, match="site must be one of: Forge, Partner-Docs, handbook"):
+        await docs.search("q", site="elsewhere")
+
+
+# -- the composition root
+
+
+async def test_the_composition_root_adds_given_providers_to_the_chain_and_closes_them() -> None:
+    settings = load_settings({"Forge__Documentation__Origin": "http://127.0.0.1:9"})
+    first, fallback = FakeProvider("first", 0, results=2), FakeProvider("last", 500, results=1, sites=("extra",))
+    async with compose(settings, embedding=None, store=MemoryIndexStore(), providers=[fallback, first]) as composed:
+        assert [provider.name for provider in composed.service.providers] == ["first", "mkdocs", "last"]
+        assert composed.service.sites == (
+            "forge",
+            "cloud-foundations",
+            "iac-azure-modules",
+            "iac-okta-modules",
+            "iac-aws-modules",
+            "extra",
+        )
+        assert (await composed.service.search("q")).provider == "first"
+        health = composed.health()
+        assert list(health["providers"]) == ["first", "mkdocs", "last"]  # type: ignore[call-overload]
+        assert health["providers"]["first"] == {"order": 0, "fetch": True, "fake": True}  # type: ignore[index]
+        assert health["cache"]["kind"] == "memory"  # type: ignore[index]
+        assert health["embedding"] == {"state": "off"}
+    assert first.closed and fallback.closed
 
 
 async def test_attribution_tags_ride_the_current_span_and_the_debug_log(caplog: pytest.LogCaptureFixture) -> None:

@@ -97,3 +97,59 @@ def test_settings_are_read_from_the_process_environment(monkeypatch: pytest.Monk
     assert settings.host_storage is not None
     assert settings.host_storage.get_secret_value() == "UseDevelopmentStorage=true"
     assert "UseDevelopmentStorage" not in repr(settings)
+
+
+# -- provider sections
+
+
+def test_optional_provider_sections_are_absent_until_a_key_of_theirs_is_set() -> None:
+    settings = load_settings({})
+    assert settings.ai_search is None and settings.remote is None and settings.identity.client_id is None
+
+
+def test_keys_inside_optional_sections_are_read() -> None:
+    settings = load_settings(
+        {
+            P + "AiSearch__Endpoint": "https://search.example.net",
+            P + "aisearch__INDEXNAME": "docs-v2",
+            P + "AiSearch__ApiKey": "local-only-key",
+            P + "Remote__Endpoint": "https://other.example.net/api/mcp",
+            P + "Remote__Token": "secret-token",
+            P + "Identity__ClientId": "00000000-0000-0000-0000-000000000001",
+        }
+    )
+    assert settings.ai_search is not None and settings.remote is not None
+    assert (settings.ai_search.endpoint, settings.ai_search.index_name) == ("https://search.example.net", "docs-v2")
+    assert settings.ai_search.semantic_configuration_name == "docs-semantic"  # the spec's code default
+    assert settings.ai_search.api_key is not None and settings.ai_search.api_key.get_secret_value() == "local-only-key"
+    assert "local-only-key" not in repr(settings) and "secret-token" not in repr(settings)
+    assert settings.remote.endpoint == "https://other.example.net/api/mcp"
+    assert settings.identity.client_id == "00000000-0000-0000-0000-000000000001"
+
+
+@pytest.mark.parametrize(
+    ("key", "read"),
+    [
+        ("AiSearch__SearchFilter", lambda s: s.ai_search.search_filter),
+        ("AiSearch__MkDocsSitePrefix", lambda s: s.ai_search.mkdocs_site_prefix),
+        ("RawMarkdownUrlPattern", lambda s: s.raw_markdown_url_pattern),
+    ],
+    ids=["no filter", "no prefix stripping", "no raw Markdown"],
+)
+def test_an_empty_value_is_meaningful_where_the_spec_says_so(key: str, read: object) -> None:
+    settings = load_settings({P + "AiSearch__Endpoint": "https://search.example.net", P + key: ""})
+    assert read(settings) in ("", None)  # type: ignore[operator]
+
+
+def test_an_empty_value_elsewhere_means_unset() -> None:
+    settings = load_settings({P + "AiSearch__Endpoint": "https://search.example.net", P + "AiSearch__IndexName": ""})
+    assert settings.ai_search is not None and settings.ai_search.index_name == "saif-docs"
+    assert load_settings({P + "AiSearch__SearchFilter": "format eq '.html'"}).ai_search.search_filter == (  # type: ignore[union-attr]
+        "format eq '.html'"
+    )
+
+
+def test_the_cache_file_name_template_may_not_take_the_artifacts_names() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings({P + "CacheFileNameTemplate": "embeddings/{site}.json"})
+    assert caught.value.key == P + "CacheFileNameTemplate" and "embeddings/" in str(caught.value)

@@ -4,7 +4,7 @@
         --eval tools/evals/holdout-set.json
 
 Ours, twice: `ranker` is the lexical ranker alone (`Search__Semantic=false`), `ranker+semantic` the service's
-default (the lexical score plus MiniLM entry embeddings, shared/mkdocs/semantic.py; its build time includes
+default (the lexical score plus MiniLM entry embeddings, shared/providers/mkdocs/vectors.py; its build time includes
 embedding every entry, which the service does once per index version off the request path, and its latency
 includes embedding the query). Peers, built over exactly the entries the ranker sees:
 
@@ -32,9 +32,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.mkdocs.index import SiteIndex, parse_index  # noqa: E402
-from shared.mkdocs.ranking import Ranker  # noqa: E402
-from shared.mkdocs.semantic import Encoder, SiteVectors  # noqa: E402
+from shared.embedding import MiniLM  # noqa: E402
+from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
+from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.vectors import SiteVectors  # noqa: E402
 from tools.eval import Case, discovery, hit_rank, page_of, parse_eval_set  # noqa: E402
 
 SITES = {
@@ -87,8 +88,13 @@ _QUERY_VECTOR: dict[str, object] = {}
 """The last query's embedding: every site is asked the same query in turn, and the service embeds it once."""
 
 
+_ENCODER: list[MiniLM] = []
+
+
 def build_semantic(index: SiteIndex) -> Search:
-    encoder = Encoder.shared()
+    if not _ENCODER:
+        _ENCODER.append(MiniLM.load())
+    encoder = _ENCODER[0]
     ranker = Ranker.build(index)
     ranker.attach(SiteVectors.compute(encoder, index.entries))
 

@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,6 +282,10 @@ class HttpBackend:
         _, body, _ = await self._call("/api/health", {})
         return str(body["version"]) if body and body.get("version") else None
 
+    async def health(self) -> dict[str, Any]:
+        _, body, _ = await self._call("/api/health", {})
+        return body or {}
+
     async def aclose(self) -> None:
         await self._client.aclose()
 
@@ -288,8 +293,12 @@ class HttpBackend:
 class ServiceBackend:
     """The service in-process, replying in the API's wire shape so both targets score identically."""
 
-    def __init__(self, service: Any) -> None:
-        self._service = service
+    def __init__(self, composition: Any) -> None:
+        self._composition = composition
+        self._service = composition.service
+
+    async def health(self) -> dict[str, Any]:
+        return dict(self._composition.health())
 
     async def search(self, query: str, limit: int) -> Reply:
         try:
@@ -321,15 +330,44 @@ async def measure_target(args: argparse.Namespace, eval_set: EvalSet) -> tuple[l
     if args.base_url:
         backend = HttpBackend(args.base_url)
         try:
+            await wait_until_ranked(backend, args.ready_timeout)
             return await measure(backend, eval_set, args.search_limit)
         finally:
             await backend.aclose()
-    from shared.service import create_service
+    from shared.compose import compose, process_embedding
     from shared.settings import load_settings
 
     settings = load_settings({**os.environ, "Forge__Documentation__Origin": args.origin})
-    async with create_service(settings) as service:
-        return await measure(ServiceBackend(service), eval_set, args.search_limit)
+    async with compose(settings, embedding=process_embedding(settings)) as composition:
+        in_process = ServiceBackend(composition)
+        await wait_until_ranked(in_process, args.ready_timeout)
+        return await measure(in_process, eval_set, args.search_limit)
+
+
+def pending_sites(health: dict[str, Any]) -> list[str]:
+    """Sites whose embeddings are still being computed, from any provider's health report."""
+    providers = health.get("providers") or {}
+    return [
+        site
+        for report in providers.values()
+        if isinstance(report, dict)
+        for site, state in (report.get("sites") or {}).items()
+        if isinstance(state, dict) and state.get("semantic") == "pending"
+    ]
+
+
+async def wait_until_ranked(backend: Any, seconds: float) -> None:
+    """Load every site (a listing) and wait until none has embeddings pending, so what is measured is the ranker
+    the service settles on, not its first minute (the service answers lexically meanwhile)."""
+    if seconds <= 0:
+        return
+    await backend.search("*", 25)
+    deadline = time.monotonic() + seconds
+    while pending := pending_sites(await backend.health()):
+        if time.monotonic() > deadline:
+            print(f"warning: embeddings still pending after {seconds:g}s: {', '.join(pending)}", file=sys.stderr)
+            return
+        await asyncio.sleep(0.5)
 
 
 # --- self-test ---
@@ -423,6 +461,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, help="record path (default tools/runs/<yyyyMMdd-HHmmss>-<label>.json)")
     parser.add_argument("--commit-sha", help="commit of the build being measured, when its version carries none")
     parser.add_argument("--search-limit", type=int, default=10, help="results per search, 5-50 (default 10)")
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=600.0,
+        help="seconds to wait for every site's embeddings before measuring (0: measure at once)",
+    )
     return parser.parse_args(argv)
 
 

@@ -1,110 +1,55 @@
-"""The REST API over the documentation service, its OpenAPI document, and the one error-to-status mapping."""
+"""The ASGI app: its lifespan owns the composed service; the protocols and the error mapping are mounted on it."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Annotated, Any
+from contextlib import asynccontextmanager
+from enum import Enum
 
-from fastapi import Depends, FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
 
 from shared import __version__
-from shared.errors import InvalidRequestError, ResolutionError
-from shared.models import Document, Reason, SearchResponse
-from shared.service import DocumentationService, create_service
+from shared.api.errors import install_error_handlers
+from shared.api.rest import install_routes
+from shared.compose import compose, process_embedding
+from shared.embedding import EmbeddingModel
+from shared.providers.base import DocumentationProvider
 from shared.settings import DocumentationSettings, load_settings
-from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
 
 log = logging.getLogger(__name__)
 
-ServiceFactory = Callable[[DocumentationSettings], AbstractAsyncContextManager[DocumentationService]]
 
-STATUS_BY_REASON = {
-    Reason.NOT_FOUND: 404,
-    Reason.UNKNOWN_SITE: 404,
-    Reason.AMBIGUOUS: 409,
-    Reason.SITE_UNAVAILABLE: 503,
-    Reason.FETCH_FAILED: 502,
-}
-
-
-class ServiceHolder:
-    """Creates the service on first use, so hosts that skip ASGI lifespan events still work."""
-
-    def __init__(self, settings: DocumentationSettings, factory: ServiceFactory) -> None:
-        self.settings = settings
-        self._factory = factory
-        self._context: AbstractAsyncContextManager[DocumentationService] | None = None
-        self._service: DocumentationService | None = None
-        self._lock = asyncio.Lock()
-
-    async def get(self) -> DocumentationService:
-        if self._service is None:
-            async with self._lock:
-                if self._service is None:
-                    context = self._factory(self.settings)
-                    self._service = await context.__aenter__()
-                    self._context = context
-        return self._service
-
-    async def close(self) -> None:
-        if self._context is not None:
-            context, self._context, self._service = self._context, None, None
-            await context.__aexit__(None, None, None)
-
-
-def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}, **extra}, status_code=status)
-
-
-def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(InvalidRequestError)
-    async def invalid(_: Request, exc: InvalidRequestError) -> JSONResponse:
-        return _error(400, "bad_request", str(exc))
-
-    @app.exception_handler(RequestValidationError)
-    async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0]
-        name = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
-        return _error(400, "bad_request", f"{name}: {first.get('msg', 'invalid value')}")
-
-    @app.exception_handler(ResolutionError)
-    async def unresolved(_: Request, exc: ResolutionError) -> JSONResponse:
-        resolution = exc.resolution
-        status = STATUS_BY_REASON.get(resolution.reason, 404)
-        body = resolution.model_dump(mode="json", by_alias=True)
-        return _error(status, resolution.reason.value, resolution.detail, resolution=body)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = "not_found" if exc.status_code == 404 else "http_error"
-        return _error(exc.status_code, code, str(exc.detail))
-
-    @app.exception_handler(Exception)
-    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled %s", type(exc).__name__)
-        return _error(500, "internal_error", "the service failed unexpectedly; the failure was logged")
+class _Default(Enum):
+    FROM_SETTINGS = "from-settings"
 
 
 def create_app(
-    settings: DocumentationSettings | None = None, *, service_factory: ServiceFactory = create_service
+    settings: DocumentationSettings | None = None,
+    *,
+    embedding: EmbeddingModel | _Default | None = _Default.FROM_SETTINGS,
+    providers: tuple[DocumentationProvider, ...] = (),
 ) -> FastAPI:
-    """The ASGI app. Settings are read here, at start-up, so invalid configuration fails before any request."""
+    """The ASGI app. Settings are read here, at start-up, so invalid configuration fails before any request.
+
+    `embedding` is the process's model, shared with the warm-up timer where the host has one; by default the app
+    builds its own from the settings. `providers` are added to the configured ones (tests pass fakes here).
+    The service itself is composed when the lifespan starts and closed when it ends; both hosts run it
+    (uvicorn at start-up, `AsgiFunctionApp` on the first request).
+    """
     settings = settings or load_settings()
-    holder = ServiceHolder(settings, service_factory)
+    model = process_embedding(settings) if embedding is _Default.FROM_SETTINGS else embedding
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            await holder.close()
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with compose(settings, embedding=model, providers=providers) as composition:
+            app.state.composition = composition
+            try:
+                yield
+            finally:
+                app.state.composition = None
 
     app = FastAPI(
         title="Documentation retrieval",
@@ -115,10 +60,10 @@ def create_app(
         redoc_url=None,
         lifespan=lifespan,
     )
-    app.state.holder = holder
-    _install_error_handlers(app)
+    app.state.composition = None
+    install_error_handlers(app)
     _install_access_log(app)
-    _install_routes(app, holder)
+    install_routes(app)
     return app
 
 
@@ -132,78 +77,3 @@ def _install_access_log(app: FastAPI) -> None:
         elapsed = (time.perf_counter() - started) * 1000
         log.info("%s %s %d %.1fms", request.method, request.url.path, response.status_code, elapsed)
         return response
-
-
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"description": "Bad input: `{error: {code: bad_request, message}}`"},
-}
-GET_ERRORS: dict[int | str, dict[str, Any]] = {
-    **ERROR_RESPONSES,
-    404: {"description": "`not_found` or `unknown_site`, with `resolution`"},
-    409: {"description": "`ambiguous`, with `resolution.candidates`"},
-    502: {"description": "`fetch_failed`: the page resolved but no content could be fetched"},
-    503: {"description": "`site_unavailable`: the site's index could not be loaded"},
-}
-
-
-def _single_valued(request: Request) -> None:
-    """A repeated parameter is refused: taking one of the values would be a silent guess."""
-    repeated = sorted(
-        {key for key, _ in request.query_params.multi_items() if len(request.query_params.getlist(key)) > 1}
-    )
-    if repeated:
-        raise InvalidRequestError(f"{', '.join(repeated)} must be given once")
-
-
-def _install_routes(app: FastAPI, holder: ServiceHolder) -> None:
-    @app.get(
-        "/api/docs/search",
-        response_model=SearchResponse,
-        responses=ERROR_RESPONSES,
-        tags=["docs"],
-        dependencies=[Depends(_single_valued)],
-    )
-    async def search(
-        q: Annotated[
-            str | None, Query(description="Search text; `*` lists pages.", max_length=MAX_QUERY_LENGTH)
-        ] = None,
-        limit: Annotated[int, Query(ge=MIN_LIMIT, le=MAX_LIMIT, description="Results wanted (capped at 25).")] = 10,
-        site: Annotated[str | None, Query(description="Search only this configured site.", max_length=200)] = None,
-    ) -> SearchResponse:
-        """Search every configured site; the first provider with results answers."""
-        service = await holder.get()
-        return await service.search(q or "", limit=limit, site=site or None)
-
-    @app.get(
-        "/api/docs/get",
-        response_model=Document,
-        responses=GET_ERRORS,
-        tags=["docs"],
-        dependencies=[Depends(_single_valued)],
-    )
-    async def get(
-        location: Annotated[
-            str | None,
-            Query(
-                description="A search result's location, a path, or a URL under the origin.",
-                max_length=MAX_LOCATION_LENGTH,
-            ),
-        ] = None,
-    ) -> Document:
-        """Fetch one whole page as Markdown with front matter; `resolution` says how the location resolved."""
-        service = await holder.get()
-        return await service.get(location)
-
-    @app.get("/api/health", tags=["ops"])
-    async def health() -> dict[str, Any]:
-        """Per-site load state and the cache store, without loading anything."""
-        service = await holder.get()  # creates clients only; no site is loaded here
-        health = service.health()
-        return {
-            "status": "ok",
-            "version": __version__,
-            "origin": holder.settings.origin,
-            "defaultSite": holder.settings.default_site,
-            "sites": health["providers"].get("mkdocs", {}),  # type: ignore[attr-defined]
-            "cache": health["cache"],
-        }

@@ -256,11 +256,13 @@ def test_redirects_inside_the_site_are_followed(api: httpx.Client, static_origin
 def test_health_reports_site_state_without_loading(api: httpx.Client, static_origin: StaticOrigin) -> None:
     before = api.get("/api/health").json()
     assert before["status"] == "ok"
-    assert {state["state"] for state in before["sites"].values()} == {"not_loaded"}
+    mkdocs = before["providers"]["mkdocs"]
+    assert (mkdocs["order"], mkdocs["fetch"], mkdocs["origin"]) == (100, True, static_origin.url)
+    assert {state["state"] for state in mkdocs["sites"].values()} == {"not_loaded"}
     assert before["cache"]["kind"] == "memory"
     assert static_origin.requests == []
     search(api, "install")
-    after = api.get("/api/health").json()["sites"]
+    after = api.get("/api/health").json()["providers"]["mkdocs"]["sites"]
     assert after["alpha"]["state"] == "loaded" and after["missing-docs"]["state"] == "failed"
     assert after["rooted-docs"]["state"] == "loaded"
 

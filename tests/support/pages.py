@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared.mkdocs.index import IndexEntry, SiteIndex
-from shared.mkdocs.ranking import Ranker
+from shared.providers.mkdocs.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.ranking import Ranker
 
 
 def page(path: str, title: str, text: str = "", *sections: tuple[str, str, str], boost: float = 1) -> list[IndexEntry]:

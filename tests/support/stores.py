@@ -17,25 +17,25 @@ class CountingStore:
         self.kind = inner.kind
         self.calls: Counter[str] = Counter()
 
-    async def read(self, site: str) -> CachedIndex | None:
+    async def read(self, name: str) -> CachedIndex | None:
         self.calls["read"] += 1
-        return await self.inner.read(site)
+        return await self.inner.read(name)
 
-    async def stat(self, site: str) -> CacheStat | None:
+    async def stat(self, name: str) -> CacheStat | None:
         self.calls["stat"] += 1
-        return await self.inner.stat(site)
+        return await self.inner.stat(name)
 
-    async def version(self, site: str) -> str | None:
+    async def version(self, name: str) -> str | None:
         self.calls["version"] += 1
-        return await self.inner.version(site)
+        return await self.inner.version(name)
 
-    async def write(self, site: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
         self.calls["write"] += 1
-        return await self.inner.write(site, entry, expected_version=expected_version)
+        return await self.inner.write(name, entry, expected_version=expected_version)
 
-    async def touch(self, site: str, fetched_at: datetime, *, expected_version: str) -> str | None:
+    async def touch(self, name: str, fetched_at: datetime, *, expected_version: str) -> str | None:
         self.calls["touch"] += 1
-        return await self.inner.touch(site, fetched_at, expected_version=expected_version)
+        return await self.inner.touch(name, fetched_at, expected_version=expected_version)
 
     def describe(self) -> dict[str, object]:
         return self.inner.describe()

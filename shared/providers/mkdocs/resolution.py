@@ -13,8 +13,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from shared.mkdocs.index import Page, SiteIndex, page_key
 from shared.models import Reason, Resolution, Rule
+from shared.providers.mkdocs.index import Page, SiteIndex, page_key
 
 Loader = Callable[[str], Awaitable[SiteIndex | None]]
 _SUFFIXES = (".md", ".html", ".htm")

@@ -6,10 +6,11 @@ origin gave last time, and then
     200       validate (parses, has entries) and write it, conditionally                      -> refreshed
               (or -> unchanged when the content is the same as the stored copy's)
     failure   leave the stored copy alone                                                      -> failed, reason
-One site's failure never stops the others. With semantic matching on (`Search__Semantic`) and shared storage, a
-site whose stored index has no embeddings from this model for exactly its entries gets them computed here (only
-entries whose text changed since the stored ones) and stored, so serving instances load them instead of
-computing them (`semantic` in the report: computed, current, or why not).
+One site's failure never stops the others. With semantic matching on (an embedding model given) and shared
+storage, a site whose stored index has no embeddings from this model for exactly its entries gets them computed
+here (only entries whose text changed since the stored ones, on the process's one bulk embedding lane, shared
+with the requests' own embedding work) and stored, so serving instances load them instead of computing them
+(`semantic` in the report: computed, current, or why not).
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import asyncio
 import logging
 from datetime import UTC, datetime
 
-from shared.blob_cache import open_store
-from shared.cache import IndexStore, StoreError, store_newest
-from shared.errors import OriginError
+from shared.cache import IndexStore, index_name, open_store, store_newest
+from shared.embedding import EmbeddingModel
+from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginError, StoreError
 from shared.fetch import OriginClient
-from shared.mkdocs.index import IndexFormatError, parse_index
-from shared.mkdocs.semantic import SemanticUnavailableError, ensure_vectors
-from shared.mkdocs.sites import fetch_index
+from shared.providers.mkdocs.embeddings import ensure_vectors
+from shared.providers.mkdocs.index import parse_index
+from shared.providers.mkdocs.sites import fetch_index
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -39,26 +40,26 @@ async def warm_site(
     store: IndexStore,
     site: str,
     *,
-    embedding: asyncio.Semaphore | None = None,
+    embedding: EmbeddingModel | None = None,
 ) -> dict[str, str]:
     """One site's refresh, then its embeddings; never raises for an origin or storage failure, it reports them."""
     outcome = await _warm_index(client, settings, store, site)
-    if settings.search.semantic and outcome["outcome"] != FAILED:
-        outcome["semantic"] = await warm_vectors(store, site, embedding or asyncio.Semaphore(1))
+    if embedding is not None and outcome["outcome"] != FAILED:
+        outcome["semantic"] = await warm_vectors(settings, store, site, embedding)
     return outcome
 
 
-async def warm_vectors(store: IndexStore, site: str, gate: asyncio.Semaphore) -> str:
+async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site: str, model: EmbeddingModel) -> str:
     """Make sure the stored index has stored embeddings; computed, current, or why not. Never raises."""
     if store.kind == "memory":
         return "skipped: no shared storage to keep them in"
     try:
-        cached = await store.read(site)
+        cached = await store.read(index_name(settings.cache_file_name_template, site))
         if cached is None:
             return "skipped: no stored index"
         index = await asyncio.to_thread(parse_index, site, cached.payload)
-        _, computed = await ensure_vectors(store, site, index, gate=gate)
-    except (StoreError, IndexFormatError, SemanticUnavailableError) as exc:
+        _, computed = await ensure_vectors(store, model, site, index)
+    except (StoreError, IndexFormatError, EmbeddingUnavailableError) as exc:
         return f"failed: {exc}"
     except Exception as exc:  # one site's embedding must not cost the other sites their warm-up
         log.exception("warm-up %s: embedding failed", site)
@@ -69,8 +70,9 @@ async def warm_vectors(store: IndexStore, site: str, gate: asyncio.Semaphore) ->
 async def _warm_index(
     client: OriginClient, settings: DocumentationSettings, store: IndexStore, site: str
 ) -> dict[str, str]:
+    name = index_name(settings.cache_file_name_template, site)
     try:
-        stat = await store.stat(site)
+        stat = await store.stat(name)
     except StoreError as exc:
         return {"outcome": FAILED, "reason": f"cache storage unavailable: {exc}"}
     # Validators are trusted only from a copy this service wrote; anything else is fetched whole and replaced.
@@ -85,10 +87,10 @@ async def _warm_index(
     try:
         if fetched is None:
             assert stat is not None  # a 304 only answers a conditional request
-            touched = await store.touch(site, datetime.now(UTC), expected_version=stat.version)
+            touched = await store.touch(name, datetime.now(UTC), expected_version=stat.version)
             detail = "origin answered 304; metadata refreshed" if touched else "another instance refreshed it first"
             return {"outcome": UNCHANGED, "detail": detail}
-        written = await store_newest(store, site, fetched.entry, expected_version=stat.version if stat else None)
+        written = await store_newest(store, name, fetched.entry, expected_version=stat.version if stat else None)
     except StoreError as exc:
         return {"outcome": FAILED, "reason": f"cache write failed: {exc}"}
     entries = str(fetched.entry.entries)
@@ -100,7 +102,11 @@ async def _warm_index(
 
 
 async def warm_all(
-    settings: DocumentationSettings, store: IndexStore, *, client: OriginClient | None = None
+    settings: DocumentationSettings,
+    store: IndexStore,
+    *,
+    embedding: EmbeddingModel | None = None,
+    client: OriginClient | None = None,
 ) -> dict[str, dict[str, str]]:
     """Refresh every configured site concurrently; each outcome is logged and counted."""
     if store.kind == "memory":
@@ -108,7 +114,6 @@ async def warm_all(
     own_client = client is None
     origin = client or OriginClient(settings.origin)
     try:
-        embedding = asyncio.Semaphore(1)  # one site embeds at a time: it keeps every core busy
         outcomes = await asyncio.gather(
             *(warm_site(origin, settings, store, site, embedding=embedding) for site in settings.sites)
         )
@@ -130,14 +135,17 @@ async def warm_all(
     return report
 
 
-async def run_warmup(settings: DocumentationSettings) -> tuple[dict[str, object], dict[str, dict[str, str]]]:
+async def run_warmup(
+    settings: DocumentationSettings, *, embedding: EmbeddingModel | None
+) -> tuple[dict[str, object], dict[str, dict[str, str]]]:
     """One warm-up against the configured store, as the timer and `python -m shared warm` run it.
 
-    Returns the store's description (taken after the run, so it reflects reachability) and the per-site report.
+    `embedding` is the process's model (None: semantic matching is off). Returns the store's description (taken
+    after the run, so it reflects reachability) and the per-site report.
     """
     store = open_store(settings)
     try:
-        report = await warm_all(settings, store)
+        report = await warm_all(settings, store, embedding=embedding)
         return store.describe(), report
     finally:
         await store.aclose()

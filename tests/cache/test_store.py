@@ -6,7 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.cache import CachedIndex, MemoryIndexStore, cache_name, store_newest
+from shared.cache import CachedIndex, MemoryIndexStore, index_name, store_newest, vectors_name
+from shared.errors import ConfigurationError
+from shared.settings import PREFIX, load_settings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -28,8 +30,8 @@ def entry(payload: bytes, at: datetime = T0, **fields: object) -> CachedIndex:
         ("my:{site}.json", "s", "my:s.json"),
     ],
 )
-def test_cache_name_follows_the_spec(template: str, site: str, expected: str) -> None:
-    assert cache_name(template, site) == expected
+def test_index_name_follows_the_spec(template: str, site: str, expected: str) -> None:
+    assert index_name(template, site) == expected
 
 
 async def test_memory_store_writes_only_against_the_version_it_expects() -> None:
@@ -92,3 +94,20 @@ async def test_store_newest_never_lets_an_older_copy_replace_a_newer_one() -> No
 
 def test_age_is_measured_against_an_injectable_now() -> None:
     assert entry(b"x", T0).age_hours(T0 + timedelta(minutes=90)) == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("template", ["{site}-docs-search-index.json", "{site}.semantic", "docs.json", "{site}/x.json"])
+def test_no_site_index_name_collides_with_another_sites_artifacts(template: str) -> None:
+    sites = ["x", "x.semantic", "x-semantic", "embeddings", "embeddings-x"]
+    env = {f"{PREFIX}CacheFileNameTemplate": template, f"{PREFIX}Sites": ",".join(sites)}
+    try:
+        load_settings(env)
+    except ConfigurationError as exc:  # the settings refuse a template that would reach the artifacts' names
+        assert template == "{site}/x.json" and "'embeddings'" in str(exc)
+        return
+    indexes = {index_name(template, site) for site in sites}
+    artifacts = {vectors_name(site, "model") for site in sites}
+    assert len(indexes) == len(sites) and len(artifacts) == len(sites)
+    assert not indexes & artifacts
+    assert all(name.startswith("embeddings/") for name in artifacts)
+    assert not any(name.startswith("embeddings/") for name in indexes)

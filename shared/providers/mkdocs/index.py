@@ -9,12 +9,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from shared.errors import IndexFormatError
+
 _TAG = re.compile(r"<[^>]*>")
 _BLOCK_TAG = re.compile(r"</?(?:p|div|li|ul|ol|pre|h[1-6]|tr|td|th|table|br|blockquote|dt|dd)\b[^>]*>", re.I)
-
-
-class IndexFormatError(ValueError):
-    """The document is not a usable MkDocs search index (malformed or without entries)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from shared.mkdocs.convert import html_to_markdown, looks_like_html
-from shared.mkdocs.provider import with_front_matter
+from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html
+from shared.providers.mkdocs.provider import with_front_matter
 
 PAGE = """<!doctype html><html><head><title>T</title><script>var x = 1;</script></head><body>
 <header class="md-header">Skip to content</header>

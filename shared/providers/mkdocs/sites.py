@@ -1,9 +1,15 @@
-"""Each site's index, loaded lazily behind its own gate, from the shared cache or the origin.
+"""Each site's index, loaded lazily behind its own gate, from the shared cache or the origin, with its embeddings.
 
 A site loads on first use: a cached copy younger than CacheDurationHours is used without touching the origin;
 otherwise the origin's copy is fetched, validated and written back; when the origin fails, a stale copy is the
 fallback. A site that cannot load is failed for the process lifetime. A loaded site re-checks the store's version
 at most every `check_interval` seconds and swaps in a newer copy whole, so no request sees a half-built index.
+
+Embeddings never hold a request up. A first load is served lexically at once while its vectors are found in the
+store (a search waits for that lookup at most `STORED_VECTORS_WAIT`) or computed in the background. A newer index
+for a site that already ranks semantically is embedded before it is swapped in: until then the previous index
+keeps serving with its vectors, then index and vectors change together. If embedding the newer index fails, it is
+swapped in anyway and ranks lexically.
 """
 
 from __future__ import annotations
@@ -13,24 +19,47 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from shared.cache import CachedIndex, CacheStat, IndexStore, StoreError, store_newest
-from shared.errors import OriginError, SiteUnavailableError
+from shared.cache import CachedIndex, CacheStat, IndexStore, index_name, store_newest
+from shared.embedding import EmbeddingModel
+from shared.errors import (
+    EmbeddingStopped,
+    EmbeddingUnavailableError,
+    IndexFormatError,
+    OriginError,
+    SiteUnavailableError,
+    StoreError,
+)
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
-from shared.mkdocs.index import IndexFormatError, SiteIndex, parse_index
-from shared.mkdocs.ranking import Ranker
-from shared.mkdocs.semantic import Encoder, SemanticUnavailableError, SiteVectors, ensure_vectors
+from shared.providers.mkdocs.embeddings import compute_and_store, read_stored
+from shared.providers.mkdocs.index import SiteIndex, parse_index
+from shared.providers.mkdocs.ranking import Ranker
+from shared.providers.mkdocs.vectors import SiteVectors
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
 
 
+STORED_VECTORS_WAIT = 1.0
+"""Seconds a search waits for a just-loaded site's stored vectors to be looked up and attached (one download)."""
+
+
 class SiteState(StrEnum):
     NOT_LOADED = "not_loaded"
     LOADED = "loaded"
+    FAILED = "failed"
+
+
+class Semantic(StrEnum):
+    """Where a site's entry embeddings stand; health adds the reason to the last two."""
+
+    OFF = "off"
+    PENDING = "pending"
+    READY = "ready"
+    UNAVAILABLE = "unavailable"
     FAILED = "failed"
 
 
@@ -91,7 +120,7 @@ async def fetch_index(
 
 
 class SiteRegistry:
-    """Per-site load state for one process: gates, loaded indexes, failures."""
+    """Per-site load state for one process: gates, loaded indexes, failures, and their embeddings."""
 
     def __init__(
         self,
@@ -99,24 +128,39 @@ class SiteRegistry:
         client: OriginClient,
         store: IndexStore,
         *,
+        embedding: EmbeddingModel | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
         self._client = client
         self._store = store
+        self._embedding = embedding
         self._clock = clock
         self._gates = {site: asyncio.Lock() for site in settings.sites}
         self._loaded: dict[str, LoadedSite] = {}
         self._checked: dict[str, float] = {}
         self._failed: dict[str, str] = {}
-        self._semantic: dict[str, str] = {}
-        """Site -> state of its entry embeddings: pending, ready, or why they are unavailable."""
-        self._embedding: dict[str, asyncio.Task[None]] = {}
-        self._encode_gate = asyncio.Semaphore(1)  # one site embeds at a time: it keeps every core busy
+        self._semantic: dict[str, tuple[Semantic, str]] = {}
+        """Site -> where the embeddings of the index it serves (or is about to serve) stand, and why."""
+        self._jobs: dict[str, _Job] = {}
+        """Site -> the embedding job of its served index (first load) or of the index waiting to replace it."""
 
     @property
     def sites(self) -> tuple[str, ...]:
         return self._settings.sites
+
+    @property
+    def embedding(self) -> EmbeddingModel | None:
+        """The model this registry embeds with; None when semantic matching is off."""
+        return self._embedding
+
+    def current(self, site: str) -> LoadedSite | None:
+        """The index served for the site right now, without loading or checking anything."""
+        return self._loaded.get(site)
+
+    def name(self, site: str) -> str:
+        """The store's name for the site's index: the spec's cache file name."""
+        return index_name(self._settings.cache_file_name_template, site)
 
     async def get(self, site: str) -> LoadedSite | None:
         """The site's loaded index, loading it on first use; None when the site failed to load.
@@ -155,73 +199,116 @@ class SiteRegistry:
             log.debug("site %s failed to load and is skipped: %s", site, exc.reason)
             return None
         self._install(site, loaded)
+        self._start_embedding(site, loaded, reuse=None, swap=False)
         return loaded
 
     def _install(self, site: str, loaded: LoadedSite) -> None:
-        previous = self._loaded.get(site)
         self._loaded[site] = loaded  # one assignment: a request holds either the old index or the new one
         self._checked[site] = self._clock()
-        if self._settings.search.semantic:  # `loaded` is always freshly built: a new ranker to embed for
-            self._semantic[site] = "pending"
-            replaced = self._embedding.get(site)
-            if replaced is not None:
-                replaced.cancel()  # embeddings of an index no longer served: its thread stops at the next batch
-            reuse = previous.ranker.semantic.vectors if previous and previous.ranker.semantic else None
-            self._embedding[site] = asyncio.get_running_loop().create_task(self._embed(site, loaded, reuse))
 
-    async def _embed(self, site: str, loaded: LoadedSite, reuse: SiteVectors | None) -> None:
-        """Attach the site's entry embeddings: stored ones for exactly these entries, else computed and stored.
+    def _replace(self, site: str, fresh: LoadedSite) -> None:
+        """Serve a newer index: at once when the current one ranks lexically, else once `fresh` has its vectors."""
+        current = self._loaded.get(site)
+        vectors = current.ranker.semantic.vectors if current and current.ranker.semantic else None
+        if vectors is None:
+            self._install(site, fresh)
+        self._start_embedding(site, fresh, reuse=vectors, swap=vectors is not None)
 
-        Runs beside the requests; a search waits for it, within a bound (`wait_embedded`). Rows of unchanged
-        entries are reused from the previous index's vectors or the stored ones. A failure leaves the site ranked
-        lexically and says why in health.
+    def _start_embedding(self, site: str, loaded: LoadedSite, *, reuse: SiteVectors | None, swap: bool) -> None:
+        """Replace the site's embedding job (a superseded index's job stops at its next batch)."""
+        previous = self._jobs.pop(site, None)
+        if previous is not None:
+            previous.cancel()
+        if self._embedding is None:
+            return
+        self._semantic[site] = (Semantic.PENDING, "")
+        job = _Job(loaded, swap)
+        job.task = asyncio.get_running_loop().create_task(self._embed(site, job, self._embedding, reuse))
+        self._jobs[site] = job
+
+    async def _embed(self, site: str, job: _Job, model: EmbeddingModel, reuse: SiteVectors | None) -> None:
+        """Attach the index's entry embeddings: the stored ones for exactly these entries, else computed and stored.
+
+        A failure leaves the index ranked lexically (swapped in all the same) and says why in health.
         """
-        stop = threading.Event()
-        state = "ready"
+        loaded = job.loaded
+        state: tuple[Semantic, str] = (Semantic.READY, "")
         try:
-            await asyncio.to_thread(Encoder.shared)  # queries need the model even when the vectors are stored
-            vectors, _ = await ensure_vectors(
-                self._store, site, loaded.index, gate=self._encode_gate, reuse=reuse, stop=stop
-            )
+            # The model loads while the stored vectors download: queries need it even when vectors are stored.
+            loading = asyncio.ensure_future(model.ready())
+            loading.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved, never lost
+            try:
+                stored = await read_stored(self._store, model, site, loaded.index)
+                if stored.current is None:
+                    job.looked_up.set()  # nothing stored: searches stop waiting and rank lexically meanwhile
+                await loading
+            finally:
+                loading.cancel()
+            vectors = stored.current
+            if vectors is None:
+                vectors = await compute_and_store(
+                    self._store,
+                    model,
+                    site,
+                    loaded.index,
+                    reuse=reuse or stored.reusable,
+                    expected_version=stored.version,
+                    stop=job.stop,
+                )
             loaded.ranker.attach(vectors)
         except asyncio.CancelledError:
-            stop.set()
+            job.stop.set()
             raise
-        except SemanticUnavailableError as exc:
-            state = f"unavailable: {exc}"
+        except EmbeddingStopped:  # superseded: the newer index's job reports the state
+            return
+        except EmbeddingUnavailableError as exc:
+            state = (Semantic.UNAVAILABLE, str(exc))
             log.warning("site %s: semantic matching is off: %s", site, exc)
         except Exception as exc:  # a background task: nobody else would see it
-            state = f"failed: {type(exc).__name__}"
-            log.exception("site %s: embedding the index failed; ranking stays lexical", site)
-        if self._embedding.get(site) is asyncio.current_task():  # not superseded by a newer index meanwhile
+            state = (Semantic.FAILED, type(exc).__name__)
+            log.exception("site %s: embedding the index failed; it ranks lexically", site)
+        finally:
+            job.looked_up.set()
+        if self._jobs.get(site) is job:  # not superseded by a newer index meanwhile
+            if job.swap:
+                self._loaded[site] = loaded  # index and vectors change together
             self._semantic[site] = state
 
-    async def embedded(self, site: str) -> None:
-        """Wait until the loaded site's embeddings are attached or known to be unavailable (tests use it)."""
-        task = self._embedding.get(site)
-        if task is not None:
-            await asyncio.shield(task)
+    async def looked_up(self, sites: list[str], seconds: float = STORED_VECTORS_WAIT) -> None:
+        """Wait, at most `seconds`, until these sites' stored vectors have been looked up (and attached if found).
 
-    async def wait_embedded(self, sites: list[str], seconds: float) -> bool:
-        """Wait, at most `seconds`, for embeddings still being attached to these sites; True when none is pending.
-
-        Stored embeddings attach within a blob download; computing them takes up to a minute for a large site,
-        which only a process without stored ones (no storage, or the first after an index change) pays once.
+        Never waits for vectors being computed: a search ranks lexically meanwhile.
         """
-        pending = [task for site in sites if (task := self._embedding.get(site)) is not None and not task.done()]
-        if pending:
-            _, still = await asyncio.wait(pending, timeout=seconds)
-            return not still
-        return True
+        events = [
+            job.looked_up
+            for site in sites
+            if (job := self._jobs.get(site)) is not None and not job.swap and not job.looked_up.is_set()
+        ]
+        if not events:
+            return
+        waiters = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait(waiters, timeout=seconds)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def embedded(self, site: str) -> None:
+        """Wait until the site's embedding job has finished, whatever its outcome (tests and tools use it)."""
+        job = self._jobs.get(site)
+        if job is not None and job.task is not None:
+            await asyncio.wait([job.task])
 
     async def aclose(self) -> None:
         """Stop embedding work still running (its thread stops at the next batch)."""
-        for task in self._embedding.values():
-            task.cancel()
-        await asyncio.gather(*self._embedding.values(), return_exceptions=True)
+        jobs = list(self._jobs.values())
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*(job.task for job in jobs if job.task is not None), return_exceptions=True)
 
     async def _load(self, site: str) -> LoadedSite:
-        cached = await self._read_cache(site)
+        name = self.name(site)
+        cached = await self._read_cache(site, name)
         # Parsing validates the copy; the ranker, the costly part, is built only for the copy actually served.
         parsed = await _try_parse(site, cached) if cached is not None else None
         if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
@@ -245,21 +332,23 @@ class SiteRegistry:
         touched = None
         try:
             if version is not None:
-                touched = await self._store.touch(site, now, expected_version=version)
+                touched = await self._store.touch(self.name(site), now, expected_version=version)
         except StoreError as exc:
             log.info("site %s: could not record the revalidation (%s)", site, exc)
         return replace(usable, source="cache", fetched_at=now, version=touched or version)
 
-    async def _read_cache(self, site: str) -> CachedIndex | None:
+    async def _read_cache(self, site: str, name: str) -> CachedIndex | None:
         try:
-            return await self._store.read(site)
+            return await self._store.read(name)
         except StoreError as exc:  # a broken store degrades to the origin, never to a 500
             log.info("site %s: index cache unreadable (%s); using the origin", site, exc)
             return None
 
     async def _write_back(self, site: str, entry: CachedIndex, cached: CachedIndex | None) -> str | None:
         try:
-            return await store_newest(self._store, site, entry, expected_version=cached.version if cached else None)
+            return await store_newest(
+                self._store, self.name(site), entry, expected_version=cached.version if cached else None
+            )
         except StoreError as exc:
             log.info("site %s: could not write the index cache (%s)", site, exc)
             return None
@@ -267,31 +356,33 @@ class SiteRegistry:
     async def _refresh(self, site: str, current: LoadedSite) -> None:
         """Swap in a newer stored copy; an unchanged one costs one property check, never a download."""
         self._checked[site] = self._clock()
+        pending = self._jobs.get(site)
+        known = pending.loaded if pending is not None and pending.swap else current  # the newest copy in hand
         try:
-            stat = await self._store.stat(site)
-            if stat is None or stat.version == current.version:
+            stat = await self._store.stat(self.name(site))
+            if stat is None or stat.version in (current.version, known.version):
                 return
-            if stat.digest == current.digest:  # revalidated or rewritten with the same content
+            if stat.digest == known.digest:  # revalidated or rewritten with the same content
                 fetched_at = max(current.fetched_at, stat.fetched_at)
                 self._loaded[site] = replace(current, version=stat.version, fetched_at=fetched_at)
                 return
-            if stat.fetched_at < current.fetched_at:  # older than what this instance already holds
+            if stat.fetched_at < known.fetched_at:  # older than what this instance already holds
                 self._loaded[site] = replace(current, version=stat.version)
                 return
-            cached = await self._store.read(site)
+            cached = await self._store.read(self.name(site))
         except StoreError as exc:
             log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
             return
         parsed = await _try_parse(site, cached) if cached is not None else None
-        if parsed is not None and cached is not None and cached.fetched_at >= current.fetched_at:
+        if parsed is not None and cached is not None and cached.fetched_at >= known.fetched_at:
             fresh = await _build(cached, "cache", parsed)
-            self._install(site, fresh)
-            log.info("site %s: swapped in the newer cached index (%d entries)", site, len(fresh.index.entries))
+            self._replace(site, fresh)
+            log.info("site %s: a newer cached index is in (%d entries)", site, len(fresh.index.entries))
         elif cached is not None:
             self._loaded[site] = replace(current, version=cached.version)
 
     def health(self) -> dict[str, dict[str, object]]:
-        """Per-site state without loading anything."""
+        """Per-site state without loading anything: how each site ranks and, when lexically, why."""
         report: dict[str, dict[str, object]] = {}
         for site in self._settings.sites:
             if site in self._failed:
@@ -303,11 +394,46 @@ class SiteRegistry:
                     "entries": len(loaded.index.entries),
                     "pages": len(loaded.index.pages),
                     "fetchedAt": loaded.fetched_at.isoformat(),
-                    "semantic": self._semantic.get(site, "off"),
+                    **self._ranking(site, loaded),
                 }
             else:
                 report[site] = {"state": SiteState.NOT_LOADED}
         return report
+
+    def _ranking(self, site: str, loaded: LoadedSite) -> dict[str, object]:
+        state, reason = self._semantic.get(site, (Semantic.OFF, ""))
+        job = self._jobs.get(site)
+        updating = job is not None and job.swap and state is Semantic.PENDING
+        ranked = "semantic" if loaded.ranker.semantic is not None else "lexical"
+        report: dict[str, object] = {"ranking": ranked, "semantic": state.value}
+        if ranked == "lexical":
+            report["why"] = {
+                Semantic.OFF: "semantic matching is off (Search__Semantic=false)",
+                Semantic.PENDING: "its embeddings are being computed in the background",
+                Semantic.UNAVAILABLE: f"the embedding model is unavailable: {reason}",
+                Semantic.FAILED: f"embedding its index failed: {reason}",
+                Semantic.READY: "",
+            }[state]
+        elif updating:
+            report["updating"] = "a newer index is being embedded; it is swapped in with its vectors"
+        return report
+
+
+@dataclass(slots=True)
+class _Job:
+    """One index's embedding work: `looked_up` once its stored vectors were searched for, `stop` to end it early."""
+
+    loaded: LoadedSite
+    swap: bool
+    """True when `loaded` waits to replace a served index that ranks semantically, False when it is served."""
+    looked_up: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: threading.Event = field(default_factory=threading.Event)
+    task: asyncio.Task[None] | None = None
+
+    def cancel(self) -> None:
+        self.stop.set()
+        if self.task is not None:
+            self.task.cancel()
 
 
 async def _try_parse(site: str, cached: CachedIndex) -> SiteIndex | None:

@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from azure.storage.blob import BlobServiceClient
 
-from shared.blob_cache import BlobIndexStore, open_store
-from shared.cache import CachedIndex, MemoryIndexStore, StoreError, store_newest
+from shared.cache import CachedIndex, MemoryIndexStore, index_name, open_store, store_newest, vectors_name
+from shared.cache.blob import BlobIndexStore
+from shared.errors import StoreError
 from shared.settings import PREFIX, load_settings
 from tests.support.stores import closed_port
 from tools.azurite import Azurite, connection_string
@@ -111,13 +112,12 @@ async def test_round_trip_with_metadata_in_a_container_created_on_first_write(
     )
 
     assert written is not None
-    stored = raw("forge-docs-search-index.json")
+    stored = raw("forge")
     assert stored["payload"] == b'{"docs": []}' and stored["etag"] == written
     assert stored["metadata"] == {
         "fetchedat": T0.isoformat(),
         "originetag": '"abc"',
         "originlastmodified": "Wed, 01 Jan 2026 10:00:00 GMT",
-        "site": "forge",
         "entries": "7",
         "sha256": entry(b'{"docs": []}').digest,
     }
@@ -134,15 +134,16 @@ async def test_round_trip_with_metadata_in_a_container_created_on_first_write(
     assert store.describe()["status"] == "ok"
 
 
-async def test_blob_names_follow_the_cache_file_name_template(azurite: Azurite, blob_container: str) -> None:
+async def test_blobs_are_named_exactly_as_the_store_is_asked(azurite: Azurite, blob_container: str) -> None:
     settings = load_settings(blob_settings(azurite, blob_container, **{f"{PREFIX}CacheFileNameTemplate": "idx.json"}))
     store = open_store(settings)
     assert isinstance(store, BlobIndexStore)
     try:
-        await store.write("a:b", entry(b"x"), expected_version=None)
+        await store.write(index_name(settings.cache_file_name_template, "a:b"), entry(b"x"), expected_version=None)
+        await store.write(vectors_name("a:b", "model"), entry(b"y"), expected_version=None)
         with BlobServiceClient.from_connection_string(azurite.connection_string) as client:
             names = [blob.name for blob in client.get_container_client(blob_container).list_blobs()]
-        assert names == ["a-b-idx.json"]
+        assert sorted(names) == ["a-b-idx.json", "embeddings/a-b/model.json"]
     finally:
         await store.aclose()
 
@@ -152,9 +153,7 @@ async def test_missing_or_unreadable_metadata_makes_a_copy_look_old(
 ) -> None:
     with BlobServiceClient.from_connection_string(azurite.connection_string) as client:
         client.create_container(blob_container)
-        client.get_blob_client(blob_container, "s-docs-search-index.json").upload_blob(
-            b"{}", metadata={"fetchedat": "yesterday"}
-        )
+        client.get_blob_client(blob_container, "s").upload_blob(b"{}", metadata={"fetchedat": "yesterday"})
 
     read = await store.read("s")
     stat = await store.stat("s")
@@ -178,7 +177,7 @@ async def test_of_two_writers_expecting_the_same_version_exactly_one_wins(
 
     winners = [result for result in results if result is not None]
     assert len(winners) == 1
-    assert raw("s-docs-search-index.json")["payload"] == (b"from-a" if results[0] else b"from-b")
+    assert raw("s")["payload"] == (b"from-a" if results[0] else b"from-b")
 
 
 async def test_two_first_copies_race_and_only_one_is_created(store: BlobIndexStore) -> None:
@@ -196,7 +195,7 @@ async def test_an_older_copy_never_replaces_a_newer_one(
     assert await store_newest(store, "s", newer, expected_version=base) is not None
     assert await store_newest(store, "s", older, expected_version=base) is None
 
-    assert raw("s-docs-search-index.json")["payload"] == b"newer"
+    assert raw("s")["payload"] == b"newer"
 
 
 async def test_a_newer_copy_replaces_an_older_one_that_won_the_race(
@@ -207,7 +206,7 @@ async def test_a_newer_copy_replaces_an_older_one_that_won_the_race(
 
     written = await store_newest(store, "s", entry(b"newer", T0 + timedelta(minutes=2)), expected_version=base)
 
-    assert written is not None and raw("s-docs-search-index.json")["payload"] == b"newer"
+    assert written is not None and raw("s")["payload"] == b"newer"
 
 
 async def test_touch_updates_only_the_metadata_and_only_against_the_expected_version(
@@ -219,7 +218,7 @@ async def test_touch_updates_only_the_metadata_and_only_against_the_expected_ver
 
     touched = await store.touch("s", later, expected_version=version)
 
-    stored = raw("s-docs-search-index.json")
+    stored = raw("s")
     assert touched is not None and touched != version and stored["etag"] == touched
     assert stored["payload"] == b"payload"
     metadata = stored["metadata"]
@@ -236,7 +235,7 @@ async def test_an_unreachable_account_fails_fast_and_health_says_so() -> None:
     ticks = [0.0]
     cs = connection_string(f"http://127.0.0.1:{closed_port()}/devstoreaccount1")
     store = BlobIndexStore.from_connection_string(
-        cs, "docs-index-cache", template="{site}.json", source="test", clock=lambda: ticks[0], cool_down=30
+        cs, "docs-index-cache", source="test", clock=lambda: ticks[0], cool_down=30
     )
     try:
         started = asyncio.get_running_loop().time()

@@ -9,16 +9,15 @@ from datetime import UTC, datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
 
-from shared.errors import InvalidRequestError, OriginError, ResolutionError
+from shared.errors import OriginError, ProviderDeclinedError, ResolutionError
 from shared.fetch import OriginClient
-from shared.mkdocs.convert import html_to_markdown, looks_like_html
-from shared.mkdocs.index import page_key
-from shared.mkdocs.ranking import RankedHit
-from shared.mkdocs.resolution import Resolver, qualify
-from shared.mkdocs.semantic import Encoder
-from shared.mkdocs.sites import LoadedSite, SiteRegistry
 from shared.models import Document, Reason, Rule, SearchResult
 from shared.preview import make_preview
+from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html
+from shared.providers.mkdocs.index import page_key
+from shared.providers.mkdocs.ranking import RankedHit
+from shared.providers.mkdocs.resolution import Resolver, qualify
+from shared.providers.mkdocs.sites import LoadedSite, SiteRegistry
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
@@ -28,12 +27,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LISTING_QUERY = "*"
-EMBEDDING_WAIT_SECONDS = 30.0
-"""How long a search waits for sites whose embeddings are still being computed before answering lexically.
-
-Stored embeddings attach within a download, so this only matters to a process that computes them itself (no
-storage, or the first after an index change): about a minute of CPU for the 6,500-entry sample corpus on two
-cores. The bound keeps a client with a 30-60 s timeout from timing out on such a cold instance."""
 
 
 class MkDocsProvider:
@@ -48,11 +41,15 @@ class MkDocsProvider:
         self._client = client
         self._registry = registry
         self._resolver = Resolver(settings.sites, settings.default_site, registry.index)
+        self.sites = settings.sites
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
         loaded = await self._load_sites(site)
         if query.strip() == LISTING_QUERY:
             return self._listing(loaded, limit)
+        if self._registry.embedding is not None:
+            await self._registry.looked_up([entry.index.site for entry in loaded])
+            loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]  # a swap meanwhile
         vector = await self._query_vector(query, loaded)
         hits = [(entry, hit) for entry in loaded for hit in entry.ranker.search(query, limit, vector)]
         hits = [pair for pair in hits if pair[1].score >= self._settings.search.min_score]
@@ -60,34 +57,27 @@ class MkDocsProvider:
         return [self._result(loaded_site.index.site, hit, query) for loaded_site, hit in hits[:limit]]
 
     async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
-        """The query's embedding, computed once, when the sites searched can all be ranked by it.
+        """The query's embedding when every site searched ranks semantically; None ranks them all lexically.
 
-        While any of them still has its embeddings pending (after the bounded wait) the answer is lexical for
-        every site, so scores merged across sites are always of one kind. A site whose embeddings are
-        unavailable stays lexical. If embedding the query fails, the search is lexical rather than empty.
+        Scores merged across sites are always of one kind: while any searched site has no vectors attached (being
+        computed, unavailable, failed) the whole answer is lexical. A just-loaded site's stored vectors get a
+        short, bounded wait before this (`SiteRegistry.looked_up`); vectors being computed are never waited for.
+        If embedding the query fails, the search is lexical rather than empty.
         """
-        if not self._settings.search.semantic:
-            return None
-        sites = [entry.index.site for entry in loaded]
-        if not await self._registry.wait_embedded(sites, EMBEDDING_WAIT_SECONDS):
-            log.info("embeddings still pending; this search is ranked lexically")
-            return None
-        if not any(entry.ranker.semantic is not None for entry in loaded):
+        model = self._registry.embedding
+        if model is None or not loaded or any(entry.ranker.semantic is None for entry in loaded):
             return None
         try:
-            encoder = Encoder.shared()  # loaded already: a site's embeddings could not be attached otherwise
-            vectors = await asyncio.to_thread(encoder.encode, [query])
+            return await model.encode_query(query)
         except Exception as exc:  # ranking lexically beats answering nothing
             log.warning("embedding the query failed (%s); this search is ranked lexically", type(exc).__name__)
             return None
-        query_vector: npt.NDArray[np.float32] = vectors[0]
-        return query_vector
 
     async def _load_sites(self, site: str | None) -> list[LoadedSite]:
         if site is not None:
             named = self._settings.site_named(site)
             if named is None:
-                raise InvalidRequestError(f"site must be one of: {', '.join(self._settings.sites)}")
+                raise ProviderDeclinedError("not one of this provider's sites")
             sites: tuple[str, ...] = (named,)
         else:
             sites = self._settings.sites
@@ -209,8 +199,23 @@ class MkDocsProvider:
             pattern = pattern.replace("{" + name + "}", value)
         return pattern
 
-    def health(self) -> dict[str, dict[str, object]]:
-        return self._registry.health()
+    def health(self) -> dict[str, object]:
+        """The origin, each site's load state and how it ranks, without loading anything."""
+        sites = self._registry.health()
+        lexical = sorted(name for name, report in sites.items() if report.get("ranking") == "lexical")
+        return {
+            "origin": self._settings.origin,
+            "defaultSite": self._settings.default_site,
+            "semantic": self._registry.embedding is not None,
+            "lexicalSites": lexical,
+            "note": "a search over any site listed in lexicalSites ranks every site lexically (one kind of score)"
+            if lexical and self._registry.embedding is not None
+            else "",
+            "sites": sites,
+        }
+
+    async def aclose(self) -> None:
+        await self._registry.aclose()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The shared index cache in Azure Blob Storage: one blob per site, conditional writes, and the store's choice.
+"""The shared cache in Azure Blob Storage: one blob per stored name, conditional writes, fail-fast reachability.
 
 Every instance reads and writes the same blobs, so one warm-up serves them all. A blob is written in a single
 block-blob upload, which readers see whole or not at all, and only while its ETag is still the one the writer
@@ -8,7 +8,7 @@ records when the origin last vouched for the copy and with which validators:
     fetchedat            ISO-8601 UTC
     originetag           the origin response's ETag, when it sent one
     originlastmodified   the origin response's Last-Modified, when it sent one
-    site, entries        which site and how many index entries, for people reading the container
+    entries              how many index entries, for people reading the container
     sha256               the payload's digest, so an unchanged copy is never downloaded or rebuilt again
 
 A storage account that cannot be reached fails fast (short timeouts, no connect retries) and then is not asked
@@ -37,11 +37,10 @@ from azure.core.exceptions import (
 )
 from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import BlobClient, BlobServiceClient, LinearRetry
-from pydantic import SecretStr
 
-from shared.cache import CachedIndex, CacheStat, IndexStore, MemoryIndexStore, StoreError, cache_name
+from shared.cache.store import CachedIndex, CacheStat
+from shared.errors import StoreError
 from shared.fetch import MAX_INDEX_BYTES
-from shared.settings import PREFIX, DocumentationSettings
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +64,6 @@ class BlobIndexStore:
         client: BlobServiceClient,
         container: str,
         *,
-        template: str,
         source: str,
         credential: AsyncTokenCredential | None = None,
         operation_timeout: float = OPERATION_TIMEOUT,
@@ -74,7 +72,6 @@ class BlobIndexStore:
     ) -> None:
         self._client = client
         self._container = container
-        self._template = template
         self._source = source
         self._credential = credential
         self._operation_timeout = operation_timeout
@@ -86,24 +83,21 @@ class BlobIndexStore:
 
     @classmethod
     def from_connection_string(
-        cls, connection_string: str, container: str, *, template: str, source: str, **options: Any
+        cls, connection_string: str, container: str, *, source: str, **options: Any
     ) -> BlobIndexStore:
         """A store on the account a connection string names (raises ValueError when it names none)."""
-        client = BlobServiceClient.from_connection_string(connection_string, **_client_options())
-        return cls(client, container, template=template, source=source, **options)
+        client = BlobServiceClient.from_connection_string(connection_string, **client_options())
+        return cls(client, container, source=source, **options)
 
     @property
     def container(self) -> str:
         return self._container
 
-    def blob_name(self, site: str) -> str:
-        return cache_name(self._template, site)
+    def _blob(self, name: str) -> BlobClient:
+        return self._client.get_blob_client(self._container, name)
 
-    def _blob(self, site: str) -> BlobClient:
-        return self._client.get_blob_client(self._container, self.blob_name(site))
-
-    async def read(self, site: str) -> CachedIndex | None:
-        blob = self._blob(site)
+    async def read(self, name: str) -> CachedIndex | None:
+        blob = self._blob(name)
 
         async def download() -> CachedIndex | None:
             try:
@@ -123,8 +117,8 @@ class BlobIndexStore:
 
         return await self._guarded("read", download)
 
-    async def stat(self, site: str) -> CacheStat | None:
-        blob = self._blob(site)
+    async def stat(self, name: str) -> CacheStat | None:
+        blob = self._blob(name)
 
         async def properties() -> CacheStat | None:
             try:
@@ -135,13 +129,13 @@ class BlobIndexStore:
 
         return await self._guarded("stat", properties)
 
-    async def version(self, site: str) -> str | None:
-        found = await self.stat(site)
+    async def version(self, name: str) -> str | None:
+        found = await self.stat(name)
         return found.version if found else None
 
-    async def write(self, site: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
-        blob = self._blob(site)
-        metadata = _metadata(site, entry.fetched_at, entry.origin_etag, entry.origin_last_modified, entry.entries)
+    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+        blob = self._blob(name)
+        metadata = _metadata(entry.fetched_at, entry.origin_etag, entry.origin_last_modified, entry.entries)
         metadata["sha256"] = entry.digest
         # No expected copy: overwrite=False sends If-None-Match: *, so only the first copy is ever created.
         conditions: dict[str, Any] = (
@@ -170,8 +164,8 @@ class BlobIndexStore:
 
         return await self._guarded("write", upload)
 
-    async def touch(self, site: str, fetched_at: datetime, *, expected_version: str) -> str | None:
-        blob = self._blob(site)
+    async def touch(self, name: str, fetched_at: datetime, *, expected_version: str) -> str | None:
+        blob = self._blob(name)
 
         async def set_metadata() -> str | None:
             try:
@@ -242,10 +236,8 @@ def _diagnose(exc: BaseException) -> tuple[str, str]:
     return UNREACHABLE, f"storage could not be reached ({type(exc).__name__}); serving from the origin"
 
 
-def _metadata(
-    site: str, fetched_at: datetime, etag: str | None, last_modified: str | None, entries: int | None
-) -> dict[str, str]:
-    metadata = {"site": _ascii(site) or "-", "fetchedat": fetched_at.astimezone(UTC).isoformat()}
+def _metadata(fetched_at: datetime, etag: str | None, last_modified: str | None, entries: int | None) -> dict[str, str]:
+    metadata = {"fetchedat": fetched_at.astimezone(UTC).isoformat()}
     if (value := _ascii(etag)) is not None:
         metadata["originetag"] = value
     if (value := _ascii(last_modified)) is not None:
@@ -281,7 +273,7 @@ def _stat(etag: str, metadata: dict[str, str]) -> CacheStat:
     )
 
 
-def _client_options() -> dict[str, Any]:
+def client_options() -> dict[str, Any]:
     # The SDK's defaults (20 s connect, 60 s read, ten retries from a 15 s back-off) would hold a request for
     # minutes when storage is down; the origin is the fallback, so fail fast and let it answer.
     return {
@@ -289,49 +281,3 @@ def _client_options() -> dict[str, Any]:
         "read_timeout": READ_TIMEOUT,
         "retry_policy": LinearRetry(backoff=1, random_jitter_range=1, retry_total=1, retry_connect=0),
     }
-
-
-def open_store(settings: DocumentationSettings) -> IndexStore:
-    """The configured store: the cache's own account, else the Functions host's storage, else memory only.
-
-    No I/O happens here; the container is created on the first write that finds it missing.
-    """
-    cache = settings.cache
-    template = settings.cache_file_name_template
-    candidates: list[tuple[str, str | None, str | None]] = [
-        (PREFIX + "Cache__ConnectionString", _secret(cache.connection_string), None),
-        (PREFIX + "Cache__BlobServiceUri", None, cache.blob_service_uri),
-        ("AzureWebJobsStorage", _secret(settings.host_storage), None),
-        ("AzureWebJobsStorage__blobServiceUri", None, settings.host_storage_blob_service_uri),
-    ]
-    for source, connection_string, service_uri in candidates:
-        if connection_string:
-            try:
-                return BlobIndexStore.from_connection_string(
-                    connection_string, cache.container, template=template, source=source
-                )
-            except ValueError as exc:
-                return _unusable(source, type(exc).__name__)
-        if service_uri and service_uri.strip():
-            return _identity_store(source, service_uri.strip(), cache.container, template)
-    return MemoryIndexStore()
-
-
-def _identity_store(source: str, service_uri: str, container: str, template: str) -> IndexStore:
-    from azure.identity.aio import DefaultAzureCredential
-
-    parts = urlsplit(service_uri)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        return _unusable(source, "not an absolute URL")
-    credential = DefaultAzureCredential()
-    client = BlobServiceClient(service_uri, credential=credential, **_client_options())
-    return BlobIndexStore(client, container, template=template, source=source, credential=credential)
-
-
-def _unusable(source: str, reason: str) -> IndexStore:
-    log.warning("%s is not a usable storage setting (%s); the index cache lives in memory only", source, reason)
-    return MemoryIndexStore(status="degraded", detail=f"{source} is not usable ({reason}); cache lives in this process")
-
-
-def _secret(value: SecretStr | None) -> str | None:
-    return value.get_secret_value().strip() if value is not None else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.mkdocs.text import analyze, analyze_query, written_words
+from shared.providers.mkdocs.text import analyze, analyze_query, written_words
 from tests.support.pages import FILLER, page, ranker
 
 

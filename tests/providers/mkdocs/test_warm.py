@@ -9,17 +9,16 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.blob_cache import open_store
-from shared.cache import MemoryIndexStore, cache_name
+from shared.cache import MemoryIndexStore, index_name, open_store, vectors_name
 from shared.fetch import OriginClient
-from shared.mkdocs.index import parse_index
-from shared.mkdocs.semantic import SiteVectors, vectors_key
+from shared.providers.mkdocs.index import parse_index
+from shared.providers.mkdocs.vectors import SiteVectors
+from shared.providers.mkdocs.warm import FAILED, REFRESHED, UNCHANGED, warm_all
 from shared.settings import DocumentationSettings
-from shared.warm import FAILED, REFRESHED, UNCHANGED, warm_all
+from tests.support.encoders import WordEncoder, model_of
 from tests.support.sites import (
     PUBLISHED_SITES,
     ROOT_INDEX_PATH,
@@ -33,7 +32,7 @@ from tests.support.uvicorn_server import UvicornServer
 from tools.azurite import Azurite
 from tools.static_origin import StaticOrigin
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def index_path(site: str) -> str:
@@ -49,7 +48,7 @@ def blobs(azurite: Azurite, container: str) -> dict[str, bytes]:
 
 
 def blob_name(site: str) -> str:
-    return cache_name("{site}-docs-search-index.json", site)
+    return index_name("{site}-docs-search-index.json", site)
 
 
 async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpublished_one(
@@ -69,7 +68,7 @@ async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpub
     stored = blobs(azurite, blob_container)
     assert set(stored) == {blob_name(site) for site in PUBLISHED_SITES}
     assert stored[blob_name("alpha")] == (built_origin / "alpha" / "search" / "search_index.json").read_bytes()
-    stat = await counting_store.inner.stat("alpha")
+    stat = await counting_store.inner.stat(blob_name("alpha"))
     assert stat is not None and stat.origin_etag and stat.complete
 
 
@@ -81,7 +80,7 @@ async def test_a_304_only_refreshes_the_metadata(
     blob_container: str,
 ) -> None:
     await warm_all(blob_settings, counting_store)
-    before = {site: await counting_store.inner.stat(site) for site in PUBLISHED_SITES}
+    before = {site: await counting_store.inner.stat(blob_name(site)) for site in PUBLISHED_SITES}
     payloads = blobs(azurite, blob_container)
     static_origin.clear_requests()
     counting_store.calls.clear()
@@ -94,7 +93,7 @@ async def test_a_304_only_refreshes_the_metadata(
         earlier = before[site]
         assert earlier is not None and request.header("If-None-Match") == earlier.origin_etag
         assert request.status == 304
-        after = await counting_store.inner.stat(site)
+        after = await counting_store.inner.stat(blob_name(site))
         assert after is not None and after.fetched_at > earlier.fetched_at and after.version != earlier.version
     assert counting_store.calls["write"] == 0 and counting_store.calls["touch"] == len(PUBLISHED_SITES)
     assert counting_store.calls["read"] == 0  # properties only: no payload is downloaded to decide
@@ -222,26 +221,21 @@ def test_cli_warm_leaves_one_blob_per_site_and_serve_answers_from_them_with_the_
         health = http.get("/api/health").json()
     assert everywhere.status_code == 200
     assert {result["site"] for result in everywhere.json()["results"]} == set(PUBLISHED_SITES)
-    assert {health["sites"][site]["source"] for site in PUBLISHED_SITES} == {"cache"}
-    assert health["sites"][UNPUBLISHED_SITE]["state"] == "failed"
-
-
-@pytest.fixture
-def semantic_blob_settings(blob_settings: DocumentationSettings) -> DocumentationSettings:
-    """`blob_settings` (fixture origin, fresh Azurite container) with semantic matching on."""
-    return blob_settings.model_copy(update={"search": blob_settings.search.model_copy(update={"semantic": True})})
+    sites = health["providers"]["mkdocs"]["sites"]
+    assert {sites[site]["source"] for site in PUBLISHED_SITES} == {"cache"}
+    assert sites[UNPUBLISHED_SITE]["state"] == "failed"
 
 
 async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_index_version(
-    semantic_blob_settings: DocumentationSettings, azurite: Azurite, blob_container: str
+    blob_settings: DocumentationSettings, azurite: Azurite, blob_container: str
 ) -> None:
-    settings = semantic_blob_settings
+    settings, model = blob_settings, model_of(WordEncoder())
     store = open_store(settings)
     try:
-        first = await warm_all(settings, store)
-        second = await warm_all(settings, store)
-        index = await store.read("alpha")
-        vectors = await store.read(vectors_key("alpha"))
+        first = await warm_all(settings, store, embedding=model)
+        second = await warm_all(settings, store, embedding=model)
+        index = await store.read(blob_name("alpha"))
+        vectors = await store.read(vectors_name("alpha", model.model_id))
     finally:
         await store.aclose()
 
@@ -250,29 +244,22 @@ async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_ind
     assert "semantic" not in first[UNPUBLISHED_SITE]  # no index, nothing to embed
     assert set(blobs(azurite, blob_container)) == {
         *(blob_name(site) for site in PUBLISHED_SITES),
-        *(blob_name(vectors_key(site)) for site in PUBLISHED_SITES),
+        *(f"embeddings/{site}/{model.model_id}.json" for site in PUBLISHED_SITES),
     }
     assert index is not None and vectors is not None
     parsed = parse_index("alpha", index.payload)
-    stored = SiteVectors.loads(vectors.payload)
+    stored = SiteVectors.loads(vectors.payload, model.model_id)
     assert stored is not None and stored.matches(parsed.entries)
 
 
 async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_warm_up(
-    semantic_blob_settings: DocumentationSettings,
-    azurite: Azurite,
-    blob_container: str,
-    monkeypatch: pytest.MonkeyPatch,
+    blob_settings: DocumentationSettings, azurite: Azurite, blob_container: str
 ) -> None:
-    settings = semantic_blob_settings
-
-    def broken(*args: object, **kwargs: object) -> SiteVectors:
-        raise RuntimeError("onnxruntime failed")
-
-    monkeypatch.setattr(SiteVectors, "compute", broken)
+    settings, encoder = blob_settings, WordEncoder()
+    encoder.fail_bulk = RuntimeError("onnxruntime failed")
     store = open_store(settings)
     try:
-        report = await warm_all(settings, store)
+        report = await warm_all(settings, store, embedding=model_of(encoder))
     finally:
         await store.aclose()
 
@@ -282,6 +269,6 @@ async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_war
 
 
 async def test_without_shared_storage_the_warm_up_does_not_embed(static_origin: StaticOrigin) -> None:
-    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="true")
-    report = await warm_all(settings, MemoryIndexStore())
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)
+    report = await warm_all(settings, MemoryIndexStore(), embedding=model_of(WordEncoder()))
     assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep them in"}

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from shared.mkdocs.index import SiteIndex, parse_index
-from shared.mkdocs.resolution import Resolver, normalize, resolve_in_site, strip_variant
 from shared.models import Reason, Rule
+from shared.providers.mkdocs.index import SiteIndex, parse_index
+from shared.providers.mkdocs.resolution import Resolver, normalize, resolve_in_site, strip_variant
 
 
 def site_index(site: str, *locations: str) -> SiteIndex:

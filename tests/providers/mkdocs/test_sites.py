@@ -13,12 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from asgi_lifespan import LifespanManager
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
 from shared.cache import CachedIndex, IndexStore, store_newest
 from shared.fetch import OriginClient
-from shared.mkdocs.sites import SiteRegistry, SiteState
+from shared.providers.mkdocs.sites import SiteRegistry, SiteState
 from shared.settings import DocumentationSettings
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
 from tests.support.stores import CountingStore, closed_port
@@ -66,7 +67,7 @@ def with_extra_page(payload: bytes) -> bytes:
 
 
 async def put(counting_store: IndexStore, payload: bytes, at: datetime, **fields: object) -> str:
-    version = await store_newest(counting_store, SITE, CachedIndex(payload, at, **fields), expected_version=None)  # type: ignore[arg-type]
+    version = await store_newest(counting_store, BLOB, CachedIndex(payload, at, **fields), expected_version=None)  # type: ignore[arg-type]
     assert version is not None
     return version
 
@@ -105,9 +106,9 @@ async def test_a_stale_blob_the_origin_still_vouches_for_costs_a_304_and_a_metad
         SITE
     )  # writes the blob with the origin's validators
     assert first is not None and first.source == "origin"
-    stat = await counting_store.inner.stat(SITE)
+    stat = await counting_store.inner.stat(BLOB)
     assert stat is not None and stat.origin_etag
-    await counting_store.inner.touch(SITE, LONG_AGO, expected_version=stat.version)  # age it past CacheDurationHours
+    await counting_store.inner.touch(BLOB, LONG_AGO, expected_version=stat.version)  # age it past CacheDurationHours
     static_origin.clear_requests()
     counting_store.calls.clear()
 
@@ -117,7 +118,7 @@ async def test_a_stale_blob_the_origin_still_vouches_for_costs_a_304_and_a_metad
     [request] = static_origin.requests_for(INDEX_PATH)
     assert (request.header("If-None-Match"), request.status) == (stat.origin_etag, 304)
     assert counting_store.calls["write"] == 0 and counting_store.calls["touch"] == 1
-    after = await counting_store.inner.stat(SITE)
+    after = await counting_store.inner.stat(BLOB)
     assert after is not None and after.fetched_at > LONG_AGO and blob_payload() == published
 
 
@@ -136,7 +137,7 @@ async def test_a_stale_blob_is_refetched_from_the_origin_and_written_back(
     assert loaded is not None and loaded.source == "origin"
     assert len(static_origin.requests_for(INDEX_PATH)) == 1
     assert blob_payload() == published
-    stat = await counting_store.inner.stat(SITE)
+    stat = await counting_store.inner.stat(BLOB)
     assert stat is not None and stat.origin_etag and stat.entries == len(loaded.index.entries)
 
 
@@ -229,16 +230,17 @@ async def test_storage_unreachable_still_answers_from_the_origin_and_health_says
         static_origin.url, {"AzureWebJobsStorage": unreachable}, SearchIndexOverrides=ROOTED_OVERRIDE
     )
     app = create_app(blob_settings)
-    try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
-            search = await http.get("/api/docs/search", params={"q": "*", "limit": 25})
-            health = (await http.get("/api/health")).json()
-    finally:
-        await app.state.holder.close()
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://test") as http,
+    ):
+        search = await http.get("/api/docs/search", params={"q": "*", "limit": 25})
+        health = (await http.get("/api/health")).json()
 
     assert search.status_code == 200 and search.json()["results"]
     assert health["cache"]["kind"] == "blob" and health["cache"]["status"] == "unreachable"
-    assert health["sites"][SITE] == health["sites"][SITE] | {"state": "loaded", "source": "origin"}
+    site = health["providers"]["mkdocs"]["sites"][SITE]
+    assert site == site | {"state": "loaded", "source": "origin"}
 
 
 # -- a warm instance and newer copies
@@ -252,11 +254,11 @@ async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_an
     first = await registry.get(SITE)
     assert first is not None
     entries_before = len(first.index.entries)
-    current = await counting_store.inner.stat(SITE)
+    current = await counting_store.inner.stat(BLOB)
     assert current is not None
     # Another instance (the warm-up) writes a newer copy.
     newer = CachedIndex(with_extra_page(published), datetime.now(UTC) + timedelta(seconds=1))
-    assert await counting_store.inner.write(SITE, newer, expected_version=current.version)
+    assert await counting_store.inner.write(BLOB, newer, expected_version=current.version)
     counting_store.calls.clear()
 
     clock.now += 59
@@ -284,9 +286,9 @@ async def test_an_unchanged_blob_costs_one_property_check_and_no_download(
     clock.now += 60
     assert await registry.get(SITE) is first
     # A 304 from the warm-up changes the blob's ETag but not its content: still no download or rebuild.
-    stat = await counting_store.inner.stat(SITE)
+    stat = await counting_store.inner.stat(BLOB)
     assert stat is not None
-    await counting_store.inner.touch(SITE, datetime.now(UTC), expected_version=stat.version)
+    await counting_store.inner.touch(BLOB, datetime.now(UTC), expected_version=stat.version)
     clock.now += 60
     after_touch = await registry.get(SITE)
     clock.now += 60
@@ -303,10 +305,10 @@ async def test_an_older_blob_never_replaces_the_index_in_hand(
     registry = SiteRegistry(blob_settings, client, counting_store, clock=clock)
     first = await registry.get(SITE)
     assert first is not None
-    current = await counting_store.inner.stat(SITE)
+    current = await counting_store.inner.stat(BLOB)
     assert current is not None
     older = CachedIndex(with_extra_page(published), first.fetched_at - timedelta(minutes=5))
-    assert await counting_store.inner.write(SITE, older, expected_version=current.version)
+    assert await counting_store.inner.write(BLOB, older, expected_version=current.version)
     counting_store.calls.clear()
 
     clock.now += 60

@@ -44,9 +44,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shared.mkdocs.index import IndexEntry, SiteIndex
-from shared.mkdocs.semantic import THRESHOLD, WEIGHT, SiteVectors
-from shared.mkdocs.text import Query, analyze, analyze_query, written_words
+from shared.providers.mkdocs.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.text import Query, analyze, analyze_query, written_words
+from shared.providers.mkdocs.vectors import THRESHOLD, WEIGHT, SiteVectors
 
 if TYPE_CHECKING:
     import numpy as np

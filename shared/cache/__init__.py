@@ -1,0 +1,17 @@
+"""Where copies of each site's index and its artifacts live between loads: blob storage shared by every instance,
+or memory when no storage is configured."""
+
+from shared.cache.configured import open_store
+from shared.cache.memory import MemoryIndexStore
+from shared.cache.store import CachedIndex, CacheStat, IndexStore, index_name, store_newest, vectors_name
+
+__all__ = [
+    "CacheStat",
+    "CachedIndex",
+    "IndexStore",
+    "MemoryIndexStore",
+    "index_name",
+    "open_store",
+    "store_newest",
+    "vectors_name",
+]

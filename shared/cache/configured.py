@@ -1,0 +1,59 @@
+"""Choosing the cache store from settings: the cache's own account, the host's storage, or memory only."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+
+from shared.cache.blob import BlobIndexStore, client_options
+from shared.cache.memory import MemoryIndexStore
+from shared.cache.store import IndexStore
+from shared.identity import credential
+from shared.settings import PREFIX, DocumentationSettings
+
+log = logging.getLogger(__name__)
+
+
+def open_store(settings: DocumentationSettings) -> IndexStore:
+    """The configured store: the cache's own account, else the Functions host's storage, else memory only.
+
+    No I/O happens here; the container is created on the first write that finds it missing.
+    """
+    cache = settings.cache
+    candidates: list[tuple[str, str | None, str | None]] = [
+        (PREFIX + "Cache__ConnectionString", _secret(cache.connection_string), None),
+        (PREFIX + "Cache__BlobServiceUri", None, cache.blob_service_uri),
+        ("AzureWebJobsStorage", _secret(settings.host_storage), None),
+        ("AzureWebJobsStorage__blobServiceUri", None, settings.host_storage_blob_service_uri),
+    ]
+    for source, connection_string, service_uri in candidates:
+        if connection_string:
+            try:
+                return BlobIndexStore.from_connection_string(connection_string, cache.container, source=source)
+            except ValueError as exc:
+                return _unusable(source, type(exc).__name__)
+        if service_uri and service_uri.strip():
+            return _identity_store(settings, source, service_uri.strip())
+    return MemoryIndexStore()
+
+
+def _identity_store(settings: DocumentationSettings, source: str, service_uri: str) -> IndexStore:
+    from azure.storage.blob.aio import BlobServiceClient
+
+    parts = urlsplit(service_uri)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return _unusable(source, "not an absolute URL")
+    token = credential(settings)
+    client = BlobServiceClient(service_uri, credential=token, **client_options())
+    return BlobIndexStore(client, settings.cache.container, source=source, credential=token)
+
+
+def _unusable(source: str, reason: str) -> IndexStore:
+    log.warning("%s is not a usable storage setting (%s); the index cache lives in memory only", source, reason)
+    return MemoryIndexStore(status="degraded", detail=f"{source} is not usable ({reason}); cache lives in this process")
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value().strip() if value is not None else None

@@ -1,0 +1,64 @@
+"""The process-local cache store, used when no storage account is configured; it dies with the instance."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from shared.cache.store import CachedIndex, CacheStat
+
+
+class MemoryIndexStore:
+    """IndexStore in a dict, with versions counted up, so the cache semantics hold without storage."""
+
+    kind = "memory"
+
+    def __init__(
+        self,
+        *,
+        status: str = "memory-only",
+        detail: str = "no storage configured; the cache lives in this process only",
+    ) -> None:
+        self._entries: dict[str, CachedIndex] = {}
+        self._counter = 0
+        self._status = status
+        self._detail = detail
+
+    async def read(self, name: str) -> CachedIndex | None:
+        return self._entries.get(name)
+
+    async def stat(self, name: str) -> CacheStat | None:
+        entry = self._entries.get(name)
+        if entry is None or entry.version is None:
+            return None
+        return CacheStat(
+            entry.version,
+            entry.fetched_at,
+            entry.digest,
+            entry.origin_etag,
+            entry.origin_last_modified,
+            entry.entries,
+        )
+
+    async def version(self, name: str) -> str | None:
+        entry = self._entries.get(name)
+        return entry.version if entry else None
+
+    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+        if await self.version(name) != expected_version:
+            return None
+        self._counter += 1
+        self._entries[name] = replace(entry, version=str(self._counter))
+        return str(self._counter)
+
+    async def touch(self, name: str, fetched_at: datetime, *, expected_version: str) -> str | None:
+        current = self._entries.get(name)
+        if current is None or current.version != expected_version:
+            return None
+        return await self.write(name, replace(current, fetched_at=fetched_at), expected_version=expected_version)
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "shared": False, "status": self._status, "detail": self._detail}
+
+    async def aclose(self) -> None:
+        self._entries.clear()

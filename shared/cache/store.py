@@ -1,0 +1,114 @@
+"""What a cache store is: named copies with versions and conditional writes, and the names of what it holds.
+
+A store holds named entries: each site's search index under the spec's cache file name (`index_name`), and
+artifacts derived from an index under their own reserved prefix (`vectors_name`), so no site name can ever
+collide with another site's artifacts. `version` is the store's own opaque version (a blob's ETag); writes are
+conditional on it, so an older copy never replaces a newer one. A store that cannot be reached raises
+`StoreError`; callers treat that as "no cached copy" and carry on from the origin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from shared.settings import ARTIFACTS_PREFIX, index_name, safe_name
+
+__all__ = ["index_name"]  # the spec's cache file name, derived with the settings that configure it
+
+WRITE_ATTEMPTS = 3
+
+
+def digest(payload: bytes) -> str:
+    """The content identity recorded beside a copy, so an unchanged index is never re-downloaded or rebuilt."""
+    return hashlib.sha256(payload).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CachedIndex:
+    """One site's cached index and what it was copied from."""
+
+    payload: bytes
+    fetched_at: datetime
+    """When the origin last vouched for this copy: the 200 that delivered it, or a later 304."""
+    origin_etag: str | None = None
+    origin_last_modified: str | None = None
+    version: str | None = None
+    entries: int | None = None
+
+    def age_hours(self, now: datetime | None = None) -> float:
+        return ((now or datetime.now(UTC)) - self.fetched_at).total_seconds() / 3600
+
+    @property
+    def digest(self) -> str:
+        return digest(self.payload)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStat:
+    """A stored copy's properties without its payload: what a cheap freshness check reads."""
+
+    version: str
+    fetched_at: datetime
+    digest: str | None = None
+    origin_etag: str | None = None
+    origin_last_modified: str | None = None
+    entries: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when the copy carries the metadata this service writes, so conditional requests can trust it."""
+        return self.digest is not None and bool(self.entries)
+
+
+class IndexStore(Protocol):
+    """A shared or local store of named copies (indexes and their artifacts). Every method may raise StoreError."""
+
+    kind: str
+
+    async def read(self, name: str) -> CachedIndex | None:
+        """The cached copy, or None when there is none."""
+
+    async def stat(self, name: str) -> CacheStat | None:
+        """The cached copy's properties without its payload (a cheap property check), or None."""
+
+    async def version(self, name: str) -> str | None:
+        """The cached copy's version without reading its payload."""
+
+    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+        """Store `entry` if the current version is still `expected_version` (None: no copy yet).
+
+        Returns the new version, or None when another writer got there first.
+        """
+
+    async def touch(self, name: str, fetched_at: datetime, *, expected_version: str) -> str | None:
+        """Record that the origin confirmed the copy is current (HTTP 304); same race rule as `write`."""
+
+    def describe(self) -> dict[str, object]:
+        """What health reports about the store, from what it last saw; never does I/O."""
+
+    async def aclose(self) -> None: ...
+
+
+def vectors_name(site: str, model_id: str) -> str:
+    """Where a site's entry embeddings from one model are kept: `embeddings/{site}/{model}.json`."""
+    return f"{ARTIFACTS_PREFIX}{safe_name(site)}/{safe_name(model_id)}.json"
+
+
+async def store_newest(store: IndexStore, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    """Write `entry` unless the store already holds a copy the origin vouched for at the same time or later.
+
+    A lost race is re-examined rather than given up: when the winner's copy is older than ours, ours replaces it,
+    still conditionally. Returns the version written, or None when a copy at least as new was already there.
+    """
+    for _ in range(WRITE_ATTEMPTS):
+        written = await store.write(name, entry, expected_version=expected_version)
+        if written is not None:
+            return written
+        current = await store.stat(name)
+        if current is not None and current.fetched_at >= entry.fetched_at:
+            return None
+        expected_version = current.version if current is not None else None
+    return None

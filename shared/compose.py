@@ -1,0 +1,76 @@
+"""The composition root: everything the service needs, built from settings and closed in reverse order.
+
+Two lifetimes:
+
+- Process-wide resources are built once, without I/O, by the host when it starts (`process_embedding`): the
+  Functions host builds them at import, because its timer may fire before the first HTTP request runs the ASGI
+  lifespan; uvicorn's host builds them with the app.
+- `compose` opens the per-app parts inside one AsyncExitStack, which the ASGI lifespan (or a CLI command) holds:
+  the origin client, the cache store, each configured provider, and the chain over them.
+
+Providers are registered here and nowhere else: the chain (`shared.service`) never names one. Tests pass their
+own providers, encoders and stores through the same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from shared.cache import IndexStore, open_store
+from shared.embedding import EmbeddingModel
+from shared.fetch import OriginClient
+from shared.providers.base import DocumentationProvider
+from shared.providers.mkdocs.provider import MkDocsProvider
+from shared.providers.mkdocs.sites import SiteRegistry
+from shared.service import DocumentationService
+from shared.settings import DocumentationSettings
+
+
+def process_embedding(settings: DocumentationSettings) -> EmbeddingModel | None:
+    """The process's embedding model when semantic matching is on (it loads on first use, not here)."""
+    return EmbeddingModel() if settings.search.semantic else None
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """The composed service and the shared parts health reports on."""
+
+    service: DocumentationService
+    store: IndexStore
+    embedding: EmbeddingModel | None
+
+    def health(self) -> dict[str, object]:
+        """Providers in chain order, the cache store and the embedding model, without doing I/O."""
+        return {
+            "providers": self.service.health(),
+            "cache": self.store.describe(),
+            "embedding": self.embedding.describe() if self.embedding is not None else {"state": "off"},
+        }
+
+
+@asynccontextmanager
+async def compose(
+    settings: DocumentationSettings,
+    *,
+    embedding: EmbeddingModel | None = None,
+    store: IndexStore | None = None,
+    providers: Sequence[DocumentationProvider] = (),
+) -> AsyncIterator[Composition]:
+    """The service over the configured providers plus `providers`; everything opened here is closed on exit.
+
+    `embedding` is the process's model (None: lexical only). A `store` passed in stays the caller's to close.
+    """
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(OriginClient(settings.origin))
+        if store is None:
+            store = open_store(settings)
+            stack.push_async_callback(store.aclose)
+        registered: list[DocumentationProvider] = [
+            MkDocsProvider(settings, client, SiteRegistry(settings, client, store, embedding=embedding)),
+            *providers,
+        ]
+        for provider in registered:
+            stack.push_async_callback(provider.aclose)  # closed first: background work may still use the store
+        yield Composition(DocumentationService(registered, origin=settings.origin), store, embedding)

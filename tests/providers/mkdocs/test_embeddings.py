@@ -1,0 +1,390 @@
+"""Embeddings around a site's life: found in the store or computed in the background, never waited for, swapped
+with their index, shared through the blob store, and a paraphrase answered end to end.
+
+The origin is the MkDocs fixture build behind a static server; stores are the memory store and Azurite. The
+lifecycle tests pass the small word encoder through the same seams the composition root uses; the end-to-end
+paraphrase runs the real model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from asgi_lifespan import LifespanManager
+from azure.storage.blob import BlobServiceClient
+
+from shared.api import create_app
+from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, index_name, vectors_name
+from shared.compose import Composition, compose
+from shared.embedding import EmbeddingModel, MiniLM
+from shared.fetch import OriginClient
+from shared.providers.mkdocs.embeddings import ensure_vectors
+from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
+from shared.providers.mkdocs.sites import LoadedSite, SiteRegistry
+from shared.providers.mkdocs.vectors import SiteVectors, entry_text
+from shared.providers.mkdocs.warm import warm_all
+from shared.settings import DocumentationSettings
+from tests.support.encoders import WordEncoder, model_of
+from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
+from tests.support.stores import CountingStore
+from tools.azurite import Azurite
+from tools.static_origin import StaticOrigin
+
+SITE = DEFAULT_SITE
+MODEL = WordEncoder.model_id
+INDEX = index_name("{site}-docs-search-index.json", SITE)
+VECTORS = vectors_name(SITE, MODEL)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def settings(static_origin: StaticOrigin) -> DocumentationSettings:
+    return fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)
+
+
+@asynccontextmanager
+async def registry_over(
+    settings: DocumentationSettings,
+    store: IndexStore,
+    model: EmbeddingModel | None,
+    *,
+    clock: Callable[[], float] | None = None,
+) -> AsyncIterator[SiteRegistry]:
+    async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
+        registry = SiteRegistry(settings, client, store, embedding=model, **({"clock": clock} if clock else {}))
+        try:
+            yield registry
+        finally:
+            await registry.aclose()
+
+
+async def load_embedded(registry: SiteRegistry) -> LoadedSite:
+    loaded = await registry.get(SITE)
+    assert loaded is not None
+    await registry.embedded(SITE)
+    return registry.current(SITE) or loaded
+
+
+async def stored_vectors(store: IndexStore, loaded: LoadedSite) -> SiteVectors:
+    stored = await store.read(VECTORS)
+    assert stored is not None
+    vectors = SiteVectors.loads(stored.payload, MODEL)
+    assert vectors is not None and vectors.matches(loaded.index.entries)
+    return vectors
+
+
+async def publish_newer(store: IndexStore, *, extra: dict[str, str]) -> None:
+    """What another instance's warm-up does: a newer copy of the site's index in the shared store."""
+    current = await store.read(INDEX)
+    assert current is not None
+    index = json.loads(current.payload)
+    index["docs"].append(extra)
+    newer = CachedIndex(json.dumps(index).encode(), current.fetched_at + timedelta(seconds=1))
+    assert await store.write(INDEX, newer, expected_version=current.version)
+
+
+NEW_PAGE = {"location": "brand-new/", "title": "Brand new page", "text": "<p>Fresh words.</p>"}
+
+
+# -- the registry
+
+
+async def test_a_first_load_embeds_in_the_background_and_stores_the_vectors(settings: DocumentationSettings) -> None:
+    encoder, store = WordEncoder(hold=True), MemoryIndexStore()
+    async with registry_over(settings, store, model_of(encoder)) as registry:
+        loaded = await registry.get(SITE)
+        assert loaded is not None and loaded.ranker.semantic is None
+        health = registry.health()[SITE]
+        assert (health["ranking"], health["semantic"]) == ("lexical", "pending")
+        assert "computed in the background" in str(health["why"])
+
+        encoder.released.set()
+        await registry.embedded(SITE)
+
+        health = registry.health()[SITE]
+        assert (health["ranking"], health["semantic"]) == ("semantic", "ready") and "why" not in health
+        assert loaded.ranker.semantic is not None
+        vectors = await stored_vectors(store, loaded)
+        np.testing.assert_allclose(vectors.matrix, loaded.ranker.semantic.vectors.matrix, atol=1e-3)
+
+
+async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
+    settings: DocumentationSettings,
+) -> None:
+    store = CountingStore(MemoryIndexStore())
+    async with registry_over(settings, store, model_of(WordEncoder())) as first:
+        await load_embedded(first)
+    store.calls.clear()
+    encoder = WordEncoder()
+
+    async with registry_over(settings, store, model_of(encoder)) as second:
+        loaded = await load_embedded(second)
+        assert second.health()[SITE]["semantic"] == "ready"
+
+    assert encoder.texts == [] and store.calls["write"] == 0  # neither the index nor the vectors rewritten
+    assert loaded.source == "cache" and loaded.ranker.semantic is not None
+
+
+async def test_a_newer_index_is_embedded_before_it_replaces_the_one_served(settings: DocumentationSettings) -> None:
+    encoder, store, clock = WordEncoder(), MemoryIndexStore(), Clock()
+    async with registry_over(settings, store, model_of(encoder), clock=clock) as registry:
+        served = await load_embedded(registry)
+        encoder.released.clear()
+        encoder.texts.clear()
+        await publish_newer(store, extra=NEW_PAGE)
+
+        clock.now += settings.cache.check_interval_seconds
+        during = await registry.get(SITE)
+
+        assert during is served and during.ranker.semantic is not None  # still the old index, still semantic
+        assert registry.health()[SITE]["updating"]
+        encoder.released.set()
+        await registry.embedded(SITE)
+        swapped = registry.current(SITE)
+
+    assert swapped is not None and swapped is not served
+    assert swapped.ranker.semantic is not None  # index and vectors arrived together
+    assert len(swapped.index.entries) == len(served.index.entries) + 1
+    assert encoder.texts == [entry_text(swapped.index.entries[-1])]  # the unchanged entries were reused
+    assert registry.health()[SITE]["semantic"] == "ready"
+    await stored_vectors(store, swapped)
+
+
+async def test_a_newer_index_whose_embedding_fails_is_swapped_in_and_ranks_lexically(
+    settings: DocumentationSettings,
+) -> None:
+    encoder, store, clock = WordEncoder(), MemoryIndexStore(), Clock()
+    async with registry_over(settings, store, model_of(encoder), clock=clock) as registry:
+        served = await load_embedded(registry)
+        encoder.fail_bulk = RuntimeError("onnxruntime failed")
+        await publish_newer(store, extra=NEW_PAGE)
+        clock.now += settings.cache.check_interval_seconds
+        await registry.get(SITE)
+        await registry.embedded(SITE)
+        swapped = registry.current(SITE)
+        health = registry.health()[SITE]
+
+    assert swapped is not None and swapped is not served and swapped.ranker.semantic is None
+    assert (health["ranking"], health["semantic"]) == ("lexical", "failed")
+    assert health["why"] == "embedding its index failed: RuntimeError"
+
+
+async def test_a_version_only_refresh_during_embedding_still_ends_ready(settings: DocumentationSettings) -> None:
+    encoder, store, clock = WordEncoder(hold=True), MemoryIndexStore(), Clock()
+    async with registry_over(settings, store, model_of(encoder), clock=clock) as registry:
+        first = await registry.get(SITE)
+        assert first is not None
+        current = await store.read(INDEX)
+        assert current is not None  # the warm-up rewrites the same content: only the version changes
+        assert await store.write(INDEX, current, expected_version=current.version)
+        clock.now += settings.cache.check_interval_seconds
+        relabelled = await registry.get(SITE)
+        assert relabelled is not None and relabelled is not first and relabelled.ranker is first.ranker
+        encoder.released.set()
+        await registry.embedded(SITE)
+
+    assert registry.health()[SITE]["semantic"] == "ready"
+    assert first.ranker.semantic is not None
+
+
+async def test_stored_vectors_of_another_index_are_recomputed_and_replaced(settings: DocumentationSettings) -> None:
+    store = CountingStore(MemoryIndexStore())
+    stale = SiteVectors.compute(WordEncoder(), [IndexEntry("old/", "old/", None, "Old", "Old", "Gone.", 1)])
+    payload = stale.dumps(MODEL)
+    await store.inner.write(VECTORS, CachedIndex(payload, datetime.now(UTC)), expected_version=None)
+
+    async with registry_over(settings, store, model_of(WordEncoder())) as registry:
+        loaded = await load_embedded(registry)
+
+    assert registry.health()[SITE]["semantic"] == "ready"
+    assert store.calls["write"] == 2  # the index from the origin, then the vectors over the stale ones
+    await stored_vectors(store.inner, loaded)
+
+
+async def test_with_semantic_matching_off_nothing_is_embedded(settings: DocumentationSettings) -> None:
+    store = CountingStore(MemoryIndexStore())
+    async with registry_over(settings, store, None) as registry:
+        loaded = await load_embedded(registry)
+        health = registry.health()[SITE]
+
+    assert (health["ranking"], health["semantic"]) == ("lexical", "off") and "Semantic=false" in str(health["why"])
+    assert loaded.ranker.semantic is None
+    assert store.calls["write"] == 1  # the index only
+
+
+async def test_the_sites_and_the_warm_up_embed_on_one_lane(settings: DocumentationSettings) -> None:
+    encoder = WordEncoder(hold=True)
+    model = model_of(encoder)
+    store = MemoryIndexStore(status="shared-for-the-test")
+    store.kind = "shared"  # the warm-up embeds only into a store other instances can read
+    async with registry_over(settings, store, model) as registry:
+        await registry.get(SITE)
+        warming = asyncio.ensure_future(warm_all(settings, store, embedding=model))
+        await asyncio.to_thread(encoder.started.wait, 5)
+        encoder.released.set()
+        report = await warming
+        await registry.embedded(SITE)
+
+    assert encoder.most_running == 1  # never two sites' embeddings at once in one process
+    assert {outcome["semantic"] for outcome in report.values() if "semantic" in outcome} <= {"computed", "current"}
+
+
+# -- through the service: no search waits for embedding work
+
+
+async def settled(composed: Composition) -> None:
+    """Poll health (as an operator would) until no site's embeddings are pending; a deadline, not a sleep."""
+    for _ in range(600):
+        sites = composed.health()["providers"]["mkdocs"]["sites"]  # type: ignore[index]
+        if all(sites[site].get("semantic") != "pending" for site in PUBLISHED_SITES):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("embeddings still pending after 30 s")
+
+
+async def search(
+    settings: DocumentationSettings, model: EmbeddingModel | None, store: IndexStore, query: str
+) -> tuple[list[str], dict[str, Any]]:
+    async with compose(settings, embedding=model, store=store) as composed:
+        response = await composed.service.search(query, limit=5)
+        return [result.location for result in response.results], composed.health()
+
+
+async def test_the_first_search_answers_lexically_at_once_while_embeddings_are_computed(
+    settings: DocumentationSettings,
+) -> None:
+    encoder, store = WordEncoder(hold=True), MemoryIndexStore()
+    lexical, _ = await search(settings, None, MemoryIndexStore(), "install")
+    async with compose(settings, embedding=model_of(encoder), store=store) as composed:
+        first = await composed.service.search("install", limit=5)
+        sites = composed.health()["providers"]["mkdocs"]["sites"]  # type: ignore[index]
+
+        assert [result.location for result in first.results] == lexical  # answered, and lexically
+        assert encoder.queries == []  # the query was not even embedded: scores of one kind
+        assert {sites[site]["semantic"] for site in PUBLISHED_SITES} == {"pending"}
+        encoder.released.set()
+
+
+async def test_stored_vectors_are_attached_before_the_first_search_ranks(settings: DocumentationSettings) -> None:
+    store = MemoryIndexStore()
+    async with compose(settings, embedding=model_of(WordEncoder()), store=store) as composed:
+        await composed.service.search("*", limit=25)
+        await settled(composed)
+    encoder = WordEncoder()
+
+    locations, health = await search(settings, model_of(encoder), store, "install")
+
+    assert encoder.queries == ["install"] and encoder.texts == []  # semantic, from stored vectors only
+    assert locations and health["providers"]["mkdocs"]["lexicalSites"] == []
+
+
+async def test_a_failing_query_embedding_answers_lexically_not_empty(settings: DocumentationSettings) -> None:
+    store = MemoryIndexStore()
+    lexical, _ = await search(settings, None, MemoryIndexStore(), "install")
+    encoder = WordEncoder()
+    async with compose(settings, embedding=model_of(encoder), store=store) as composed:
+        await composed.service.search("*", limit=25)
+        await settled(composed)
+        encoder.fail_queries = RuntimeError("onnxruntime failed")
+        response = await composed.service.search("install", limit=5)
+
+    assert [result.location for result in response.results] == lexical
+
+
+# -- the shared blob store
+
+
+@pytest.fixture
+def published_index(built_origin: Path) -> SiteIndex:
+    return parse_index(SITE, (built_origin / SITE / "search" / "search_index.json").read_bytes())
+
+
+@pytest.fixture
+def blob_payload(azurite: Azurite, blob_container: str) -> Callable[[str], bytes | None]:
+    def read(name: str) -> bytes | None:
+        with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
+            blob = service.get_blob_client(blob_container, name)
+            return bytes(blob.download_blob().readall()) if blob.exists() else None
+
+    return read
+
+
+async def test_vectors_are_written_to_the_blob_store_once_under_their_own_name_and_read_back(
+    counting_store: CountingStore, published_index: SiteIndex, blob_payload: Callable[[str], bytes | None]
+) -> None:
+    model = model_of(WordEncoder())
+    assert blob_payload(f"embeddings/{SITE}/{MODEL}.json") is None
+
+    computed_vectors, computed = await ensure_vectors(counting_store, model, SITE, published_index)
+
+    assert computed is True and counting_store.calls["write"] == 1
+    payload = blob_payload(f"embeddings/{SITE}/{MODEL}.json")
+    assert payload is not None
+    in_blob = SiteVectors.loads(payload, MODEL)
+    assert in_blob is not None and in_blob.matches(published_index.entries)
+    np.testing.assert_allclose(in_blob.matrix, computed_vectors.matrix, atol=1e-3)
+
+    again, computed = await ensure_vectors(counting_store, model, SITE, published_index)
+
+    assert computed is False and counting_store.calls["write"] == 1
+    assert np.array_equal(again.matrix, in_blob.matrix)
+
+
+# -- end to end through the API, with the real model
+
+
+async def search_when_ranked(settings: DocumentationSettings, query: str) -> tuple[list[str], set[object]]:
+    """The locations the API returns for `query` once every site's embeddings are settled, and their states."""
+    app = create_app(settings)
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://test") as http,
+    ):
+        assert (await http.get("/api/docs/search", params={"q": "*", "limit": 25})).status_code == 200
+        for _ in range(1200):  # the real model embeds the fixture sites in a few seconds
+            sites = (await http.get("/api/health")).json()["providers"]["mkdocs"]["sites"]
+            states = {sites[site]["semantic"] for site in PUBLISHED_SITES}
+            if "pending" not in states:
+                break
+            await asyncio.sleep(0.05)
+        response = await http.get("/api/docs/search", params={"q": query, "limit": 5})
+    assert response.status_code == 200, response.text
+    return [result["location"] for result in response.json()["results"]], states
+
+
+PARAPHRASES = [
+    ("how long until my API key stops working", "beta-docs/api/authentication/"),  # lexically missed
+    ("expose the agent to the internet over HTTPS", "ops/ingress/"),  # lexically ranked below another page
+]
+
+
+@pytest.mark.parametrize(("query", "answer"), PARAPHRASES)
+async def test_a_paraphrase_finds_the_page_that_answers_it_first(
+    static_origin: StaticOrigin, query: str, answer: str
+) -> None:
+    def settings(semantic: str) -> DocumentationSettings:
+        return fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic=semantic)
+
+    lexical, lexical_states = await search_when_ranked(settings("false"), query)
+    semantic, semantic_states = await search_when_ranked(settings("true"), query)
+
+    assert lexical_states == {"off"} and semantic_states == {"ready"}
+    assert lexical[:1] != [answer]
+    assert semantic[:1] == [answer]
+    assert MiniLM.model_id in vectors_name(SITE, MiniLM.model_id)

@@ -1,0 +1,234 @@
+"""Entry embeddings of an index (stored form, reuse, validation) and the ranker's semantic credit.
+
+The ranker's tests run the real MiniLM model, since what they prove is that meaning connects a question to its page;
+the stored form's tests use the small word encoder.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from shared.embedding import MiniLM
+from shared.providers.mkdocs.index import IndexEntry
+from shared.providers.mkdocs.ranking import Ranker
+from shared.providers.mkdocs.vectors import FORMAT, THRESHOLD, WEIGHT, SiteVectors, entry_text
+from tests.support.encoders import WordEncoder
+from tests.support.pages import FILLER, page, ranker
+
+MODEL = MiniLM.model_id
+SYNC_WINDOWS = "Deny windows block deployments at scheduled times, such as a change freeze at the end of the year."
+HOLIDAY_FREEZE = "forbid pushing updates over the holidays"
+"""Means what SYNC_WINDOWS says, in words none of which (stemmed) it uses."""
+OFF_TOPIC = "bake sourdough bread with a starter"
+
+
+def entries_of(*pages: list[IndexEntry]) -> list[IndexEntry]:
+    return [entry for entries in pages for entry in entries]
+
+
+def semantic_ranker(encoder: MiniLM, *pages: list[IndexEntry]) -> Ranker:
+    index = ranker(*pages)
+    index.attach(SiteVectors.compute(encoder, index.entries))
+    return index
+
+
+@pytest.fixture(scope="module")
+def encoder() -> MiniLM:
+    return MiniLM.load()
+
+
+def unit(encoder: MiniLM, text: str) -> npt.NDArray[np.float32]:
+    vector: npt.NDArray[np.float32] = encoder.encode([text])[0]
+    return vector
+
+
+# -- stored vectors
+
+
+PAGES = entries_of(
+    page("sync-windows/", "Sync windows", SYNC_WINDOWS), page("retries/", "Retries", "Failed syncs are retried.")
+)
+
+
+@pytest.fixture(scope="module")
+def vectors(encoder: MiniLM) -> SiteVectors:
+    return SiteVectors.compute(encoder, PAGES)
+
+
+def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> None:
+    loaded = SiteVectors.loads(vectors.dumps(MODEL), MODEL)
+    assert loaded is not None and loaded.keys == vectors.keys and loaded.matches(PAGES)
+    assert loaded.matrix.shape == (2, 384) and loaded.matrix.dtype == np.float32
+    np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16
+    assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
+
+
+def test_a_new_index_version_embeds_only_the_entries_whose_text_changed() -> None:
+    after = entries_of(
+        page("retries/", "Retries", "Failed syncs are retried with a back-off."),  # changed, and moved first
+        page("sync-windows/", "Sync windows", SYNC_WINDOWS),  # unchanged
+        page("hooks/", "Hooks", "Hooks run before and after a sync."),  # new
+    )
+    counting = WordEncoder()
+    previous = SiteVectors.compute(counting, PAGES)
+    counting.texts.clear()
+
+    refreshed = SiteVectors.compute(counting, after, reuse=previous)
+
+    assert counting.texts == [entry_text(after[0]), entry_text(after[2])]
+    assert refreshed.matches(after) and not refreshed.matches(PAGES)
+    np.testing.assert_array_equal(refreshed.matrix[1], previous.matrix[0])
+    np.testing.assert_allclose(refreshed.matrix, SiteVectors.compute(WordEncoder(), after).matrix, atol=1e-5)
+
+
+def test_vectors_of_another_size_lend_no_rows() -> None:
+    small = SiteVectors.compute(WordEncoder(), PAGES)
+    counting = WordEncoder()
+    counting.dimensions = 32
+
+    again = SiteVectors.compute(counting, PAGES, reuse=small)
+
+    assert again.matrix.shape == (2, 32) and len(counting.texts) == 2
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        entries_of(page("sync-windows/", "Sync windows", SYNC_WINDOWS), page("retries/", "Retries", "Changed.")),
+        list(reversed(PAGES)),
+        PAGES[:1],
+        [*PAGES, *page("hooks/", "Hooks", "Hooks run.")],
+    ],
+    ids=["a changed text", "another order", "fewer entries", "more entries"],
+)
+def test_vectors_apply_only_to_exactly_the_texts_they_embed(vectors: SiteVectors, entries: list[IndexEntry]) -> None:
+    loaded = SiteVectors.loads(vectors.dumps(MODEL), MODEL)
+    assert loaded is not None and loaded.matches(PAGES)
+    assert not loaded.matches(entries)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"model": "all-mpnet-base-v2"},
+        {"format": FORMAT + 1},
+        {"dimensions": 768},
+        {"dimensions": "384"},
+        {"keys": "abc"},
+        {"keys": [1, 2]},
+        {"vectors": "not base64!"},
+        {"vectors": base64.b64encode(b"\x00" * 10).decode()},
+        {"vectors": None},
+    ],
+    ids=[
+        "another model",
+        "another format",
+        "another size",
+        "a size that is not a number",
+        "keys not a list",
+        "keys not text",
+        "bad base64",
+        "short vectors",
+        "no vectors",
+    ],
+)
+def test_vectors_in_another_layout_or_from_another_model_are_refused(
+    vectors: SiteVectors, edit: dict[str, Any]
+) -> None:
+    document = json.loads(vectors.dumps(MODEL))
+    assert SiteVectors.loads(json.dumps(document).encode(), MODEL) is not None
+    document.update(edit)
+    assert SiteVectors.loads(json.dumps(document).encode(), MODEL) is None
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"\x89PNG\r\n\x1a\n\x00\xff\xfe",
+        b'{"format": 1, "model": ',
+        b"{}",
+        b"[]",
+        b"null",
+        b"[" * 100_000 + b"]" * 100_000,
+    ],
+    ids=["empty", "binary", "truncated", "empty object", "array", "null", "deeply nested"],
+)
+def test_garbage_is_refused_not_raised(payload: bytes) -> None:
+    assert SiteVectors.loads(payload, MODEL) is None
+
+
+# -- the ranker
+
+
+def test_a_page_sharing_no_word_with_the_query_is_found_by_meaning(encoder: MiniLM) -> None:
+    index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
+    query = unit(encoder, HOLIDAY_FREEZE)
+    assert index.semantic is not None and index.entries[0].page == "sync-windows/"
+    cosine = float(index.semantic.vectors.matrix[0] @ query)
+
+    hits = index.search(HOLIDAY_FREEZE, 5, query)
+
+    assert cosine > THRESHOLD + 0.05  # the premise: the model does connect them
+    assert [hit.entry.location for hit in hits] == ["sync-windows/"]
+    assert hits[0].score == pytest.approx(WEIGHT * (cosine - THRESHOLD))
+    assert index.search(HOLIDAY_FREEZE, 5) == []  # without the query's vector: lexical only, and no word matches
+    assert ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER).search(HOLIDAY_FREEZE, 5, query) == []
+
+
+def test_an_off_topic_query_gains_nothing_from_meaning(encoder: MiniLM) -> None:
+    starters = page("starters/", "Starter templates", "Starter templates scaffold a new service repository.")
+    index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), starters, *FILLER)
+
+    lexical = index.search(OFF_TOPIC, 5)
+    semantic = index.search(OFF_TOPIC, 5, unit(encoder, OFF_TOPIC))
+
+    assert [hit.entry.location for hit in lexical] == ["starters/"]  # `starter` matches a word, not the meaning
+    assert [(hit.entry.location, hit.score) for hit in semantic] == [(hit.entry.location, hit.score) for hit in lexical]
+
+
+def test_semantic_credit_is_multiplied_by_the_page_boost(encoder: MiniLM) -> None:
+    query = unit(encoder, HOLIDAY_FREEZE)
+    scores: dict[float, list[float]] = {}
+    for boost in (0.0, 1.0, 2.0):
+        index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS, boost=boost), *FILLER)
+        scores[boost] = [hit.score for hit in index.search(HOLIDAY_FREEZE, 5, query)]
+
+    [credit] = scores[1.0]
+    assert credit > 0
+    assert scores[2.0] == [pytest.approx(2 * credit)]
+    assert scores[0.0] == [0.0]  # boost 0: found, but with no semantic credit at all
+
+
+def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: MiniLM) -> None:
+    index = ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS, ("deny", "Deny windows", "Block syncs.")))
+    fewer = SiteVectors.compute(encoder, index.entries[:1])
+
+    with pytest.raises(ValueError, match="1 vectors for 2 entries"):
+        index.attach(fewer)
+    assert index.semantic is None
+
+
+def test_a_page_found_only_by_meaning_carries_its_closest_section(encoder: MiniLM) -> None:
+    controls = page(
+        "controls/",
+        "Release controls",
+        "",
+        ("retries", "Retries", "Failed operations are retried with exponential backoff up to five times."),
+        ("sync-windows", "Sync windows", SYNC_WINDOWS),
+    )
+    index = semantic_ranker(encoder, controls, *FILLER)
+    assert index.search(HOLIDAY_FREEZE, 5) == []  # the premise: no lexical evidence at all
+
+    [hit] = index.search(HOLIDAY_FREEZE, 5, unit(encoder, HOLIDAY_FREEZE))
+
+    assert hit.entry.location == "controls/"
+    assert hit.section is not None and hit.section.location == "controls/#sync-windows"
+    assert hit.breadcrumb == ("Release controls", "Sync windows")
+    assert hit.preview_source == SYNC_WINDOWS

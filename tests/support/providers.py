@@ -1,0 +1,64 @@
+"""A provider double that meets the provider contract: scripted results, misses and failures, and a record of calls."""
+
+from __future__ import annotations
+
+from shared.errors import ResolutionError
+from shared.models import Document, Reason, Resolution, Rule, SearchResult
+
+
+def result(location: str, provider: str) -> SearchResult:
+    return SearchResult(
+        location=location, title=location, url="u", site="s", preview_text="p", score=1.0, provider=provider
+    )
+
+
+class FakeProvider:
+    def __init__(
+        self,
+        name: str,
+        order: int,
+        *,
+        results: int = 0,
+        error: BaseException | None = None,
+        document: bool = False,
+        miss: Reason | None = None,
+        supports_fetch: bool = True,
+        sites: tuple[str, ...] = ("forge",),
+    ) -> None:
+        self.name, self.order, self.supports_fetch, self.sites = name, order, supports_fetch, sites
+        self._results, self._error, self._document, self._miss = results, error, document, miss
+        self.calls: list[tuple[str, int]] = []
+        self.sites_asked: list[str | None] = []
+        self.closed = False
+
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+        self.calls.append((query, limit))
+        self.sites_asked.append(site)
+        if self._error:
+            raise self._error
+        return [result(f"{self.name}-{i}", self.name) for i in range(self._results)]
+
+    async def get(self, location: str) -> Document:
+        self.calls.append((location, 0))
+        if self._error:
+            raise self._error
+        resolution = Resolution(
+            requested_location=location, reason=self._miss or Reason.RESOLVED, rule=Rule.EXACT, detail=self.name
+        )
+        if not self._document:
+            raise ResolutionError(resolution)
+        return Document(
+            requested_location="inner",
+            location=location,
+            site="s",
+            url="u",
+            provider=self.name,
+            content="# Page\n",
+            resolution=resolution,
+        )
+
+    def health(self) -> dict[str, object]:
+        return {"fake": True}
+
+    async def aclose(self) -> None:
+        self.closed = True

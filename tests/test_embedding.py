@@ -1,0 +1,154 @@
+"""The embedding model: the real MiniLM encoder, and the process-wide resource around any encoder (one bulk lane,
+one load, failures remembered)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from shared.embedding import EmbeddingModel, Encoder, MiniLM
+from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
+from shared.providers.mkdocs.vectors import THRESHOLD
+from tests.support.encoders import WordEncoder, model_of
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLM:
+    return MiniLM.load()
+
+
+def unit(encoder: Encoder, text: str) -> npt.NDArray[np.float32]:
+    vector: npt.NDArray[np.float32] = encoder.encode([text])[0]
+    return vector
+
+
+# -- the real model
+
+
+def test_embeddings_are_384_dimensional_unit_vectors(minilm: MiniLM) -> None:
+    vectors = minilm.encode(["reset the administrator password", "x", "word " * 200])
+    assert vectors.shape == (3, minilm.dimensions) == (3, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_paraphrase_is_closer_than_an_unrelated_sentence(minilm: MiniLM) -> None:
+    reset, forgot, bread = minilm.encode(
+        ["reset the administrator password", "I forgot the admin login", "bake sourdough bread"]
+    )
+    assert float(reset @ forgot) > float(reset @ bread) + 0.3
+    assert float(reset @ bread) < THRESHOLD < float(reset @ forgot)  # the ranker's cut-off separates them too
+
+
+def test_the_same_text_always_gets_the_same_vector(minilm: MiniLM) -> None:
+    text = "reset the administrator password"
+    assert np.array_equal(unit(minilm, text), unit(minilm, text))
+    [first, again] = minilm.encode([text, text])
+    assert np.array_equal(first, again)
+
+
+def test_rows_come_back_in_input_order_across_batches_of_mixed_lengths(minilm: MiniLM) -> None:
+    # encode sorts by length and works in batches of 32: every row must still land where its text was.
+    texts = [f"entry {n} " + "about deny windows " * (n % 5) for n in range(40)]
+    together = minilm.encode(texts)
+    alone = np.stack([unit(minilm, text) for text in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+def test_embedding_stops_between_batches_when_asked(minilm: MiniLM) -> None:
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(EmbeddingStopped):
+        minilm.encode(["one", "two"], stop=stop)
+
+
+async def test_the_process_model_loads_minilm_once_and_answers_queries(minilm: MiniLM) -> None:
+    loads: list[int] = []
+
+    def load() -> MiniLM:
+        loads.append(1)
+        return minilm
+
+    model = EmbeddingModel(load)
+    assert model.describe() == {"model": MiniLM.model_id, "state": "not_loaded"}
+    first, second = await asyncio.gather(model.encode_query("a"), model.encode_query("b"))
+    assert loads == [1] and model.describe()["state"] == "loaded"
+    assert first.shape == second.shape == (384,)
+    model.close()
+
+
+# -- the process-wide resource
+
+
+async def test_bulk_work_runs_one_job_at_a_time_whoever_asks() -> None:
+    encoder = WordEncoder(hold=True)
+    model = model_of(encoder)
+    await model.ready()
+    jobs = [asyncio.ensure_future(model.bulk(lambda e, n=n: e.encode([f"job {n}", "x"]))) for n in range(3)]
+    await asyncio.to_thread(encoder.started.wait, 5)
+    encoder.released.set()
+    await asyncio.gather(*jobs)
+    assert encoder.most_running == 1
+    assert encoder.texts == ["job 0", "x", "job 1", "x", "job 2", "x"]  # in the order they were queued
+    model.close()
+
+
+async def test_a_query_does_not_queue_behind_bulk_work() -> None:
+    encoder = WordEncoder(hold=True)
+    model = model_of(encoder)
+    bulk = asyncio.ensure_future(model.bulk(lambda e: e.encode(["a long", "site"])))
+    await asyncio.to_thread(encoder.started.wait, 5)
+
+    vector = await model.encode_query("while the site embeds")
+
+    assert vector.shape == (encoder.dimensions,) and not bulk.done()
+    encoder.released.set()
+    await bulk
+    model.close()
+
+
+async def test_a_cancelled_job_waiting_for_the_lane_never_embeds() -> None:
+    encoder = WordEncoder(hold=True)
+    model = model_of(encoder)
+    await model.ready()
+    running = asyncio.ensure_future(model.bulk(lambda e: e.encode(["first", "job"])))
+    await asyncio.to_thread(encoder.started.wait, 5)
+    stop = threading.Event()
+    queued = asyncio.ensure_future(model.bulk(lambda e: e.encode(["never", "run"], stop=stop)))
+    await asyncio.sleep(0)
+    stop.set()  # what the registry does with a superseded job: it may already have left the queue
+    queued.cancel()
+    encoder.released.set()
+    await running
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    await asyncio.to_thread(model.close, wait=True)
+    assert "never" not in encoder.texts
+
+
+async def test_a_model_that_cannot_load_says_why_and_is_not_reloaded() -> None:
+    attempts: list[int] = []
+
+    def load() -> Encoder:
+        attempts.append(1)
+        raise EmbeddingUnavailableError("semantic runtime not installed: onnxruntime")
+
+    model = EmbeddingModel(load, model_id="absent")
+    for _ in range(2):
+        with pytest.raises(EmbeddingUnavailableError):
+            await model.encode_query("q")
+    assert attempts == [1]
+    assert model.describe() == {
+        "model": "absent",
+        "state": "unavailable",
+        "reason": "semantic runtime not installed: onnxruntime",
+    }
+
+
+async def test_a_model_that_is_not_the_one_named_is_refused() -> None:
+    model = EmbeddingModel(WordEncoder, model_id="another-model")
+    with pytest.raises(EmbeddingUnavailableError, match="expected another-model"):
+        await model.ready()
