@@ -129,10 +129,6 @@ class BlobIndexStore:
 
         return await self._guarded("stat", properties)
 
-    async def version(self, name: str) -> str | None:
-        found = await self.stat(name)
-        return found.version if found else None
-
     async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
         blob = self._blob(name)
         metadata = _metadata(entry.fetched_at, entry.origin_etag, entry.origin_last_modified, entry.entries)

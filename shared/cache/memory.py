@@ -40,12 +40,9 @@ class MemoryIndexStore:
             entry.entries,
         )
 
-    async def version(self, name: str) -> str | None:
-        entry = self._entries.get(name)
-        return entry.version if entry else None
-
     async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
-        if await self.version(name) != expected_version:
+        current = self._entries.get(name)
+        if (current.version if current else None) != expected_version:
             return None
         self._counter += 1
         self._entries[name] = replace(entry, version=str(self._counter))

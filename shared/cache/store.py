@@ -74,9 +74,6 @@ class IndexStore(Protocol):
     async def stat(self, name: str) -> CacheStat | None:
         """The cached copy's properties without its payload (a cheap property check), or None."""
 
-    async def version(self, name: str) -> str | None:
-        """The cached copy's version without reading its payload."""
-
     async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
         """Store `entry` if the current version is still `expected_version` (None: no copy yet).
 

@@ -25,10 +25,6 @@ class CountingStore:
         self.calls["stat"] += 1
         return await self.inner.stat(name)
 
-    async def version(self, name: str) -> str | None:
-        self.calls["version"] += 1
-        return await self.inner.version(name)
-
     async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
         self.calls["write"] += 1
         return await self.inner.write(name, entry, expected_version=expected_version)
