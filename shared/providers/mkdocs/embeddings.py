@@ -1,8 +1,14 @@
-"""A site's stored entry embeddings: found for exactly its entries, or computed on the model's bulk lane and stored.
+"""A site's entry embeddings: found in the store for exactly its entries, or computed in the background and stored.
 
 Stored vectors live under their own name (`shared.cache.vectors_name`: `embeddings/{site}/{model}.json`), so a
 site's artifacts never collide with another site's index. The warm-up computes them once per index version for
-every instance; an instance that finds none computes them in the background (see `sites.py`).
+every instance (`ensure_vectors`); a serving instance attaches them to the indexes it loads (`EmbeddingJobs`):
+
+- a first load is served lexically at once; a search waits for its stored vectors' lookup at most
+  `STORED_VECTORS_WAIT`, never for vectors being computed;
+- a newer index for a site that already ranks semantically is embedded before it is served, then index and
+  vectors are installed together; if embedding it fails, it is installed anyway and ranks lexically;
+- every job computes on the model's one bulk lane, and a superseded job stops at its next batch.
 """
 
 from __future__ import annotations
@@ -10,16 +16,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 
 from shared.cache import CachedIndex, IndexStore, vectors_name
 from shared.embedding import EmbeddingModel
-from shared.errors import StoreError
+from shared.errors import EmbeddingStopped, EmbeddingUnavailableError, StoreError
 from shared.providers.mkdocs.index import SiteIndex
+from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.vectors import SiteVectors
 
 log = logging.getLogger(__name__)
+
+STORED_VECTORS_WAIT = 1.0
+"""Seconds a search waits for a just-loaded site's stored vectors to be looked up and attached (one download)."""
+
+
+class Semantic(StrEnum):
+    """Where a site's entry embeddings stand."""
+
+    OFF = "off"
+    PENDING = "pending"
+    READY = "ready"
+    UNAVAILABLE = "unavailable"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,3 +105,140 @@ async def ensure_vectors(
         store, model, site, index, reuse=reuse or stored.reusable, expected_version=stored.version
     )
     return vectors, True
+
+
+@dataclass(slots=True)
+class _Job:
+    """One index's embedding work: `looked_up` once its stored vectors were searched for, `stop` to end it early."""
+
+    loaded: LoadedSite
+    install: Callable[[LoadedSite], None] | None
+    """Called with the index once it has its vectors (or failed to get them), when it waits to replace one."""
+    looked_up: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: threading.Event = field(default_factory=threading.Event)
+    task: asyncio.Task[None] | None = None
+
+    def cancel(self) -> None:
+        self.stop.set()
+        if self.task is not None:
+            self.task.cancel()
+
+
+class EmbeddingJobs:
+    """The background embedding of each site's served index, or of the index waiting to replace it."""
+
+    def __init__(self, store: IndexStore, model: EmbeddingModel) -> None:
+        self.model = model
+        self._store = store
+        self._jobs: dict[str, _Job] = {}
+        self._states: dict[str, tuple[Semantic, str]] = {}
+
+    def start(
+        self,
+        site: str,
+        loaded: LoadedSite,
+        *,
+        reuse: SiteVectors | None = None,
+        install: Callable[[LoadedSite], None] | None = None,
+    ) -> None:
+        """Embed `loaded` (already served, or handed to `install` when done); a job for an older index stops."""
+        self.cancel(site)
+        self._states[site] = (Semantic.PENDING, "")
+        job = _Job(loaded, install)
+        job.task = asyncio.get_running_loop().create_task(self._run(site, job, reuse))
+        self._jobs[site] = job
+
+    def cancel(self, site: str) -> None:
+        previous = self._jobs.pop(site, None)
+        if previous is not None:
+            previous.cancel()  # its thread stops at the next batch
+
+    def state(self, site: str) -> tuple[Semantic, str]:
+        """Where the site's newest index's embeddings stand, and why when they are unavailable or failed."""
+        return self._states.get(site, (Semantic.PENDING, ""))
+
+    def replacing(self, site: str) -> LoadedSite | None:
+        """The newer index waiting for its vectors before it replaces the served one, if any."""
+        job = self._jobs.get(site)
+        if job is None or job.install is None or job.task is None or job.task.done():
+            return None
+        return job.loaded
+
+    async def looked_up(self, sites: list[str], seconds: float = STORED_VECTORS_WAIT) -> None:
+        """Wait, at most `seconds`, until these sites' stored vectors have been looked up (and attached if found).
+
+        Never waits for vectors being computed: a search ranks lexically meanwhile.
+        """
+        events = [
+            job.looked_up
+            for site in sites
+            if (job := self._jobs.get(site)) is not None and job.install is None and not job.looked_up.is_set()
+        ]
+        if not events:
+            return
+        waiters = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait(waiters, timeout=seconds)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def finished(self, site: str) -> None:
+        """Wait until the site's job has ended, whatever its outcome (tests and tools use it)."""
+        job = self._jobs.get(site)
+        if job is not None and job.task is not None:
+            await asyncio.wait([job.task])
+
+    async def aclose(self) -> None:
+        jobs = list(self._jobs.values())
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*(job.task for job in jobs if job.task is not None), return_exceptions=True)
+
+    async def _run(self, site: str, job: _Job, reuse: SiteVectors | None) -> None:
+        """Attach the index's vectors: the stored ones for exactly these entries, else computed and stored.
+
+        A failure leaves the index ranked lexically (installed all the same) and says why in health.
+        """
+        loaded, model = job.loaded, self.model
+        state: tuple[Semantic, str] = (Semantic.READY, "")
+        try:
+            # The model loads while the stored vectors download: queries need it even when vectors are stored.
+            loading = asyncio.ensure_future(model.ready())
+            loading.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved, never lost
+            try:
+                stored = await read_stored(self._store, model, site, loaded.index)
+                if stored.current is None:
+                    job.looked_up.set()  # nothing stored: searches stop waiting and rank lexically meanwhile
+                await loading
+            finally:
+                loading.cancel()
+            vectors = stored.current
+            if vectors is None:
+                vectors = await compute_and_store(
+                    self._store,
+                    model,
+                    site,
+                    loaded.index,
+                    reuse=reuse or stored.reusable,
+                    expected_version=stored.version,
+                    stop=job.stop,
+                )
+            loaded.ranker.attach(vectors)
+        except asyncio.CancelledError:
+            job.stop.set()
+            raise
+        except EmbeddingStopped:  # superseded: the newer index's job reports the state
+            return
+        except EmbeddingUnavailableError as exc:
+            state = (Semantic.UNAVAILABLE, str(exc))
+            log.warning("site %s: semantic matching is off: %s", site, exc)
+        except Exception as exc:  # a background task: nobody else would see it
+            state = (Semantic.FAILED, type(exc).__name__)
+            log.exception("site %s: embedding the index failed; it ranks lexically", site)
+        finally:
+            job.looked_up.set()
+        if self._jobs.get(site) is job:  # not superseded by a newer index meanwhile
+            if job.install is not None:
+                job.install(loaded)  # index and vectors change together
+            self._states[site] = state

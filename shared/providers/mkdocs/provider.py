@@ -15,9 +15,10 @@ from shared.models import Document, Reason, Rule, SearchResult
 from shared.preview import make_preview
 from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html
 from shared.providers.mkdocs.index import page_key
+from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.ranking import RankedHit
 from shared.providers.mkdocs.resolution import Resolver, qualify
-from shared.providers.mkdocs.sites import LoadedSite, SiteRegistry
+from shared.providers.mkdocs.sites import SiteRegistry
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginErr
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors
 from shared.providers.mkdocs.index import parse_index
-from shared.providers.mkdocs.sites import fetch_index
+from shared.providers.mkdocs.loading import fetch_index
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,8 @@ from shared.embedding import EmbeddingModel, MiniLM
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
-from shared.providers.mkdocs.sites import LoadedSite, SiteRegistry
+from shared.providers.mkdocs.loading import LoadedSite
+from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.vectors import SiteVectors, entry_text
 from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
