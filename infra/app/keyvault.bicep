@@ -1,0 +1,50 @@
+// A Key Vault for the service's secrets, read by the app through Key Vault references as its own identity.
+param name string
+param location string
+param tags object = {}
+@description('Principal (object) id of the app\'s user-assigned identity.')
+param principalId string
+@secure()
+@description('Secret name to value; each becomes one secret.')
+param secrets object
+
+// Key Vault Secrets User: read secret values, nothing else; the vault holds only this app's secrets.
+var keyVaultSecretsUser = '4633458b-17de-408a-b874-0445c86b69e6' // Key Vault Secrets User
+
+resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
+  name: name
+  location: location
+  tags: tags
+  properties: {
+    tenantId: subscription().tenantId
+    sku: {
+      family: 'A'
+      name: 'standard'
+    }
+    enableRbacAuthorization: true
+    enableSoftDelete: true
+    softDeleteRetentionInDays: 7
+    publicNetworkAccess: 'Enabled'
+  }
+}
+
+resource secret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = [for item in items(secrets): {
+  parent: vault
+  name: item.key
+  properties: {
+    value: item.value
+  }
+}]
+
+// Key Vault Secrets User on the vault
+resource keyVaultSecretsUserAssignment 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(vault.id, principalId, keyVaultSecretsUser)
+  scope: vault
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', keyVaultSecretsUser)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+output name string = vault.name

@@ -1,0 +1,42 @@
+// What the app's identity may do in its own resource group: use the host storage and publish telemetry.
+@description('Principal (object) id of the app\'s user-assigned identity.')
+param principalId string
+param storageAccountName string
+param applicationInsightsName string
+
+// Storage Blob Data Owner: the host's own blobs (keys, timer locks and schedules), the deployment package and the
+// index cache container all live in this account. Owner, not Contributor, is what the Functions host requires
+// for AzureWebJobsStorage; it covers the cache container, so the cache needs no assignment of its own.
+var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
+// Monitoring Metrics Publisher: Application Insights accepts only Entra ID-authenticated telemetry.
+var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb' // Monitoring Metrics Publisher
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
+// Storage Blob Data Owner on the host storage account
+resource storageBlobDataOwnerAssignment 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, storageBlobDataOwner)
+  scope: storage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataOwner)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Monitoring Metrics Publisher on Application Insights
+resource monitoringMetricsPublisherAssignment 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(applicationInsights.id, principalId, monitoringMetricsPublisher)
+  scope: applicationInsights
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', monitoringMetricsPublisher)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+  }
+}

@@ -1,0 +1,344 @@
+// The documentation retrieval service on Azure Functions Flex Consumption, keyless: `azd up`, or
+// `az deployment sub create --location <region> --template-file infra/main.bicep --parameters environmentName=<name>`.
+// Every setting the service reads (shared/settings.py) is a parameter below with the service's default and reaches
+// the app as one settings object; tests/infra/test_bicep.py keeps the two in step.
+targetScope = 'subscription'
+
+// ---------------------------------------------------------------------------------------------------------------
+// Deployment
+// ---------------------------------------------------------------------------------------------------------------
+
+@minLength(1)
+@maxLength(64)
+@description('Environment name (azd); with the subscription and the region it seeds every resource name.')
+param environmentName string
+
+@minLength(1)
+@description('Region of every resource; it must offer the Flex Consumption plan.')
+@metadata({
+  azd: {
+    type: 'location'
+  }
+})
+param location string
+
+@description('Resource group to create or update; empty: rg-<environmentName>.')
+param resourceGroupName string = ''
+
+@description('Memory of each instance in MB. Semantic matching (the default) needs 2048: measured peaks are 470 MB serving and 580-710 MB while embedding; 512 holds lexical search only (about 210 MB). See docs/deployment.md.')
+@allowed([
+  512
+  2048
+  4096
+])
+param instanceMemoryMB int = 2048
+
+@minValue(1)
+@maxValue(1000)
+@description('Most instances the app may scale out to.')
+param maximumInstanceCount int = 40
+
+@minValue(1)
+@maxValue(1000)
+@description('Concurrent HTTP requests per instance before another instance is added. 8 is where throughput stopped growing on one core in the load measurement (docs/deployment.md); raise it when the origin is slow.')
+param httpPerInstanceConcurrency int = 8
+
+@minValue(0)
+@maxValue(20)
+@description('Instances kept running for HTTP even when idle (billed while idle); 0: scale to zero, and a cold instance first loads the model and the indexes.')
+param alwaysReadyInstanceCount int = 0
+
+@description('VNet integration for the app and private endpoints for storage and the AI Search service; storage then takes no public traffic.')
+param privateNetworking bool = false
+
+@description('Existing Azure AI Search service the app queries with its identity (Search Index Data Reader); empty: no AI Search provider.')
+param aiSearchServiceName string = ''
+
+@description('Resource group of that service; empty: the app\'s resource group.')
+param aiSearchResourceGroupName string = ''
+
+// ---------------------------------------------------------------------------------------------------------------
+// The service's settings (Forge__Documentation__*): one parameter each, named after the setting, with its default
+// ---------------------------------------------------------------------------------------------------------------
+
+@description('Forge__Documentation__Origin: origin hosting every documentation site.')
+param origin string = 'https://docs.saif.com'
+
+@description('Forge__Documentation__DefaultSite: site tried first for a location without a site.')
+param defaultSite string = 'forge'
+
+@description('Forge__Documentation__Sites: comma-separated sites under the origin.')
+param sites string = 'forge,cloud-foundations,iac-azure-modules,iac-okta-modules,iac-aws-modules'
+
+@description('Forge__Documentation__SearchIndexPath: search index path relative to a site.')
+param searchIndexPath string = '/search/search_index.json'
+
+@description('Forge__Documentation__CacheFileNameTemplate: per-site cache blob name.')
+param cacheFileNameTemplate string = '{site}-docs-search-index.json'
+
+@description('Forge__Documentation__CacheDurationHours: how long a cached index is fresh on first load.')
+param cacheDurationHours string = '1'
+
+@description('Forge__Documentation__RawMarkdownUrlPattern: raw Markdown URL pattern; empty converts HTML instead.')
+param rawMarkdownUrlPattern string = '{base}/{path}.md'
+
+@description('Forge__Documentation__SearchIndexOverrides: JSON object, site to index path.')
+param searchIndexOverrides string = '{}'
+
+@description('Forge__Documentation__Cache__Container: blob container of the shared index cache (created here).')
+@minLength(3)
+@maxLength(63)
+param cacheContainer string = 'docs-index-cache'
+
+@description('Forge__Documentation__Cache__BlobServiceUri: another blob service for the cache; empty: the host storage.')
+param cacheBlobServiceUri string = ''
+
+@description('Forge__Documentation__Cache__CheckIntervalSeconds: how often a warm instance looks for a newer index.')
+param cacheCheckIntervalSeconds string = '60'
+
+@description('Forge__Documentation__Warmup__Schedule: NCRONTAB schedule of the warm-up timer.')
+param warmupSchedule string = '0 */30 * * * *'
+
+@description('Forge__Documentation__Search__MinScore: relevance floor of the MkDocs provider.')
+param searchMinScore string = '0.015'
+
+@description('Forge__Documentation__Search__Semantic: also rank by meaning (needs 2048 MB instances).')
+@allowed([
+  'true'
+  'false'
+])
+param searchSemantic string = 'true'
+
+@description('Forge__Documentation__AiSearch__Endpoint: AI Search endpoint; empty: https://<aiSearchServiceName>.search.windows.net.')
+param aiSearchEndpoint string = ''
+
+@description('Forge__Documentation__AiSearch__IndexName')
+param aiSearchIndexName string = 'saif-docs'
+
+@description('Forge__Documentation__AiSearch__SemanticConfigurationName')
+param aiSearchSemanticConfigurationName string = 'docs-semantic'
+
+@description('Forge__Documentation__AiSearch__PlatformDocsBaseUrl: base URL blob-storage paths are rewritten to.')
+param aiSearchPlatformDocsBaseUrl string = 'https://docs.saif.com'
+
+@description('Forge__Documentation__AiSearch__MkDocsSitePrefix: leading segment stripped from locations; empty: none.')
+param aiSearchMkDocsSitePrefix string = 'forge'
+
+@description('Forge__Documentation__AiSearch__SearchFilter: OData filter sent with every search; empty: none.')
+param aiSearchSearchFilter string = ''
+
+@description('Forge__Documentation__Remote__Endpoint: another deployment\'s /api/mcp; empty: no remote provider.')
+param remoteEndpoint string = ''
+
+@secure()
+@description('Forge__Documentation__Remote__Token: bearer token for the remote endpoint, stored in Key Vault.')
+param remoteToken string = ''
+
+// ---------------------------------------------------------------------------------------------------------------
+
+var abbrs = loadJsonContent('abbreviations.json')
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = {
+  'azd-env-name': environmentName
+}
+// The project's Python (pyproject.toml requires-python).
+var pythonVersion = '3.11'
+var deploymentContainerName = 'app-package-${resourceToken}'
+var keyVaultName = '${abbrs.keyVaultVaults}${resourceToken}'
+var remoteTokenSecretName = 'remote-token'
+var aiSearchEnabled = !empty(aiSearchServiceName) || !empty(aiSearchEndpoint)
+var aiSearchEndpointUrl = empty(aiSearchEndpoint) ? 'https://${aiSearchServiceName}.search.windows.net' : aiSearchEndpoint
+var remoteEnabled = !empty(remoteEndpoint)
+var remoteTokenGiven = remoteEnabled && !empty(remoteToken)
+// The host needs blob only (HTTP and timer triggers); add 'queue' or 'table' here with their roles if that changes.
+var storageServices = [
+  'blob'
+]
+
+// The service's settings, passed to the app as one object. The AiSearch and Remote sections are left out entirely
+// unless configured, and a secret only ever appears as a Key Vault reference.
+var coreSettings = {
+  Forge__Documentation__Origin: origin
+  Forge__Documentation__DefaultSite: defaultSite
+  Forge__Documentation__Sites: sites
+  Forge__Documentation__SearchIndexPath: searchIndexPath
+  Forge__Documentation__CacheFileNameTemplate: cacheFileNameTemplate
+  Forge__Documentation__CacheDurationHours: cacheDurationHours
+  Forge__Documentation__RawMarkdownUrlPattern: rawMarkdownUrlPattern
+  Forge__Documentation__SearchIndexOverrides: searchIndexOverrides
+  Forge__Documentation__Cache__Container: cacheContainer
+  Forge__Documentation__Cache__BlobServiceUri: cacheBlobServiceUri
+  Forge__Documentation__Cache__CheckIntervalSeconds: cacheCheckIntervalSeconds
+  Forge__Documentation__Warmup__Schedule: warmupSchedule
+  Forge__Documentation__Search__MinScore: searchMinScore
+  Forge__Documentation__Search__Semantic: searchSemantic
+  Forge__Documentation__Identity__ClientId: identity.outputs.clientId
+}
+var aiSearchSettings = aiSearchEnabled ? {
+  Forge__Documentation__AiSearch__Endpoint: aiSearchEndpointUrl
+  Forge__Documentation__AiSearch__IndexName: aiSearchIndexName
+  Forge__Documentation__AiSearch__SemanticConfigurationName: aiSearchSemanticConfigurationName
+  Forge__Documentation__AiSearch__PlatformDocsBaseUrl: aiSearchPlatformDocsBaseUrl
+  Forge__Documentation__AiSearch__MkDocsSitePrefix: aiSearchMkDocsSitePrefix
+  Forge__Documentation__AiSearch__SearchFilter: aiSearchSearchFilter
+} : {}
+var remoteSettings = remoteEnabled ? {
+  Forge__Documentation__Remote__Endpoint: remoteEndpoint
+} : {}
+var secretSettings = remoteTokenGiven ? {
+  Forge__Documentation__Remote__Token: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${remoteTokenSecretName})'
+} : {}
+var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings, secretSettings)
+
+resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
+  name: empty(resourceGroupName) ? '${abbrs.resourcesResourceGroups}${environmentName}' : resourceGroupName
+  location: location
+  tags: tags
+}
+
+module identity 'app/identity.bicep' = {
+  name: 'identity'
+  scope: rg
+  params: {
+    name: '${abbrs.managedIdentityUserAssignedIdentities}api-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module monitoring 'app/monitoring.bicep' = {
+  name: 'monitoring'
+  scope: rg
+  params: {
+    logAnalyticsName: '${abbrs.operationalInsightsWorkspaces}${resourceToken}'
+    applicationInsightsName: '${abbrs.insightsComponents}${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module storage 'app/storage.bicep' = {
+  name: 'storage'
+  scope: rg
+  params: {
+    name: '${abbrs.storageStorageAccounts}${resourceToken}'
+    location: location
+    tags: tags
+    deploymentContainerName: deploymentContainerName
+    cacheContainerName: cacheContainer
+    privateNetworking: privateNetworking
+  }
+}
+
+module rbac 'app/rbac.bicep' = {
+  name: 'rbac'
+  scope: rg
+  params: {
+    principalId: identity.outputs.principalId
+    storageAccountName: storage.outputs.name
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+  }
+}
+
+module searchAccess 'app/search-access.bicep' = if (!empty(aiSearchServiceName)) {
+  name: 'search-access'
+  scope: resourceGroup(empty(aiSearchResourceGroupName) ? rg.name : aiSearchResourceGroupName)
+  params: {
+    searchServiceName: aiSearchServiceName
+    principalId: identity.outputs.principalId
+  }
+}
+
+module keyVault 'app/keyvault.bicep' = if (remoteTokenGiven) {
+  name: 'keyvault'
+  scope: rg
+  params: {
+    name: keyVaultName
+    location: location
+    tags: tags
+    principalId: identity.outputs.principalId
+    secrets: {
+      '${remoteTokenSecretName}': remoteToken
+    }
+  }
+}
+
+module network 'app/network.bicep' = if (privateNetworking) {
+  name: 'network'
+  scope: rg
+  params: {
+    name: '${abbrs.networkVirtualNetworks}${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module storageEndpoints 'app/private-endpoint.bicep' = [for service in (privateNetworking ? storageServices : []): {
+  name: 'private-endpoint-${service}'
+  scope: rg
+  params: {
+    name: '${abbrs.networkPrivateEndpoints}${service}-${resourceToken}'
+    location: location
+    tags: tags
+    subnetId: network.outputs.privateEndpointSubnetId
+    vnetId: network.outputs.id
+    targetId: storage.outputs.id
+    groupId: service
+    dnsZoneName: 'privatelink.${service}.${environment().suffixes.storage}'
+  }
+}]
+
+module searchEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && !empty(aiSearchServiceName)) {
+  name: 'private-endpoint-search'
+  scope: rg
+  params: {
+    name: '${abbrs.networkPrivateEndpoints}search-${resourceToken}'
+    location: location
+    tags: tags
+    subnetId: network.outputs.privateEndpointSubnetId
+    vnetId: network.outputs.id
+    targetId: searchAccess.outputs.id
+    groupId: 'searchService'
+    dnsZoneName: 'privatelink.search.windows.net'
+  }
+}
+
+module api 'app/function.bicep' = {
+  name: 'api'
+  scope: rg
+  params: {
+    planName: '${abbrs.webServerFarms}${resourceToken}'
+    name: '${abbrs.webSitesFunctions}api-${resourceToken}'
+    location: location
+    tags: tags
+    serviceName: 'api'
+    identityId: identity.outputs.id
+    identityClientId: identity.outputs.clientId
+    storageAccountName: storage.outputs.name
+    deploymentContainerName: deploymentContainerName
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    pythonVersion: pythonVersion
+    instanceMemoryMB: instanceMemoryMB
+    maximumInstanceCount: maximumInstanceCount
+    httpPerInstanceConcurrency: httpPerInstanceConcurrency
+    alwaysReadyInstanceCount: alwaysReadyInstanceCount
+    subnetId: privateNetworking ? network.outputs.appSubnetId : ''
+    appSettings: documentationSettings
+  }
+  dependsOn: [
+    keyVault
+    storageEndpoints
+    searchEndpoint
+  ]
+}
+
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_FUNCTION_NAME string = api.outputs.name
+output SERVICE_API_NAME string = api.outputs.name
+output SERVICE_API_URI string = 'https://${api.outputs.defaultHostName}'
+output MCP_ENDPOINT string = 'https://${api.outputs.defaultHostName}/api/mcp'
+output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
+output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
+output AZURE_KEY_VAULT_NAME string = remoteTokenGiven ? keyVaultName : ''
