@@ -1,0 +1,474 @@
+"""The Bicep under infra/, parsed with pycep-parser (no Bicep CLI, no network) and checked against what it deploys.
+
+The app-setting checks derive the expected names from the settings model itself, so a setting added to
+`shared/settings.py` fails here until infra/main.bicep and local.settings.sample.json carry it too.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import tomllib
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+import yaml
+from pycep import BicepParser
+from pydantic import BaseModel, SecretStr
+from pydantic.fields import FieldInfo
+
+from shared.settings import PREFIX, DocumentationSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+MAIN = INFRA / "main.bicep"
+BICEP_FILES = sorted(INFRA.rglob("*.bicep"))
+
+ALLOWED_API_VERSIONS = {
+    "Microsoft.Authorization/roleAssignments": "2022-04-01",
+    "Microsoft.Insights/components": "2020-02-02",
+    "Microsoft.KeyVault/vaults": "2023-07-01",
+    "Microsoft.KeyVault/vaults/secrets": "2023-07-01",
+    "Microsoft.ManagedIdentity/userAssignedIdentities": "2023-01-31",
+    "Microsoft.Network/privateDnsZones": "2020-06-01",
+    "Microsoft.Network/privateDnsZones/virtualNetworkLinks": "2020-06-01",
+    "Microsoft.Network/privateEndpoints": "2023-11-01",
+    "Microsoft.Network/privateEndpoints/privateDnsZoneGroups": "2023-11-01",
+    "Microsoft.Network/virtualNetworks": "2023-11-01",
+    "Microsoft.OperationalInsights/workspaces": "2023-09-01",
+    "Microsoft.Resources/resourceGroups": "2022-09-01",
+    "Microsoft.Search/searchServices": "2023-11-01",
+    "Microsoft.Storage/storageAccounts": "2023-05-01",
+    "Microsoft.Storage/storageAccounts/blobServices": "2023-05-01",
+    "Microsoft.Storage/storageAccounts/blobServices/containers": "2023-05-01",
+    "Microsoft.Web/serverfarms": "2024-04-01",
+    "Microsoft.Web/sites": "2024-04-01",
+    "Microsoft.Web/sites/basicPublishingCredentialsPolicies": "2024-04-01",
+    "Microsoft.Web/sites/config": "2024-04-01",
+}
+
+ROLES = {
+    "b7e6dc6d-f1e8-4753-8033-0f276bb0955b": "Storage Blob Data Owner",
+    "3913510d-42f4-4e42-8a64-420c390055eb": "Monitoring Metrics Publisher",
+    "1407120a-92aa-4202-b7e9-c0e197c71c8f": "Search Index Data Reader",
+    "4633458b-17de-408a-b874-0445c86b69e6": "Key Vault Secrets User",
+}
+"""Every role the app's identity holds, by built-in role definition id: exactly what the app touches."""
+
+HOST_OWNED = re.compile(r"^(FUNCTIONS_|AzureWebJobs|APPLICATIONINSIGHTS_|AZURE_)", re.IGNORECASE)
+
+NOT_DEPLOYED = {
+    f"{PREFIX}AiSearch__ApiKey": "local development only: in Azure the identity authenticates to AI Search",
+    f"{PREFIX}Cache__ConnectionString": "carries an account key; the deployment is keyless (Cache__BlobServiceUri)",
+}
+"""Settings the service reads that the deployment deliberately never sets."""
+
+WIRED = {
+    f"{PREFIX}Identity__ClientId": "the user-assigned identity's client id",
+    f"{PREFIX}AiSearch__Endpoint": "the given endpoint, else the AI Search service's",
+}
+"""Settings whose value comes from the deployment itself rather than from a parameter of the same name."""
+
+
+@cache
+def parse(path: Path) -> dict[str, Any]:
+    return BicepParser().parse(file_path=path)
+
+
+def resources(path: Path) -> dict[str, Any]:
+    return parse(path).get("resources") or {}
+
+
+def body(resource: dict[str, Any]) -> dict[str, Any]:
+    """A resource's or module's properties, under any deploy condition."""
+    config = resource["config"]
+    return config["config"] if "condition" in config else config
+
+
+def model_settings(model: type[BaseModel] = DocumentationSettings, prefix: str = PREFIX) -> dict[str, FieldInfo]:
+    """Every app-setting name the model reads, walking nested (and optional) sections; host-owned names excluded."""
+    names: dict[str, FieldInfo] = {}
+    for name, field in model.model_fields.items():
+        alias = field.alias or name
+        if prefix == PREFIX and HOST_OWNED.match(alias):
+            continue
+        section = section_model(field)
+        if section is None:
+            names[prefix + alias] = field
+        else:
+            names.update(model_settings(section, f"{prefix}{alias}__"))
+    return names
+
+
+def section_model(field: FieldInfo) -> type[BaseModel] | None:
+    """The nested section a field holds (`Section` or `Section | None`), or None for a single setting."""
+    candidates = (field.annotation, *get_args(field.annotation))
+    return next((t for t in candidates if isinstance(t, type) and issubclass(t, BaseModel)), None)
+
+
+def is_secret(field: FieldInfo) -> bool:
+    return SecretStr in (field.annotation, *get_args(field.annotation))
+
+
+def as_setting(value: Any) -> str:
+    """A model default written the way an app setting carries it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple | list):
+        return ",".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def parameter_for(setting: str) -> str:
+    """The Bicep parameter named after a setting: `Forge__Documentation__Cache__Container` -> `cacheContainer`."""
+    name = "".join(setting.removeprefix(PREFIX).split("__"))
+    return name[0].lower() + name[1:]
+
+
+def pairs(node: Any) -> Iterator[tuple[str, Any]]:
+    """Every key: value pair of every object literal below a parsed node."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield key.strip("'"), value
+            yield from pairs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from pairs(item)
+
+
+def accessor(*names: str) -> Any:
+    """How pycep spells `a.b.c`."""
+    if len(names) == 1:
+        return names[0]
+    return {
+        "operator": {
+            "type": "property_accessor",
+            "operands": {"operand_1": names[0], "operand_2": accessor(*names[1:])},
+        }
+    }
+
+
+def deployed_settings() -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for key, value in pairs(parse(MAIN)["variables"]):
+        if key.startswith(PREFIX):
+            assert key not in settings, f"{key} is set twice"
+            settings[key] = value
+    return settings
+
+
+def secure_parameters(path: Path) -> set[str]:
+    return {
+        name
+        for name, param in (parse(path).get("parameters") or {}).items()
+        if any(d["type"] == "secure" for d in param["decorators"])
+    }
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=lambda p: str(p.relative_to(INFRA)))
+def test_every_bicep_file_parses_and_uses_only_local_modules(path: Path) -> None:
+    document = parse(path)
+    for name, module in (document.get("modules") or {}).items():
+        assert module["type"] == "local", f"{name}: registry modules cannot be inspected here"
+        assert (path.parent / module["detail"]["path"]).is_file(), f"{name}: {module['detail']['path']} is missing"
+
+
+def test_resource_types_and_api_versions_are_allow_listed() -> None:
+    seen = set()
+    for path in BICEP_FILES:
+        for name, resource in resources(path).items():
+            kind, version = resource["type"], resource["api_version"]
+            assert ALLOWED_API_VERSIONS.get(kind) == version, f"{path.name}:{name} uses {kind}@{version}"
+            seen.add(kind)
+    assert seen == set(ALLOWED_API_VERSIONS), f"allow-listed but unused: {set(ALLOWED_API_VERSIONS) - seen}"
+
+
+def test_the_app_runs_on_a_flex_consumption_fc1_linux_plan() -> None:
+    function = resources(INFRA / "app" / "function.bicep")
+    plans = [body(r) for r in function.values() if r["type"] == "Microsoft.Web/serverfarms"]
+    assert [(p["sku"]["name"], p["sku"]["tier"], p["properties"]["reserved"]) for p in plans] == [
+        ("FC1", "FlexConsumption", True)
+    ]
+    site = body(function["site"])
+    assert site["kind"] == "functionapp,linux"
+    scale = site["properties"]["functionAppConfig"]["scaleAndConcurrency"]
+    assert scale["instanceMemoryMB"] == "instanceMemoryMB"
+    assert scale["maximumInstanceCount"] == "maximumInstanceCount"
+    assert scale["triggers"]["http"]["perInstanceConcurrency"] == "httpPerInstanceConcurrency"
+    storage = site["properties"]["functionAppConfig"]["deployment"]["storage"]
+    assert storage["type"] == "blobContainer"
+    assert storage["authentication"] == {"type": "UserAssignedIdentity", "userAssignedIdentityResourceId": "identityId"}
+    parameters = parse(MAIN)["parameters"]
+    assert parameters["alwaysReadyInstanceCount"]["default"] == 0
+    assert parameters["privateNetworking"]["default"] is False
+
+
+def test_the_runtime_is_the_projects_python() -> None:
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    project = re.fullmatch(r">=(\d+\.\d+),<\d+\.\d+", requires)
+    assert project, f"requires-python {requires!r} no longer names one minor version"
+    assert parse(MAIN)["variables"]["pythonVersion"]["value"] == project.group(1)
+    assert body(parse(MAIN)["modules"]["api"])["params"]["pythonVersion"] == "pythonVersion"
+    runtime = body(resources(INFRA / "app" / "function.bicep")["site"])["properties"]["functionAppConfig"]["runtime"]
+    assert runtime == {"name": "python", "version": "pythonVersion"}
+
+
+def test_storage_and_telemetry_accept_no_keys() -> None:
+    accounts = [
+        body(r)["properties"]
+        for path in BICEP_FILES
+        for r in resources(path).values()
+        if r["type"] == "Microsoft.Storage/storageAccounts" and not r["existing"]
+    ]
+    assert accounts
+    for account in accounts:
+        assert account["allowSharedKeyAccess"] is False
+        assert account["allowBlobPublicAccess"] is False
+        assert account["minimumTlsVersion"] == "TLS1_2"
+    monitoring = resources(INFRA / "app" / "monitoring.bicep")
+    assert body(monitoring["applicationInsights"])["properties"]["DisableLocalAuth"] is True
+    assert body(monitoring["applicationInsights"])["properties"]["WorkspaceResourceId"] == accessor("workspace", "id")
+
+
+def test_no_output_exposes_a_key_connection_string_or_secret() -> None:
+    for path in BICEP_FILES:
+        secure = secure_parameters(path)
+        for name, output in (parse(path).get("outputs") or {}).items():
+            assert not re.search(r"key(?!_?vault)|secret|connection|password|token", name, re.IGNORECASE), (
+                f"{path.name}:{name}"
+            )
+            text = json.dumps(output["value"])
+            assert not re.search(r"list[A-Za-z]*keys|ConnectionString|InstrumentationKey", text, re.I), path.name
+            assert not any(re.search(rf'"{s}"|\${{{s}}}', text) for s in secure), f"{path.name}:{name}"
+
+
+def test_every_role_assignment_goes_to_the_apps_identity_with_a_named_role() -> None:
+    granted = set()
+    for path in BICEP_FILES:
+        text = path.read_text()
+        for name, resource in resources(path).items():
+            if resource["type"] != "Microsoft.Authorization/roleAssignments":
+                continue
+            config = body(resource)
+            role_var = config["properties"]["roleDefinitionId"]["function"]["parameters"]["resource_name_1"]
+            definition = re.search(rf"^var {role_var} = '([0-9a-f-]{{36}})' // (.+)$", text, re.MULTILINE)
+            assert definition, f"{path.name}:{name}: {role_var} is not a role id with its name in a comment"
+            role = ROLES.get(definition.group(1))
+            assert role == definition.group(2), f"{path.name}:{role_var} is {role}, commented {definition.group(2)}"
+            assert re.search(rf"^// {role} on .+\nresource {name} ", text, re.MULTILINE), f"{name}: say the role"
+            assert config["properties"]["principalId"] == "principalId"
+            assert config["properties"]["principalType"] == "ServicePrincipal"
+            guid = config["name"]["function"]["parameters"]
+            scope = config["scope"]
+            assert guid["base_string"] == accessor(scope, "id")
+            assert (guid["extra_string_1"], guid["extra_string_2"]) == ("principalId", role_var)
+            granted.add(role)
+            module_path = path.relative_to(INFRA).as_posix()
+            callers = [m for m in parse(MAIN)["modules"].values() if m["detail"]["path"] == module_path]
+            assert callers, f"{module_path} is not deployed by main.bicep"
+            for module in callers:
+                assert body(module)["params"]["principalId"] == accessor("identity", "outputs", "principalId")
+    assert granted == set(ROLES.values())
+    identity = resources(INFRA / "app" / "identity.bicep")["identity"]
+    assert identity["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities"
+    assert body(resources(INFRA / "app" / "function.bicep")["site"])["identity"] == {
+        "type": "UserAssigned",
+        "userAssignedIdentities": {"'${identityId}'": {}},
+    }
+    assert body(parse(MAIN)["modules"]["api"])["params"]["identityId"] == accessor("identity", "outputs", "id")
+
+
+def test_app_settings_are_exactly_the_settings_the_service_reads() -> None:
+    expected = model_settings()
+    assert set(NOT_DEPLOYED) <= set(expected), "NOT_DEPLOYED names a setting the service no longer reads"
+    assert all(is_secret(expected[name]) for name in NOT_DEPLOYED)
+    deployed = set(deployed_settings())
+    assert deployed == set(expected) - set(NOT_DEPLOYED), (
+        f"missing from infra/main.bicep: {sorted(set(expected) - set(NOT_DEPLOYED) - deployed)}; "
+        f"not read by the service: {sorted(deployed - set(expected))}"
+    )
+    elsewhere = {k for p in BICEP_FILES if p != MAIN for k, _ in pairs(parse(p)) if k.startswith(PREFIX)}
+    assert not elsewhere, f"settings belong in main.bicep's settings object: {elsewhere}"
+    assert body(parse(MAIN)["modules"]["api"])["params"]["appSettings"] == "documentationSettings"
+
+
+def test_local_settings_sample_lists_exactly_the_settings_the_service_reads() -> None:
+    values = json.loads((ROOT / "local.settings.sample.json").read_text())["Values"]
+    listed = {name for name in values if not HOST_OWNED.match(name)}
+    assert listed == set(model_settings())
+
+
+def test_settings_parameters_carry_the_services_defaults() -> None:
+    fields = model_settings()
+    parameters = parse(MAIN)["parameters"]
+    for name, value in deployed_settings().items():
+        if name in WIRED or is_secret(fields[name]):
+            continue
+        parameter = parameter_for(name)
+        assert value == parameter, f"{name} should be the parameter {parameter}"
+        default = parameters[parameter]["default"]
+        service = as_setting(fields[name].get_default(call_default_factory=True))
+        try:
+            assert float(default) == float(service), name
+        except ValueError:
+            assert str(default) == service, f"{name}: Bicep default {default!r}, service default {service!r}"
+    for name in WIRED:
+        assert fields[name].get_default() is None, f"{name} has a service default the deployment would hide"
+
+
+def test_secrets_are_key_vault_references_from_secure_parameters() -> None:
+    fields = model_settings()
+    secrets = {name for name, field in fields.items() if is_secret(field)} - set(NOT_DEPLOYED)
+    assert secrets, "the model has no secret left to deploy"
+    settings = deployed_settings()
+    secure = secure_parameters(MAIN)
+    vault_secrets = body(parse(MAIN)["modules"]["keyVault"])["params"]["secrets"]
+    for name in secrets:
+        reference = re.fullmatch(r"@Microsoft\.KeyVault\(SecretUri=https://\S+/secrets/(\S+)\)", settings[name])
+        assert reference, f"{name} must be a Key Vault reference, not {settings[name]!r}"
+        assert vault_secrets[f"'{reference.group(1)}'"] == parameter_for(name)
+        assert parameter_for(name) in secure, f"{parameter_for(name)} must be @secure()"
+    plain = {json.dumps(value) for name, value in settings.items()}
+    assert not any(f'"{s}"' in text or f"${{{s}}}" in text for s in secure for text in plain)
+
+
+def test_host_settings_are_identity_based() -> None:
+    properties = body(resources(INFRA / "app" / "function.bicep")["settings"])["properties"]
+    assert properties["function"]["type"] == "union"
+    service, host = properties["function"]["parameters"]["arg_1"], properties["function"]["parameters"]["arg_2"]
+    assert service == "appSettings"
+    assert all(HOST_OWNED.match(name) for name in host)
+    assert host["AzureWebJobsStorage__credential"] == "managedidentity"
+    assert host["AzureWebJobsStorage__clientId"] == "identityClientId"
+    assert "AzureWebJobsStorage__blobServiceUri" in host
+    assert host["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == "ClientId=${identityClientId};Authorization=AAD"
+    # A connection string would carry a key; the runtime settings are rejected on Flex Consumption.
+    assert not {"AzureWebJobsStorage", "FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION"} & set(host)
+    api = body(parse(MAIN)["modules"]["api"])["params"]
+    assert api["identityClientId"] == deployed_settings()[f"{PREFIX}Identity__ClientId"]
+
+
+AZURE_NAMED = {"serviceName", "dnsZoneName"}
+"""Name parameters whose values Azure or azd fix (azure.yaml's service, privatelink zones)."""
+
+
+def test_resource_names_come_from_abbreviations_and_the_token() -> None:
+    abbreviations = json.loads((INFRA / "abbreviations.json").read_text())
+    names = [body(parse(MAIN)["resources"]["rg"])["name"]["operator"]["operands"]["true_value"]]
+    for module in parse(MAIN)["modules"].values():
+        params = body(module)["params"]
+        names += [v for k, v in params.items() if k.endswith(("name", "Name")) and k not in AZURE_NAMED]
+    for name in (n for n in names if isinstance(n, str) and "${" in n):
+        used = re.findall(r"\$\{abbrs\.(\w+)\}", name)
+        assert used and all(u in abbreviations for u in used), name
+        assert "${resourceToken}" in name or "${environmentName}" in name, name
+    assert parse(MAIN)["variables"]["abbrs"]["value"]["function"]["parameters"]["file_path"] == "abbreviations.json"
+
+
+def test_outputs_for_azd_are_upper_snake_case() -> None:
+    outputs = parse(MAIN)["outputs"]
+    assert {"AZURE_LOCATION", "AZURE_TENANT_ID", "SERVICE_API_NAME"} <= set(outputs)
+    assert all(re.fullmatch(r"[A-Z][A-Z0-9_]*", name) for name in outputs)
+
+
+def test_main_parameters_json_maps_every_parameter_azd_must_supply() -> None:
+    mapped = json.loads((INFRA / "main.parameters.json").read_text())["parameters"]
+    parameters = parse(MAIN)["parameters"]
+    assert set(mapped) <= set(parameters)
+    assert {name for name, p in parameters.items() if p["default"] is None} <= set(mapped)
+    for setting in set(deployed_settings()) - set(WIRED):
+        if parameter_for(setting) in mapped:
+            assert mapped[parameter_for(setting)] == {"value": f"${{{setting}}}"}, setting
+
+
+def test_azure_yaml_deploys_this_directory_to_the_tagged_function_app() -> None:
+    project = yaml.safe_load((ROOT / "azure.yaml").read_text())
+    assert project["services"] == {"api": {"project": ".", "language": "python", "host": "function"}}
+    assert body(parse(MAIN)["modules"]["api"])["params"]["serviceName"] == "api"
+
+
+def test_private_networking_integrates_the_app_and_uses_private_dns() -> None:
+    vnet = body(resources(INFRA / "app" / "network.bicep")["vnet"])
+    delegations = [
+        d["properties"]["serviceName"]
+        for s in vnet["properties"]["subnets"]
+        for d in s["properties"].get("delegations", [])
+    ]
+    assert delegations == ["Microsoft.App/environments"]
+    main = parse(MAIN)["modules"]
+    assert body(main["searchEndpoint"])["params"]["dnsZoneName"] == "privatelink.search.windows.net"
+    assert body(main["storageEndpoints"])["params"]["dnsZoneName"].startswith("privatelink.${service}.")
+    assert body(main["storageEndpoints"])["params"]["groupId"] == "service"
+
+
+# --- the deployment package: what .funcignore leaves -----------------------------------------------------------
+
+
+def funcignore() -> list[str]:
+    lines = (ROOT / ".funcignore").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def ignored(path: str, *, is_dir: bool, patterns: list[str]) -> bool:
+    """gitignore-style matching, as `func` and azd apply .funcignore (the subset this project uses)."""
+    result = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        pattern = pattern.removeprefix("!")
+        if pattern.endswith("/") and not is_dir:
+            continue
+        pattern = pattern.rstrip("/")
+        anchored = "/" in pattern
+        target = path if anchored else path.rsplit("/", 1)[-1]
+        if fnmatch.fnmatchcase(target, pattern.lstrip("/")):
+            result = not negate
+    return result
+
+
+def packaged_files() -> list[str]:
+    patterns, files = funcignore(), []
+    for directory, subdirectories, names in os.walk(ROOT):
+        relative = Path(directory).relative_to(ROOT).as_posix().removeprefix(".")
+        prefix = f"{relative.lstrip('/')}/" if relative else ""
+        subdirectories[:] = [d for d in subdirectories if not ignored(prefix + d, is_dir=True, patterns=patterns)]
+        files += [prefix + n for n in names if not ignored(prefix + n, is_dir=False, patterns=patterns)]
+    return files
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/infra/test_bicep.py",
+        "site/index.html",
+        "build/origin/docs/index.html",
+        "node_modules/azurite/x.js",
+        "docs/index.md",
+        "infra/main.bicep",
+        "tools/bench.py",
+        ".venv/bin/python",
+        "shared/__pycache__/x.pyc",
+    ],
+)
+def test_funcignore_keeps_tooling_out_of_the_package(path: str) -> None:
+    parts = path.split("/")
+    patterns = funcignore()
+    assert any(ignored("/".join(parts[: i + 1]), is_dir=True, patterns=patterns) for i in range(len(parts) - 1))
+
+
+def test_the_package_holds_the_app_and_nothing_for_development() -> None:
+    files = packaged_files()
+    assert {"function_app.py", "host.json", "requirements.txt", "shared/__init__.py"} <= set(files)
+    for excluded in ("tests/", "docs/", "site/", "build/", "node_modules/", "infra/", "tools/", ".venv/"):
+        assert not [f for f in files if f.startswith(excluded)], excluded
+    assert "requirements-dev.txt" not in files and "local.settings.json" not in files
