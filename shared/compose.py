@@ -37,6 +37,7 @@ def process_embedding(settings: DocumentationSettings) -> EmbeddingModel | None:
 class Composition:
     """The composed service and the shared parts health reports on."""
 
+    settings: DocumentationSettings
     service: DocumentationService
     store: IndexStore
     embedding: EmbeddingModel | None
@@ -73,4 +74,4 @@ async def compose(
         ]
         for provider in registered:
             stack.push_async_callback(provider.aclose)  # closed first: background work may still use the store
-        yield Composition(DocumentationService(registered, origin=settings.origin), store, embedding)
+        yield Composition(settings, DocumentationService(registered, origin=settings.origin), store, embedding)

@@ -31,6 +31,8 @@ _EMPTY_IS_MEANINGFUL = {("rawmarkdownurlpattern",), ("aisearch", "searchfilter")
 instead of "unset"."""
 ARTIFACTS_PREFIX = "embeddings/"
 """Blob names the cache keeps for index artifacts (`shared.cache.store`): no index file name may start with it."""
+HOST_OWNED = frozenset({"AzureWebJobsStorage", "AzureWebJobsStorageBlobServiceUri", "WEBSITE_HOSTNAME"})
+"""Aliases of fields the hosting platform sets, not `Forge__Documentation__*` app settings."""
 _ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("environ", default=None)
 
 
@@ -118,6 +120,29 @@ class RemoteSettings(_Section):
     token: SecretStr | None = Field(None, alias="Token")
 
 
+class McpSettings(_Section):
+    """`Forge__Documentation__Mcp__*`: the MCP endpoint at `/api/mcp`."""
+
+    allowed_hosts: tuple[str, ...] = Field((), alias="AllowedHosts")
+    """Host names (custom domains, container hosts) the endpoint answers besides `WEBSITE_HOSTNAME` and loopback;
+    any other `Host` header is refused (DNS-rebinding protection)."""
+    max_content_chars: int = Field(50_000, alias="MaxContentChars", ge=1_000)
+    """The most Markdown `get_doc` returns (about 12,000 tokens by default); a longer page is cut and says so."""
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, Mapping):
+            value = [value[k] for k in sorted(value, key=int)]
+        hosts = tuple(str(host).strip().lower() for host in value if str(host).strip())
+        for host in hosts:
+            if "/" in host or "://" in host:
+                raise ValueError(f"{host!r} is not a host name (no scheme or path; a port may follow ':')")
+        return hosts
+
+
 class IdentitySettings(_Section):
     """`Forge__Documentation__Identity__*`: the app's managed identity, handed to every Azure credential."""
 
@@ -142,11 +167,16 @@ class DocumentationSettings(BaseSettings):
     cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")
     warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")
     search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")
+    request_timeout_seconds: float = Field(30.0, alias="RequestTimeoutSeconds", gt=0)
+    """One deadline for every search and get, over REST and MCP: past it the answer is `timeout` (504)."""
+    mcp: McpSettings = Field(default_factory=McpSettings, alias="Mcp")
     identity: IdentitySettings = Field(default_factory=IdentitySettings, alias="Identity")
     ai_search: AiSearchSettings | None = Field(None, alias="AiSearch")
     remote: RemoteSettings | None = Field(None, alias="Remote")
     host_storage: SecretStr | None = Field(None, alias="AzureWebJobsStorage")
     host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")
+    website_hostname: str | None = Field(None, alias="WEBSITE_HOSTNAME")
+    """The app's default host name, set by App Service / Functions in Azure; the MCP endpoint answers it."""
 
     @classmethod
     def settings_customise_sources(
@@ -281,7 +311,8 @@ class DocumentationSettings(BaseSettings):
 
 
 class AppSettingsSource(PydanticBaseSettingsSource):
-    """Reads `Forge__Documentation__*` (nested on `__`, indexed lists) and the host's `AzureWebJobsStorage`."""
+    """Reads `Forge__Documentation__*` (nested on `__`, indexed lists) and the host's own `AzureWebJobsStorage` and
+    `WEBSITE_HOSTNAME`."""
 
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
         super().__init__(settings_cls)
@@ -304,6 +335,8 @@ class AppSettingsSource(PydanticBaseSettingsSource):
                 tree["azurewebjobsstorage"] = value
             elif lowered == "azurewebjobsstorage__blobserviceuri":
                 tree["azurewebjobsstorageblobserviceuri"] = value
+            elif lowered == "website_hostname" and value.strip():
+                tree["website_hostname"] = value.strip()
         return _with_aliases(tree, self.settings_cls)
 
 

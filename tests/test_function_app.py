@@ -78,7 +78,7 @@ def test_host_json_leaves_api_paths_to_the_app() -> None:
 
 
 def test_sample_settings_document_every_setting_the_service_reads() -> None:
-    from shared.settings import PREFIX, DocumentationSettings, section_model
+    from shared.settings import HOST_OWNED, PREFIX, DocumentationSettings, section_model
 
     with open("local.settings.sample.json", encoding="utf-8") as handle:
         sample = json.load(handle)
@@ -90,17 +90,25 @@ def test_sample_settings_document_every_setting_the_service_reads() -> None:
         section = section_model(field.annotation)
         if section is not None:
             expected |= {f"{PREFIX}{alias}__{sub.alias}" for sub in section.model_fields.values()}
-        elif not alias.startswith("AzureWebJobs"):
+        elif alias not in HOST_OWNED:
             expected.add(PREFIX + alias)
     assert expected <= set(values), expected - set(values)
     assert expected <= set(comments), expected - set(comments)
 
 
-async def call_http(module: ModuleType, path: str, params: dict[str, str] | None = None) -> func.HttpResponse:
+async def call_http(
+    module: ModuleType,
+    path: str,
+    params: dict[str, str] | None = None,
+    *,
+    method: str = "GET",
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+) -> func.HttpResponse:
     fn = functions(module)["http_app_func"].get_user_function()
     # The host passes the query both in the URL and as params; the ASGI bridge reads the URL.
     url = f"http://localhost{path}" + (f"?{urlencode(params)}" if params else "")
-    request = func.HttpRequest("GET", url, headers={}, params=params or {}, body=b"")
+    request = func.HttpRequest(method, url, headers=headers or {}, params=params or {}, body=body)
     context = SimpleNamespace(
         function_directory=".",
         function_name="http_app_func",
@@ -153,3 +161,35 @@ async def test_the_timer_warms_the_blob_cache(
     with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
         names = {blob.name for blob in service.get_container_client(blob_container).list_blobs()}
     assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES}
+
+
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def call_mcp(module: ModuleType, method: str, params: dict[str, object], *, host: str) -> func.HttpResponse:
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    headers = {**MCP_HEADERS, "host": host}
+    return await call_http(module, "/api/mcp", method="POST", body=json.dumps(message).encode(), headers=headers)
+
+
+async def test_mcp_through_the_function_initialize_list_and_call(
+    monkeypatch: pytest.MonkeyPatch, static_origin: StaticOrigin
+) -> None:
+    env = fixture_env(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
+    module = import_function_app(monkeypatch, {**env, "WEBSITE_HOSTNAME": "docs-func.azurewebsites.net"})
+    host = "docs-func.azurewebsites.net"
+    client = {"name": "test", "version": "1"}
+    initialize = await call_mcp(
+        module, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}, host=host
+    )
+    listed = await call_mcp(module, "tools/list", {}, host=host)
+    called = await call_mcp(module, "tools/call", {"name": "search_docs", "arguments": {"query": "install"}}, host=host)
+    refused = await call_mcp(module, "tools/list", {}, host="attacker.example.net")
+
+    assert initialize.status_code == 200, initialize.get_body()
+    assert json.loads(initialize.get_body())["result"]["serverInfo"]["name"] == "documentation"
+    assert {tool["name"] for tool in json.loads(listed.get_body())["result"]["tools"]} == {"search_docs", "get_doc"}
+    result = json.loads(called.get_body())["result"]
+    assert not result.get("isError") and result["structuredContent"]["provider"] == "mkdocs"
+    assert result["structuredContent"]["results"]
+    assert refused.status_code == 421

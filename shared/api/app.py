@@ -1,4 +1,4 @@
-"""The ASGI app: its lifespan owns the composed service; the protocols and the error mapping are mounted on it."""
+"""The ASGI app: its lifespan owns the composed service and the MCP session manager; both protocols sit on it."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from enum import Enum
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.routing import Route
 
 from shared import __version__
 from shared.api.errors import install_error_handlers
+from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
 from shared.api.rest import install_routes
 from shared.compose import compose, process_embedding
 from shared.embedding import EmbeddingModel
@@ -37,19 +39,34 @@ def create_app(
     `embedding` is the process's model, shared with the warm-up timer where the host has one; by default the app
     builds its own from the settings. `providers` are added to the configured ones (tests pass fakes here).
     The service itself is composed when the lifespan starts and closed when it ends; both hosts run it
-    (uvicorn at start-up, `AsgiFunctionApp` on the first request).
+    (uvicorn at start-up, `AsgiFunctionApp` on the first request). So is the MCP server over it, whose session
+    manager runs once per app instance.
     """
     settings = settings or load_settings()
     model = process_embedding(settings) if embedding is _Default.FROM_SETTINGS else embedding
+    endpoint = McpEndpoint()
+    own_hosts = (*((settings.website_hostname,) if settings.website_hostname else ()), *settings.mcp.allowed_hosts)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with compose(settings, embedding=model, providers=providers) as composition:
-            app.state.composition = composition
-            try:
-                yield
-            finally:
-                app.state.composition = None
+            server = build_server(
+                composition.service,
+                max_content_chars=settings.mcp.max_content_chars,
+                seconds=settings.request_timeout_seconds,
+            )
+            server.streamable_http_app(
+                streamable_http_path=MCP_PATH,
+                stateless_http=True,
+                json_response=True,
+                transport_security=transport_security(own_hosts),
+            )
+            async with server.session_manager.run():
+                app.state.composition, endpoint.server = composition, server
+                try:
+                    yield
+                finally:
+                    app.state.composition, endpoint.server = None, None
 
     app = FastAPI(
         title="Documentation retrieval",
@@ -64,6 +81,9 @@ def create_app(
     install_error_handlers(app)
     _install_access_log(app)
     install_routes(app)
+    # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.
+    for path in (MCP_PATH, MCP_PATH + "/"):
+        app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     return app
 
 

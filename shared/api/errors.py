@@ -1,19 +1,22 @@
-"""Core errors as HTTP answers, in one place: every status the API returns for a failure is decided here.
+"""Core errors as protocol answers, in one place: HTTP statuses for REST, tool errors for MCP, same reason codes.
 
-    InvalidRequestError, request validation   400 bad_request
-    ResolutionError                           404 not_found | unknown_site, 409 ambiguous,
-                                              502 fetch_failed, 503 site_unavailable (with `resolution`)
-    ServiceNotStarted                         503 starting
-    an unknown route                          404 not_found
-    anything else                             500 internal_error (logged with its type, never its text)
-
-The MCP endpoint's mapping of the same errors to tool errors sits beside this one.
+error                                     REST                              MCP tool error text starts
+InvalidRequestError, request validation   400 bad_request                   bad_request:
+ResolutionError                           404 not_found | unknown_site,     its reason, then what it means
+                                          409 ambiguous, 502 fetch_failed,  and what to do next
+                                          503 site_unavailable (+ resolution)
+RequestTimeoutError                       504 timeout                       timeout:
+ServiceNotStarted                         503 starting                      starting:
+an unknown route                          404 not_found                     (the SDK's unknown-tool error)
+anything else                             500 internal_error (logged with its type, never its text)
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,9 +24,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from shared.errors import DocsError, InvalidRequestError, ResolutionError
-from shared.models import Reason
+from shared.models import Reason, Resolution
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 STATUS_BY_REASON = {
     Reason.NOT_FOUND: 404,
@@ -36,6 +41,53 @@ STATUS_BY_REASON = {
 
 class ServiceNotStarted(DocsError):
     """A request arrived before the ASGI lifespan composed the service (a host that skipped the lifespan)."""
+
+
+class RequestTimeoutError(DocsError):
+    """The request's deadline passed before the service answered."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer within {seconds:g} s")
+        self.seconds = seconds
+
+
+async def within(work: Awaitable[T], seconds: float) -> T:
+    """`work` under the request's one deadline, for both protocols; RequestTimeoutError when it passes."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await work
+    except TimeoutError:
+        raise RequestTimeoutError(seconds) from None
+
+
+NEXT_STEP = {
+    Reason.NOT_FOUND: "No page is at this location. Search with search_docs first and pass a result's location.",
+    Reason.UNKNOWN_SITE: "The location names a site that is not configured. Search with search_docs to find the "
+    "page's location.",
+    Reason.AMBIGUOUS: "The location matches several pages. Call get_doc again with one of the candidates.",
+    Reason.SITE_UNAVAILABLE: "The site's index cannot be loaded right now. Try again later; other sites still answer.",
+    Reason.FETCH_FAILED: "The page exists but its content could not be fetched. Try again later.",
+}
+
+
+def tool_error(exc: DocsError) -> str:
+    """The text of an MCP tool error: the reason code first, then what it means and what to do next."""
+    if isinstance(exc, ResolutionError):
+        return _resolution_text(exc.resolution)
+    if isinstance(exc, InvalidRequestError):
+        return f"bad_request: {exc}. Correct the argument and call again."
+    if isinstance(exc, RequestTimeoutError):
+        return f"timeout: {exc}. Try again; a narrower search (`site`) answers faster."
+    if isinstance(exc, ServiceNotStarted):
+        return f"starting: {exc}. Try again in a moment."
+    return "internal_error: the service failed unexpectedly; the failure was logged."
+
+
+def _resolution_text(resolution: Resolution) -> str:
+    lines = [f"{resolution.reason.value}: {resolution.detail}", NEXT_STEP.get(resolution.reason, "")]
+    if resolution.candidates:
+        lines.append("Candidates: " + ", ".join(resolution.candidates))
+    return "\n".join(line for line in lines if line)
 
 
 def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
@@ -63,6 +115,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceNotStarted)
     async def not_started(_: Request, exc: ServiceNotStarted) -> JSONResponse:
         return error(503, "starting", str(exc))
+
+    @app.exception_handler(RequestTimeoutError)
+    async def timed_out(_: Request, exc: RequestTimeoutError) -> JSONResponse:
+        return error(504, "timeout", str(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Query, Request
 
 from shared import __version__
-from shared.api.errors import ServiceNotStarted
+from shared.api.errors import ServiceNotStarted, within
 from shared.compose import Composition
 from shared.errors import InvalidRequestError
 from shared.models import Document, SearchResponse
@@ -15,6 +15,7 @@ from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"description": "Bad input: `{error: {code: bad_request, message}}`"},
+    504: {"description": "`timeout`: no answer within the request deadline (`RequestTimeoutSeconds`)"},
 }
 GET_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERROR_RESPONSES,
@@ -22,6 +23,7 @@ GET_ERRORS: dict[int | str, dict[str, Any]] = {
     409: {"description": "`ambiguous`, with `resolution.candidates`"},
     502: {"description": "`fetch_failed`: the page resolved but no content could be fetched"},
     503: {"description": "`site_unavailable`: the site's index could not be loaded"},
+    504: {"description": "`timeout`: no answer within the request deadline (`RequestTimeoutSeconds`)"},
 }
 
 
@@ -62,7 +64,8 @@ def install_routes(app: FastAPI) -> None:
         site: Annotated[str | None, Query(description="Search only this configured site.", max_length=200)] = None,
     ) -> SearchResponse:
         """Search every configured site; the first provider with results answers."""
-        return await composed.service.search(q or "", limit=limit, site=site or None)
+        work = composed.service.search(q or "", limit=limit, site=site or None)
+        return await within(work, composed.settings.request_timeout_seconds)
 
     @app.get(
         "/api/docs/get",
@@ -82,7 +85,7 @@ def install_routes(app: FastAPI) -> None:
         ] = None,
     ) -> Document:
         """Fetch one whole page as Markdown with front matter; `resolution` says how the location resolved."""
-        return await composed.service.get(location)
+        return await within(composed.service.get(location), composed.settings.request_timeout_seconds)
 
     @app.get("/api/health", tags=["ops"])
     async def health(composed: Composed) -> dict[str, Any]:

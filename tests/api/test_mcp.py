@@ -1,0 +1,204 @@
+"""The MCP endpoint with the official MCP client, against the app under uvicorn over the MkDocs fixture origin:
+the handshake, the tools as agents see them, search then get, failures as readable tool errors, and the Host
+checks that keep DNS rebinding out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+from shared.api import create_app
+from shared.api.mcp import bounded
+from shared.models import Document, Reason, Resolution
+from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, SITES, fixture_settings
+from tests.support.uvicorn_server import UvicornServer
+from tools.static_origin import StaticOrigin
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def server(static_origin: StaticOrigin) -> Iterator[UvicornServer]:
+    settings = fixture_settings(
+        static_origin.url,
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Search__Semantic="false",
+        Mcp__AllowedHosts="docs.example.com",
+    )
+    with UvicornServer(create_app(settings)) as running:
+        yield running
+
+
+@asynccontextmanager
+async def session(url: str) -> AsyncIterator[ClientSession]:
+    async with (
+        streamable_http_client(url + "/api/mcp") as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        yield client
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+async def test_the_tools_are_listed_for_agents(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    assert set(tools) == {"search_docs", "get_doc"}
+    search, get = tools["search_docs"], tools["get_doc"]
+    assert search.annotations is not None and search.annotations.read_only_hint is True
+    assert get.annotations is not None and get.annotations.read_only_hint is True
+    properties = search.input_schema["properties"]
+    assert search.input_schema["required"] == ["query"]
+    assert properties["site"]["anyOf"][0]["enum"] == list(SITES)  # an agent can discover the sites
+    assert (properties["limit"]["minimum"], properties["limit"]["maximum"]) == (1, 50)
+    assert get.input_schema["required"] == ["location"]
+    assert search.output_schema is not None and "results" in search.output_schema["properties"]
+    assert get.output_schema is not None and "content" in get.output_schema["properties"]
+    assert search.description is not None and "get_doc" in search.description and "empty" in search.description
+
+
+async def test_search_then_get_the_first_location(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        found = await client.call_tool("search_docs", {"query": "install the agent", "limit": 3})
+        assert not found.is_error and found.structured_content is not None
+        results = found.structured_content["results"]
+        got = await client.call_tool("get_doc", {"location": results[0]["location"]})
+        narrowed = await client.call_tool("search_docs", {"query": "authentication", "site": "BETA-DOCS"})
+
+    assert found.structured_content["provider"] == "mkdocs" and 1 <= len(results) <= 3
+    assert {"location", "title", "url", "site", "previewText", "score", "breadcrumb"} <= set(results[0])
+    rendering = text(found)
+    assert results[0]["location"] in rendering and "get_doc" in rendering
+    assert not got.is_error and got.structured_content is not None
+    assert got.structured_content["location"] == results[0]["location"]
+    assert got.structured_content["resolution"]["reason"] == "resolved"
+    assert text(got) == got.structured_content["content"] and text(got).startswith("---\nsource: ")
+    assert narrowed.structured_content is not None
+    assert {hit["site"] for hit in narrowed.structured_content["results"]} == {"beta-docs"}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "hint"),
+    [
+        ({"location": "no/such/thing-xyz"}, "not_found", "search_docs first"),
+        ({"location": "metrics"}, "ambiguous", "Candidates: "),
+        ({"location": "missing-docs/guide/install"}, "site_unavailable", "Try again later"),
+        ({"location": "../etc/passwd"}, "bad_request", "Correct the argument"),
+    ],
+    ids=["not found", "ambiguous", "site unavailable", "bad location"],
+)
+async def test_a_failed_get_is_a_tool_error_naming_its_reason(
+    server: UvicornServer, arguments: dict[str, Any], code: str, hint: str
+) -> None:
+    async with session(server.url) as client:
+        result = await client.call_tool("get_doc", arguments)
+
+    assert result.is_error
+    assert text(result).startswith(f"{code}: ") and hint in text(result)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"query": "install", "limit": 0}, "bad_request: limit must be between 1 and 50"),
+        ({"query": "install", "site": "nowhere"}, "bad_request: site must be one of: alpha"),
+        ({"query": "   "}, "bad_request: q is required"),
+        ({"query": "install", "limit": "many"}, "limit"),
+        ({}, "query"),
+    ],
+    ids=["limit out of range", "unknown site", "blank query", "limit not a number", "no query"],
+)
+async def test_bad_arguments_are_tool_errors_an_agent_can_read(
+    server: UvicornServer, arguments: dict[str, Any], expected: str
+) -> None:
+    async with session(server.url) as client:
+        result = await client.call_tool("search_docs", arguments)
+
+    assert result.is_error and expected in text(result)
+
+
+async def test_an_empty_search_says_what_it_means(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        result = await client.call_tool("search_docs", {"query": "sourdough starter hydration"})
+
+    assert not result.is_error and result.structured_content == {
+        "query": "sourdough starter hydration",
+        "provider": "none",
+        "results": [],
+    }
+    assert "does not cover" in text(result)
+
+
+def test_a_long_page_is_cut_and_says_so() -> None:
+    resolution = Resolution(requested_location="p", reason=Reason.RESOLVED)
+    page = Document(
+        requested_location="p",
+        location="p",
+        site="alpha",
+        url="https://docs.example.com/alpha/p/",
+        provider="mkdocs",
+        content="---\nsource: x\n---\n\n" + "A line of prose.\n" * 10_000,
+        resolution=resolution,
+    )
+    cut = bounded(page, 5_000)
+    assert len(cut.content) < 5_300 and cut.content.startswith("---\nsource: x")
+    assert cut.content.split("\n")[-4] == "A line of prose."  # cut at a line end, not mid-word
+    assert f"of {len(page.content):,} characters shown" in cut.content
+    assert "https://docs.example.com/alpha/p/" in cut.content
+    assert bounded(page, 1_000_000) is page
+
+
+# -- the endpoint over plain HTTP
+
+
+def test_the_endpoint_answers_at_its_own_path_without_a_redirect(server: UvicornServer) -> None:
+    for path in ("/api/mcp", "/api/mcp/"):
+        response = httpx.post(server.url + path, json=INITIALIZE, headers=MCP_HEADERS, follow_redirects=False)
+        assert response.status_code == 200, (path, response.status_code)
+        assert response.headers["content-type"].startswith("application/json")  # JSON, not an SSE stream
+        assert response.json()["result"]["serverInfo"]["name"] == "documentation"
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("evil.example.net", 421),
+        ("evil.example.net:8080", 421),
+        ("docs.example.com", 200),
+        ("localhost:7071", 200),
+    ],
+    ids=["unknown host", "unknown host with a port", "configured host", "loopback"],
+)
+def test_only_the_apps_own_host_names_are_answered(server: UvicornServer, host: str, status: int) -> None:
+    headers = {**MCP_HEADERS, "Host": host}
+    response = httpx.post(server.url + "/api/mcp", json=INITIALIZE, headers=headers, follow_redirects=False)
+    assert response.status_code == status
+    assert "location" not in response.headers  # refused, never redirected
+
+
+async def test_the_sites_offered_are_the_services(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        listing = await client.call_tool("search_docs", {"query": "*", "limit": 25})
+    assert listing.structured_content is not None
+    assert {hit["site"] for hit in listing.structured_content["results"]} == set(PUBLISHED_SITES)
+    assert json.loads(json.dumps(listing.structured_content))  # plain JSON all the way down
+    assert httpx2 is not None
