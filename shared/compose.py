@@ -43,9 +43,23 @@ class Composition:
     embedding: EmbeddingModel | None
 
     def health(self) -> dict[str, object]:
-        """Providers in chain order, the cache store and the embedding model, without doing I/O."""
+        """Overall status, providers in chain order, the cache store and the embedding model, without I/O.
+
+        `status` is `unavailable` when every provider reports it (nothing can be searched), `degraded` when any
+        reports `degraded` or `unavailable`, else `ok`; a provider without a `status` counts as `ok`.
+        """
+        providers = self.service.health()
+        states = [str(report.get("status", "ok")) for report in providers.values() if isinstance(report, dict)]
+        status = (
+            "unavailable"
+            if states and all(state == "unavailable" for state in states)
+            else "degraded"
+            if any(state != "ok" for state in states)
+            else "ok"
+        )
         return {
-            "providers": self.service.health(),
+            "status": status,
+            "providers": providers,
             "cache": self.store.describe(),
             "embedding": self.embedding.describe() if self.embedding is not None else {"state": "off"},
         }

@@ -5,9 +5,11 @@ DocsError
 ├── InvalidRequestError         caller input the service refuses (400); only the service's own checks stop the chain
 ├── ResolutionError             a location that did not resolve or fetch; carries the Resolution
 ├── EmbeddingStopped            a long embedding run was asked to stop (its index is no longer served)
+├── ServiceUnavailableError     nothing could be searched: every provider that tried failed (503)
 └── ProviderError               a provider could not do its work: the chain logs it and falls through
     ├── ProviderDeclinedError       the provider cannot answer this request (unconfigured, out of its scope)
     ├── SiteUnavailableError        a site's index could not be loaded
+    ├── NoSiteLoadedError           none of the sites a search needed could be loaded
     ├── OriginError                 a request to the documentation origin failed or was refused
     ├── IndexFormatError            a search index that is malformed or empty (also a ValueError)
     ├── StoreError                  the cache store could not be reached or refused the request
@@ -53,8 +55,21 @@ class EmbeddingStopped(DocsError):  # a request to stop, not a failure
     """An embedding run was asked to stop between batches (its index is no longer served, or the process ends)."""
 
 
+class ServiceUnavailableError(DocsError):
+    """Every provider that tried to answer failed, so nothing could be searched: not the same as "no match"."""
+
+    def __init__(self, failures: dict[str, dict[str, str]]) -> None:
+        super().__init__("nothing could be searched: " + ", ".join(sorted(failures)) + " failed")
+        self.failures = failures
+
+
 class ProviderError(DocsError):
     """A provider failed; the chain logs it and tries the next one."""
+
+    @property
+    def details(self) -> dict[str, str]:
+        """What operators may see about the failure (never a query or a location)."""
+        return {"error": type(self).__name__}
 
 
 class ProviderDeclinedError(ProviderError):
@@ -64,10 +79,24 @@ class ProviderDeclinedError(ProviderError):
 class SiteUnavailableError(ProviderError):
     """A site's search index could not be loaded (unpublished, unreachable, malformed or empty)."""
 
-    def __init__(self, site: str, reason: str) -> None:
+    def __init__(self, site: str, reason: str, *, unpublished: bool = False) -> None:
         super().__init__(f"site {site!r} is unavailable: {reason}")
         self.site = site
         self.reason = reason
+        self.unpublished = unpublished
+        """True when the origin says the index does not exist (404): the site is not published yet."""
+
+
+class NoSiteLoadedError(ProviderError):
+    """None of the sites a search needed could be loaded; `sites` says why for each."""
+
+    def __init__(self, sites: dict[str, str]) -> None:
+        super().__init__("no site could be loaded: " + ", ".join(sorted(sites)))
+        self.sites = sites
+
+    @property
+    def details(self) -> dict[str, str]:
+        return dict(self.sites)
 
 
 class OriginError(ProviderError):

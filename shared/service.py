@@ -9,7 +9,9 @@ The rules, including those the spec leaves open:
 - Providers run in ascending `order`. A search with `site` asks only the providers that declare that site.
 - A provider that raises anything else (it is unconfigured, unreachable, out of its scope, or broken) is logged
   with its name and the error's type, never its message, and the chain falls through to the next one.
-- Search: the first non-empty list wins, truncated to the effective limit.
+- Search: the first non-empty list wins, truncated to the effective limit. An empty answer means "no match"
+  only when some provider actually searched: when every provider that tried failed, nothing could be searched,
+  and the chain raises `ServiceUnavailableError` with each provider's failure (503), never an empty 200.
 - Get: only providers with `supports_fetch`; the first document wins. When none serves the page, the reported
   resolution is the most specific miss any provider gave: `ambiguous`, then `fetch_failed`, then
   `site_unavailable`, then `unknown_site`, then `not_found` (the earliest provider's on a tie), so a remote miss
@@ -22,7 +24,13 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from shared.errors import InvalidRequestError, ResolutionError
+from shared.errors import (
+    InvalidRequestError,
+    ProviderDeclinedError,
+    ProviderError,
+    ResolutionError,
+    ServiceUnavailableError,
+)
 from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Reason, Resolution, SearchResponse
 from shared.providers.base import DocumentationProvider
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
@@ -57,6 +65,7 @@ class DocumentationService:
         query, limit = check_query(query), check_limit(limit)
         effective = min(limit, MAX_RESULTS)
         wanted = self._check_site(site)
+        searched, failures = False, {}
         for provider in self.providers:
             scoped = _declared(provider, wanted)
             if wanted is not None and scoped is None:
@@ -65,13 +74,19 @@ class DocumentationService:
                 results = await provider.search(query, limit=effective, site=scoped)
             except asyncio.CancelledError:
                 raise
+            except ProviderDeclinedError:
+                continue
             except Exception as exc:
                 log.warning("search provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
+                failures[provider.name] = exc.details if isinstance(exc, ProviderError) else {"error": "failed"}
                 continue
+            searched = True
             if results:
                 attribute(SEARCH_PROVIDER, provider.name)
                 return SearchResponse(query=query, provider=provider.name, results=results[:effective])
         attribute(SEARCH_PROVIDER, NO_PROVIDER)
+        if not searched and failures:
+            raise ServiceUnavailableError(failures)
         shape = query_shape(query)
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
         return SearchResponse(query=query, provider=NO_PROVIDER, results=[])

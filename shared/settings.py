@@ -167,6 +167,11 @@ class DocumentationSettings(BaseSettings):
     cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")
     warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")
     search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")
+    site_retry_seconds: float = Field(30.0, alias="SiteRetrySeconds", ge=1)
+    """A site whose index failed to load is tried again at most this often (with up to 20% jitter)."""
+    unpublished_retry_seconds: float = Field(1800.0, alias="UnpublishedRetrySeconds", ge=1)
+    """A site whose index the origin answers 404 for (not published yet) is rechecked only this often: by
+    default the warm-up interval. A copy the warm-up stores is picked up sooner (see `Cache__CheckIntervalSeconds`)."""
     request_timeout_seconds: float = Field(30.0, alias="RequestTimeoutSeconds", gt=0)
     """One deadline for every search and get, over REST and MCP: past it the answer is `timeout` (504)."""
     mcp: McpSettings = Field(default_factory=McpSettings, alias="Mcp")

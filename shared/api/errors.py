@@ -23,7 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from shared.errors import DocsError, InvalidRequestError, ResolutionError
+from shared.errors import DocsError, InvalidRequestError, ResolutionError, ServiceUnavailableError
 from shared.models import Reason, Resolution
 
 log = logging.getLogger(__name__)
@@ -76,11 +76,18 @@ def tool_error(exc: DocsError) -> str:
         return _resolution_text(exc.resolution)
     if isinstance(exc, InvalidRequestError):
         return f"bad_request: {exc}. Correct the argument and call again."
+    if isinstance(exc, ServiceUnavailableError):
+        states = "; ".join(f"{name}: {_states(details)}" for name, details in sorted(exc.failures.items()))
+        return f"unavailable: {exc} ({states}). Nothing could be searched; try again later."
     if isinstance(exc, RequestTimeoutError):
         return f"timeout: {exc}. Try again; a narrower search (`site`) answers faster."
     if isinstance(exc, ServiceNotStarted):
         return f"starting: {exc}. Try again in a moment."
     return "internal_error: the service failed unexpectedly; the failure was logged."
+
+
+def _states(details: dict[str, str]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in sorted(details.items()))
 
 
 def _resolution_text(resolution: Resolution) -> str:
@@ -115,6 +122,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceNotStarted)
     async def not_started(_: Request, exc: ServiceNotStarted) -> JSONResponse:
         return error(503, "starting", str(exc))
+
+    @app.exception_handler(ServiceUnavailableError)
+    async def unavailable(_: Request, exc: ServiceUnavailableError) -> JSONResponse:
+        return error(503, "unavailable", str(exc), providers=exc.failures)
 
     @app.exception_handler(RequestTimeoutError)
     async def timed_out(_: Request, exc: RequestTimeoutError) -> JSONResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import JSONResponse
 
 from shared import __version__
 from shared.api.errors import ServiceNotStarted, within
@@ -87,8 +88,14 @@ def install_routes(app: FastAPI) -> None:
         """Fetch one whole page as Markdown with front matter; `resolution` says how the location resolved."""
         return await within(composed.service.get(location), composed.settings.request_timeout_seconds)
 
-    @app.get("/api/health", tags=["ops"])
-    async def health(composed: Composed) -> dict[str, Any]:
-        """Each provider's state (per-site loads and how each ranks), the cache store and the embedding model;
-        nothing is loaded to answer it."""
-        return {"status": "ok", "version": __version__, **composed.health()}
+    @app.get(
+        "/api/health",
+        tags=["ops"],
+        responses={503: {"description": "`status: unavailable`: nothing can be searched (every provider failing)"}},
+    )
+    async def health(composed: Composed) -> JSONResponse:
+        """`status` (`ok`, `degraded` when some sites or providers fail, `unavailable` with 503 when nothing can be
+        searched), each provider's state (per-site loads, retries and ranking), the cache store and the embedding
+        model; nothing is loaded to answer it."""
+        report = {"version": __version__, **composed.health()}
+        return JSONResponse(report, status_code=503 if report["status"] == "unavailable" else 200)

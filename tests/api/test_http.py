@@ -291,13 +291,20 @@ def test_a_malformed_index_fails_only_that_site(api: httpx.Client, static_origin
     assert get(api, "beta-docs/faq", status=503)["resolution"]["reason"] == "site_unavailable"
 
 
-def test_origin_down_without_cache_marks_sites_failed_and_search_is_empty(
-    api: httpx.Client, static_origin: StaticOrigin
-) -> None:
+def test_origin_down_without_cache_is_unavailable_not_no_match(api: httpx.Client, static_origin: StaticOrigin) -> None:
     static_origin.stop()
-    assert search(api, "install")["provider"] == "none"
-    body = get(api, "guide/install", status=503)
-    assert body["resolution"]["reason"] == "site_unavailable"
+    searched = api.get("/api/docs/search", params={"q": "install"})
+    assert searched.status_code == 503
+    body = searched.json()
+    assert body["error"]["code"] == "unavailable"
+    assert set(body["providers"]["mkdocs"]) == {"alpha", "beta-docs", "gamma-docs", "rooted-docs", "missing-docs"}
+    assert "origin request failed" in body["providers"]["mkdocs"]["alpha"]
+    got = get(api, "guide/install", status=503)
+    assert got["resolution"]["reason"] == "site_unavailable"
+    health = api.get("/api/health")
+    assert health.status_code == 503 and health.json()["status"] == "unavailable"
+    mkdocs = health.json()["providers"]["mkdocs"]
+    assert mkdocs["sites"]["alpha"]["state"] == "failed" and mkdocs["sites"]["alpha"]["retryAt"]
 
 
 def test_no_raw_query_or_location_is_logged(api: httpx.Client, caplog: pytest.LogCaptureFixture) -> None:

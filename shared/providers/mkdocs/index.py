@@ -82,19 +82,32 @@ def html_to_text(fragment: str) -> str:
     return html.unescape(_TAG.sub("", _BLOCK_TAG.sub(" ", fragment)))
 
 
+MAX_BOOST = 1_000.0
+"""Boosts above this are taken as this: Material's are small numbers, and a score must stay finite."""
+
+
 def clamp_boost(value: object) -> float:
-    """The per-page `boost`; NaN, negative or unparsable values clamp to 0, absent means 1."""
+    """The per-page `boost`; NaN, infinite, negative or unparsable values clamp to 0, absent means 1."""
     if value is None:
         return 1.0
     try:
         number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
-    return number if number >= 0 and not math.isnan(number) else 0.0
+    return min(number, MAX_BOOST) if number >= 0 and math.isfinite(number) else 0.0
 
 
 def parse_index(site: str, payload: bytes | str) -> SiteIndex:
-    """Parse the published JSON; raises IndexFormatError when it is malformed or has no entries."""
+    """Parse the published JSON; raises IndexFormatError when it is malformed, hostile or has no entries."""
+    try:
+        return _parse(site, payload)
+    except IndexFormatError:
+        raise
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:  # deeply nested, huge numbers, ...
+        raise IndexFormatError(f"unusable index ({type(exc).__name__})") from None
+
+
+def _parse(site: str, payload: bytes | str) -> SiteIndex:
     try:
         document = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as exc:

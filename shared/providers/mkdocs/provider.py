@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
 
-from shared.errors import OriginError, ProviderDeclinedError, ResolutionError
+from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
 from shared.fetch import OriginClient
 from shared.models import Document, Reason, Rule, SearchResult
 from shared.preview import make_preview
@@ -82,8 +83,11 @@ class MkDocsProvider:
             sites: tuple[str, ...] = (named,)
         else:
             sites = self._settings.sites
-        loaded = await asyncio.gather(*(self._registry.get(name) for name in sites))
-        return [entry for entry in loaded if entry is not None]
+        loaded = [entry for entry in await asyncio.gather(*(self._registry.get(name) for name in sites)) if entry]
+        if not loaded:  # nothing to search is a failure to report, not "no match"
+            failed = {name: failure.reason for name in sites if (failure := self._registry.failure(name))}
+            raise NoSiteLoadedError(failed or dict.fromkeys(sites, "not loaded"))
+        return loaded
 
     def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
         """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""
@@ -99,7 +103,7 @@ class MkDocsProvider:
             url=self._url(site, entry.location),
             site=site,
             preview_text=make_preview(hit.preview_source, query),
-            score=round(hit.score, 4),
+            score=round(hit.score, 4) if math.isfinite(hit.score) else 0.0,
             provider=self.name,
             page_title=entry.page_title,
             breadcrumb=list(hit.breadcrumb),
@@ -204,7 +208,10 @@ class MkDocsProvider:
         """The origin, each site's load state and how it ranks, without loading anything."""
         sites = self._registry.health()
         lexical = sorted(name for name, report in sites.items() if report.get("ranking") == "lexical")
+        failing = [name for name, report in sites.items() if report["state"] == "failed" and not report["unpublished"]]
+        loaded = [name for name, report in sites.items() if report["state"] == "loaded"]
         return {
+            "status": "unavailable" if failing and not loaded else "degraded" if failing else "ok",
             "origin": self._settings.origin,
             "defaultSite": self._settings.default_site,
             "semantic": self._registry.embedding is not None,

@@ -2,8 +2,13 @@
 
 A site loads on first use: a cached copy younger than CacheDurationHours is used without touching the origin;
 otherwise the origin's copy is fetched, validated and written back; when the origin fails, a stale copy is the
-fallback. A site that cannot load is failed for the process lifetime. A loaded site re-checks the store's version
-at most every `check_interval` seconds and swaps in a newer copy whole, so no request sees a half-built index.
+fallback. A loaded site re-checks the store's version at most every `check_interval` seconds and swaps in a newer
+copy whole, so no request sees a half-built index.
+
+A site that cannot load, for whatever reason, fails alone: the other sites keep answering. Unlike the spec's CLI
+(failed for the process lifetime), a long-lived service tries it again: at most every `SiteRetrySeconds` (with
+jitter), an unpublished site (the origin answers 404) only every `UnpublishedRetrySeconds`, and at once when the
+store holds a copy newer than the failure (the warm-up wrote one), checked at most every `check_interval`.
 
 With semantic matching on, each index's embeddings are attached in the background (`embeddings.EmbeddingJobs`):
 a first load is served at once, and a newer index for a site that ranks semantically is served only once it has
@@ -14,10 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable
-from dataclasses import replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from shared.cache import CachedIndex, IndexStore, index_name, store_newest
@@ -36,6 +42,21 @@ class SiteState(StrEnum):
     NOT_LOADED = "not_loaded"
     LOADED = "loaded"
     FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a site is not loaded, and when it is tried again."""
+
+    reason: str
+    unpublished: bool
+    failed_at: datetime
+    """Wall-clock time of the failure: a stored copy fetched later than this is worth loading at once."""
+    retry_at: float
+    """On the registry's clock."""
+    retry_after: float
+    """Seconds from the failure to the next try, for health."""
+    store_checked: float
 
 
 class SiteRegistry:
@@ -58,7 +79,7 @@ class SiteRegistry:
         self._gates = {site: asyncio.Lock() for site in settings.sites}
         self._loaded: dict[str, LoadedSite] = {}
         self._checked: dict[str, float] = {}
-        self._failed: dict[str, str] = {}
+        self._failed: dict[str, Failure] = {}
 
     @property
     def embedding(self) -> EmbeddingModel | None:
@@ -79,9 +100,9 @@ class SiteRegistry:
         A loaded site is returned at once unless its store check is due; then one request checks while the others
         keep being answered from the index in hand.
         """
-        if site in self._failed:
-            return None
         gate = self._gates[site]
+        if site in self._failed:
+            return None if gate.locked() else await self._retry(site, gate)  # one request retries, none waits
         loaded = self._loaded.get(site)
         if loaded is not None and (not self._check_due(site) or gate.locked()):
             return loaded
@@ -92,7 +113,10 @@ class SiteRegistry:
             if current is None:
                 return await self._first_load(site)
             if self._check_due(site):
-                await self._refresh(site, current)
+                try:
+                    await self._refresh(site, current)
+                except Exception as exc:  # a bad newer copy must not cost the site the index it has
+                    log.warning("site %s: checking for a newer index failed (%s)", site, type(exc).__name__)
             return self._loaded[site]
 
     def _check_due(self, site: str) -> bool:
@@ -102,17 +126,55 @@ class SiteRegistry:
         loaded = await self.get(site)
         return loaded.index if loaded else None
 
+    async def _retry(self, site: str, gate: asyncio.Lock) -> LoadedSite | None:
+        async with gate:
+            failure = self._failed.get(site)
+            if failure is None:
+                return self._loaded.get(site)  # another request brought it back meanwhile
+            if not await self._retry_due(site, failure):
+                return None
+            log.info("site %s: trying its index again", site)
+            return await self._first_load(site)
+
+    async def _retry_due(self, site: str, failure: Failure) -> bool:
+        """The backoff has passed, or the store holds a copy fetched after the failure (the warm-up's)."""
+        now = self._clock()
+        if now >= failure.retry_at:
+            return True
+        if now - failure.store_checked < self._settings.cache.check_interval_seconds:
+            return False
+        self._failed[site] = replace(failure, store_checked=now)
+        try:
+            stat = await self._store.stat(self._name(site))
+        except StoreError:
+            return False
+        return stat is not None and stat.fetched_at > failure.failed_at
+
     async def _first_load(self, site: str) -> LoadedSite | None:
         try:
             loaded = await self._load(site)
         except SiteUnavailableError as exc:
-            self._failed[site] = exc.reason
-            log.debug("site %s failed to load and is skipped: %s", site, exc.reason)
+            self._fail(site, exc.reason, unpublished=exc.unpublished)
             return None
+        except Exception as exc:  # whatever breaks one site's load must leave the other sites answering
+            log.warning("site %s: loading its index failed (%s)", site, type(exc).__name__)
+            self._fail(site, f"its index could not be loaded ({type(exc).__name__})", unpublished=False)
+            return None
+        self._failed.pop(site, None)
         self._install(site, loaded)
         if self._jobs is not None:
             self._jobs.start(site, loaded)
         return loaded
+
+    def _fail(self, site: str, reason: str, *, unpublished: bool) -> None:
+        base = self._settings.unpublished_retry_seconds if unpublished else self._settings.site_retry_seconds
+        delay = base * random.uniform(1.0, 1.2)  # noqa: S311  jitter, not cryptography: instances spread out
+        now = self._clock()
+        self._failed[site] = Failure(reason, unpublished, datetime.now(UTC), now + delay, delay, now)
+        if unpublished:
+            log.debug("site %s is not published (%s); rechecked in %.0f s", site, reason, delay)
+        else:
+            log.warning("site %s is unavailable (%s); tried again in %.0f s", site, reason, delay)
 
     def _install(self, site: str, loaded: LoadedSite) -> None:
         self._loaded[site] = loaded  # one assignment: a request holds either the old index or the new one
@@ -157,7 +219,8 @@ class SiteRegistry:
             if parsed is not None and cached is not None:
                 log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)
                 return await build(cached, "stale-cache", parsed)
-            raise SiteUnavailableError(site, str(exc)) from exc
+            unpublished = isinstance(exc, OriginError) and exc.status == 404
+            raise SiteUnavailableError(site, str(exc), unpublished=unpublished) from exc
         if fetched is None:
             assert parsed is not None and cached is not None  # a 304 only answers a conditional request
             return await self._revalidated(site, await build(cached, "cache", parsed), cached.version)
@@ -218,12 +281,22 @@ class SiteRegistry:
         elif cached is not None:
             self._loaded[site] = replace(current, version=cached.version)
 
+    def failure(self, site: str) -> Failure | None:
+        """Why the site is not loaded, if it failed."""
+        return self._failed.get(site)
+
     def health(self) -> dict[str, dict[str, object]]:
         """Per-site state without loading anything: how each site ranks and, when lexically, why."""
         report: dict[str, dict[str, object]] = {}
         for site in self._settings.sites:
-            if site in self._failed:
-                report[site] = {"state": SiteState.FAILED, "reason": self._failed[site]}
+            if (failure := self._failed.get(site)) is not None:
+                retry = failure.failed_at + timedelta(seconds=failure.retry_after)
+                report[site] = {
+                    "state": SiteState.FAILED,
+                    "reason": failure.reason,
+                    "unpublished": failure.unpublished,
+                    "retryAt": retry.isoformat(timespec="seconds"),
+                }
             elif (loaded := self._loaded.get(site)) is not None:
                 report[site] = {
                     "state": SiteState.LOADED,

@@ -1,0 +1,153 @@
+"""Faults at the origin, one at a time: a site that failed recovers, a broken site fails alone, and a search with
+nothing to search says so. Real origin (the MkDocs fixture build behind a recording static server), real registry;
+only the registry's clock is the test's, so backoffs are shown by what happens, never by waiting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+import pytest
+
+from shared.cache import CachedIndex, MemoryIndexStore, index_name, store_newest
+from shared.compose import compose
+from shared.errors import ServiceUnavailableError
+from shared.fetch import OriginClient
+from shared.providers.mkdocs.sites import SiteRegistry
+from shared.settings import DocumentationSettings
+from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
+from tools.static_origin import StaticOrigin
+
+SITE = DEFAULT_SITE
+INDEX = f"/{SITE}/search/search_index.json"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def settings(static_origin: StaticOrigin) -> DocumentationSettings:
+    return fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
+
+
+@asynccontextmanager
+async def registry_over(
+    settings: DocumentationSettings, clock: Clock, store: MemoryIndexStore | None = None
+) -> AsyncIterator[SiteRegistry]:
+    async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
+        registry = SiteRegistry(settings, client, store or MemoryIndexStore(), clock=clock)
+        try:
+            yield registry
+        finally:
+            await registry.aclose()
+
+
+async def test_a_site_that_failed_is_tried_again_after_its_backoff_and_recovers(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    clock = Clock()
+    static_origin.fail(INDEX, 500)
+    async with registry_over(settings, clock) as registry:
+        assert await registry.get(SITE) is None
+        failed = registry.health()[SITE]
+        assert failed["state"] == "failed" and failed["unpublished"] is False and failed["retryAt"]
+        static_origin.reset()  # the origin is back
+
+        clock.now += settings.site_retry_seconds * 0.5
+        assert await registry.get(SITE) is None  # not yet: no request reaches the origin
+        assert len(static_origin.requests_for(INDEX)) == 1
+
+        clock.now += settings.site_retry_seconds * 0.75  # past the longest jittered backoff
+        recovered = await registry.get(SITE)
+
+    assert recovered is not None and registry.health()[SITE]["state"] == "loaded"
+    assert len(static_origin.requests_for(INDEX)) == 2
+
+
+async def test_an_unpublished_site_is_rechecked_only_at_the_unpublished_interval(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    clock, path = Clock(), f"/{UNPUBLISHED_SITE}/search/search_index.json"
+    async with registry_over(settings, clock) as registry:
+        assert await registry.get(UNPUBLISHED_SITE) is None
+        assert registry.health()[UNPUBLISHED_SITE]["unpublished"] is True
+        clock.now += settings.site_retry_seconds * 2
+        assert await registry.get(UNPUBLISHED_SITE) is None
+        assert len(static_origin.requests_for(path)) == 1
+        clock.now += settings.unpublished_retry_seconds * 1.25
+        assert await registry.get(UNPUBLISHED_SITE) is None  # still 404, but asked again
+
+    assert len(static_origin.requests_for(path)) == 2
+
+
+async def test_a_copy_the_warm_up_stores_brings_a_failed_site_back_before_its_backoff(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    clock, store = Clock(), MemoryIndexStore()
+    published = (static_origin.root / SITE / "search" / "search_index.json").read_bytes()  # type: ignore[operator]
+    static_origin.fail(INDEX, 503)
+    async with registry_over(settings, clock, store) as registry:
+        assert await registry.get(SITE) is None
+        entry = CachedIndex(published, datetime.now(UTC), entries=1)
+        await store_newest(store, index_name(settings.cache_file_name_template, SITE), entry, expected_version=None)
+
+        clock.now += settings.cache.check_interval_seconds  # well before the retry backoff
+        recovered = await registry.get(SITE)
+
+    assert recovered is not None and recovered.source == "cache"
+    assert len(static_origin.requests_for(INDEX)) == 1  # picked up from the store, the origin still failing
+
+
+NESTED = b'{"docs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+HUGE_BOOST = b'{"docs": [{"location": "a/", "title": "Huge boost", "text": "install", "boost": 1' + b"0" * 400 + b"}]}"
+INFINITE_BOOST = b'{"docs": [{"location": "a/", "title": "Infinite boost", "text": "install", "boost": 1e400}]}'
+
+
+async def test_a_hostile_index_fails_its_site_alone_and_is_not_downloaded_again(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    static_origin.respond(INDEX, body=NESTED, content_type="application/json")
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        responses = [await composed.service.search("install") for _ in range(3)]
+        health = composed.health()
+
+    assert all(response.results and response.provider == "mkdocs" for response in responses)
+    assert {result.site for response in responses for result in response.results} <= set(PUBLISHED_SITES) - {SITE}
+    site = health["providers"]["mkdocs"]["sites"][SITE]  # type: ignore[index]
+    assert site["state"] == "failed" and "unusable index (RecursionError)" in site["reason"]
+    assert health["status"] == "degraded"
+    assert len(static_origin.requests_for(INDEX)) == 1  # failed once, then left alone until its retry
+
+
+@pytest.mark.parametrize("payload", [HUGE_BOOST, INFINITE_BOOST], ids=["1 and 400 zeros", "1e400"])
+async def test_a_boost_beyond_any_float_clamps_to_zero_and_scores_stay_finite(
+    settings: DocumentationSettings, static_origin: StaticOrigin, payload: bytes
+) -> None:
+    static_origin.respond(INDEX, body=payload, content_type="application/json")
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        response = await composed.service.search("install", limit=25, site=SITE)
+        listing = await composed.service.search("*", limit=25, site=SITE)
+
+    assert [result.location for result in listing.results] == ["a/"]  # the site loaded
+    assert all(result.score == 0.0 for result in response.results)  # boost 0: found only when nothing else is
+    json.dumps([result.model_dump() for result in response.results], allow_nan=False)
+
+
+async def test_when_no_site_can_be_searched_the_answer_is_unavailable_not_no_match(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    static_origin.stop()
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        with pytest.raises(ServiceUnavailableError) as caught:
+            await composed.service.search("install")
+        health = composed.health()
+
+    assert set(caught.value.failures["mkdocs"]) == {*PUBLISHED_SITES, UNPUBLISHED_SITE}
+    assert health["status"] == "unavailable"
