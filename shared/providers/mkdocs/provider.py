@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain, zip_longest
@@ -14,7 +15,7 @@ from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError,
 from shared.fetch import OriginClient
 from shared.models import Document, Reason, Rule, SearchResult
 from shared.preview import make_preview
-from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html
+from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html, unconvertible
 from shared.providers.mkdocs.index import page_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.ranking import RankedHit
@@ -29,6 +30,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LISTING_QUERY = "*"
+CONVERSIONS = 2
+"""Pages converted at once per process; more wait their turn (each holds a core for up to seconds)."""
+
+
+class ConversionError(ValueError):
+    """A page that will not be converted to Markdown: answered as `fetch_failed`."""
 
 
 class MkDocsProvider:
@@ -43,6 +50,7 @@ class MkDocsProvider:
         self._client = client
         self._registry = registry
         self._resolver = Resolver(settings.sites, settings.default_site, registry.index)
+        self._converter = ThreadPoolExecutor(max_workers=CONVERSIONS, thread_name_prefix="convert")
         self.sites = settings.sites
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
@@ -131,7 +139,13 @@ class MkDocsProvider:
                 resolution.rule.value,
             )
         url = self._url(site, path)
-        fetched = await self._fetch_markdown(site, path, url)
+        try:
+            fetched = await self._fetch_markdown(site, path, url)
+        except ConversionError as exc:
+            log.warning("site %s: a page could not be converted (%s)", site, exc)
+            failed = resolution.model_copy(update={"reason": Reason.FETCH_FAILED, "detail": str(exc)})
+            raise ResolutionError(failed) from None
+
         extra: dict[str, str] = {}
         if not fetched.markdown.strip() and fetched.origin_down:
             fetched = _Fetched(await self._from_index(site, path), origin_down=True)
@@ -172,9 +186,20 @@ class MkDocsProvider:
             html_down = _unreachable(exc)
         else:
             if response.status == 200:
-                return _Fetched(html_to_markdown(response.text()))
+                return _Fetched(await self._convert(response.text()))
             html_down = response.status >= 500
         return _Fetched("", origin_down=html_down and (raw_down or raw_url is None))
+
+    async def _convert(self, page: str) -> str:
+        """The HTML page as Markdown, converted on the provider's own small pool so the event loop keeps serving
+        and a flood of big pages cannot take every worker thread; ConversionError when it cannot be converted."""
+        reason = unconvertible(page)
+        if reason is not None:
+            raise ConversionError(reason)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._converter, html_to_markdown, page)
+        except RecursionError:
+            raise ConversionError("the page nests elements too deeply to convert") from None
 
     async def _from_index(self, site: str, path: str) -> str:
         """The page rebuilt from its index entries: what can still be served while the origin is down."""
@@ -224,6 +249,7 @@ class MkDocsProvider:
 
     async def aclose(self) -> None:
         await self._registry.aclose()
+        self._converter.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass(frozen=True, slots=True)

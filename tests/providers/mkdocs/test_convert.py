@@ -51,3 +51,14 @@ def test_front_matter_is_prefixed_or_merged_into_the_pages_own() -> None:
     assert plain == "---\nsource: http://o/forge/faq/\nsite: forge\nretrieved: 2026-01-02T03:04:05Z\n---\n\n# Page\n"
     merged = with_front_matter("---\nmoved_from:\n- a/\n---\n# Page\n", source="s", site="forge", retrieved=when)
     assert merged == "---\nsource: s\nsite: forge\nretrieved: 2026-01-02T03:04:05Z\nmoved_from:\n- a/\n---\n# Page\n"
+
+
+def test_pages_too_large_or_too_deep_are_refused_before_parsing() -> None:
+    from shared.providers.mkdocs.convert import MAX_CONVERT_CHARS, MAX_DEPTH, unconvertible
+
+    assert unconvertible("x" * (MAX_CONVERT_CHARS + 1)) == "the page is larger than 1,000,000 characters"
+    deep = "<div>" * (MAX_DEPTH + 1) + "x" + "</div>" * (MAX_DEPTH + 1)
+    assert unconvertible(deep) == f"the page nests elements more than {MAX_DEPTH} deep"
+    siblings = "<div><p>a<br>b<img src=x><input/></p></div>" * 5_000  # wide, void and self-closed: shallow
+    assert unconvertible(siblings) is None
+    assert unconvertible("<div>" * MAX_DEPTH + "</div>" * MAX_DEPTH) is None

@@ -4,7 +4,9 @@ only the registry's clock is the test's, so backoffs are shown by what happens, 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -13,8 +15,9 @@ import pytest
 
 from shared.cache import CachedIndex, MemoryIndexStore, index_name, store_newest
 from shared.compose import compose
-from shared.errors import ServiceUnavailableError
+from shared.errors import ResolutionError, ServiceUnavailableError
 from shared.fetch import OriginClient
+from shared.models import Reason
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.settings import DocumentationSettings
 from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
@@ -151,3 +154,57 @@ async def test_when_no_site_can_be_searched_the_answer_is_unavailable_not_no_mat
 
     assert set(caught.value.failures["mkdocs"]) == {*PUBLISHED_SITES, UNPUBLISHED_SITE}
     assert health["status"] == "unavailable"
+
+
+# -- pages that cannot be converted, and conversion off the event loop
+
+HTML_ONLY = "/alpha/ops/ingress/"
+"""The fixture page without a Markdown twin: `get` converts its HTML."""
+
+
+def page_of(body: str) -> str:
+    return f"<html><body><article class='md-content__inner'>{body}</article></body></html>"
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ("<span><b>x</b></span>" * 60_000, "larger than 1,000,000 characters"),
+        ("<div>" * 5_000 + "deep" + "</div>" * 5_000, "more than 256 deep"),
+    ],
+    ids=["huge", "deeply nested"],
+)
+async def test_a_page_that_cannot_be_converted_is_fetch_failed(
+    settings: DocumentationSettings, static_origin: StaticOrigin, body: str, detail: str
+) -> None:
+    static_origin.respond(HTML_ONLY, body=page_of(body), content_type="text/html")
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        with pytest.raises(ResolutionError) as caught:
+            await composed.service.get("ops/ingress")
+        still = await composed.service.get("guide/install")  # other pages are unaffected
+
+    assert caught.value.resolution.reason is Reason.FETCH_FAILED and detail in caught.value.resolution.detail
+    assert still.content
+
+
+async def test_converting_a_big_page_does_not_hold_up_other_requests(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    static_origin.respond(HTML_ONLY, body=page_of("<p><b>word</b> text</p>" * 30_000), content_type="text/html")
+    order: list[str] = []
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        await composed.service.search("install")  # sites loaded: only the conversion is left to race
+
+        async def fetch() -> None:
+            await composed.service.get("ops/ingress")
+            order.append("get")
+
+        getting = asyncio.ensure_future(fetch())
+        while not getting.done() and not any(thread.name.startswith("convert") for thread in threading.enumerate()):
+            await asyncio.sleep(0)  # until the conversion has started (off the loop, or never)
+        for _ in range(3):
+            await composed.service.search("install")  # answered while the page is being converted
+        order.append("searches")
+        await getting
+
+    assert order == ["searches", "get"]
