@@ -19,6 +19,7 @@ from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the HTTP API under uvicorn")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "7071")))
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS, help="uvicorn's levels")
     search = commands.add_parser("search", help="search the documentation")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
@@ -60,7 +61,7 @@ def _serve(settings: DocumentationSettings, host: str, port: int, log_level: str
 
     from shared.api import create_app
 
-    logging.getLogger("shared").setLevel(log_level.upper())
+    logging.getLogger("shared").setLevel("DEBUG" if log_level == "trace" else log_level.upper())  # no TRACE here
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, access_log=False)
     return EXIT_OK
 

@@ -44,3 +44,22 @@ def test_cli_search_answers_from_the_origin_with_the_default_settings(static_ori
     assert searched.returncode == 0, searched.stderr
     results = json.loads(searched.stdout)["results"]
     assert results and results[0]["location"] == "ops/ingress/"
+
+
+def test_serve_refuses_an_unknown_log_level_in_one_line() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "shared", "serve", "--log-level", "verbose"],
+        cwd=ROOT,
+        env={key: value for key, value in os.environ.items() if not key.lower().startswith("forge__")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "invalid choice: 'verbose'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_trace_is_accepted_like_uvicorn_accepts_it() -> None:
+    from shared.cli import _parser
+
+    assert _parser().parse_args(["serve", "--log-level", "TRACE"]).log_level == "trace"

@@ -76,6 +76,7 @@ def create_app(
         docs_url="/api/ui",
         redoc_url=None,
         lifespan=lifespan,
+        redirect_slashes=False,  # a trailing-slash redirect would be built from the request's Host header
     )
     app.state.composition = None
     install_error_handlers(app)
@@ -88,12 +89,14 @@ def create_app(
 
 
 def _install_access_log(app: FastAPI) -> None:
-    """Method, path and status only: query strings carry raw queries and locations, which are never logged."""
+    """Method, matched route and status only: a raw path or query string can carry a pasted location or token,
+    so neither is ever logged; a request that matched no route is logged as `(unmatched)`."""
 
     @app.middleware("http")
     async def access_log(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         started = time.perf_counter()
         response = await call_next(request)
         elapsed = (time.perf_counter() - started) * 1000
-        log.info("%s %s %d %.1fms", request.method, request.url.path, response.status_code, elapsed)
+        route = getattr(request.scope.get("route"), "path", "(unmatched)")
+        log.info("%s %s %d %.1fms", request.method, route, response.status_code, elapsed)
         return response

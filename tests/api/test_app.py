@@ -3,7 +3,10 @@ that never ran it gets a clear 503 instead of a half-built service."""
 
 from __future__ import annotations
 
+import logging
+
 import httpx
+import pytest
 from asgi_lifespan import LifespanManager
 
 from shared.api import create_app
@@ -35,3 +38,24 @@ async def test_without_the_lifespan_requests_get_a_503_that_says_why() -> None:
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "starting"
     assert "lifespan" in response.json()["error"]["message"]
+
+
+async def test_no_redirect_is_built_from_the_host_header_and_the_log_names_routes_not_paths(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = create_app(load_settings(SETTINGS), providers=(FakeProvider("fake", 0, results=1, document=True),))
+    secret = "sig=SECRET-9d1"
+    with caplog.at_level(logging.INFO, logger="shared"):
+        async with (
+            LifespanManager(app) as manager,
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://attacker.test") as http,
+        ):
+            slashed = await http.get("/api/docs/search/", params={"q": "x"})
+            pasted = await http.get(f"/api/docs/get/{secret}")
+            fine = await http.get("/api/docs/search", params={"q": secret})
+
+    assert slashed.status_code == 404 and "location" not in slashed.headers
+    assert pasted.status_code == 404 and fine.status_code == 200
+    logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.app"]
+    assert "GET /api/docs/search 200" in " ".join(logged) and "GET (unmatched) 404" in " ".join(logged)
+    assert not [line for line in logged if "SECRET-9d1" in line]
