@@ -60,7 +60,8 @@ ROLES = {
 }
 """Every role the app's identity holds, by built-in role definition id: exactly what the app touches."""
 
-HOST_OWNED = re.compile(r"^(FUNCTIONS_|AzureWebJobs|APPLICATIONINSIGHTS_|AZURE_)", re.IGNORECASE)
+HOST_OWNED = re.compile(r"^(FUNCTIONS_|AzureWebJobs|APPLICATIONINSIGHTS_|AZURE_|WEBSITE_)", re.IGNORECASE)
+"""Names the Functions host or the platform owns (the model reads some, such as `WEBSITE_HOSTNAME`, as they are)."""
 
 NOT_DEPLOYED = {
     f"{PREFIX}AiSearch__ApiKey": "local development only: in Azure the identity authenticates to AI Search",

@@ -6,12 +6,15 @@ import html
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 from shared.errors import IndexFormatError
 
 _TAG = re.compile(r"<[^>]*>")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BLOCK_TAG = re.compile(r"</?(?:p|div|li|ul|ol|pre|h[1-6]|tr|td|th|table|br|blockquote|dt|dd)\b[^>]*>", re.I)
 
 
@@ -121,12 +124,29 @@ def _parse(site: str, payload: bytes | str) -> SiteIndex:
     return SiteIndex.build(site, entries)
 
 
+def unsafe_location(location: str) -> bool:
+    """True for an entry location that could leave its site once some server normalises it: dot segments however
+    they are spelled (`..`, `..;`, `%2e%2e`, overlong `%C0%AE`, fullwidth dots), backslashes, schemes and `//`."""
+    decoded = location
+    try:
+        for _ in range(3):  # nested encodings such as %252e
+            decoded = unquote(decoded, errors="strict")
+    except UnicodeDecodeError:  # overlong or broken UTF-8 is how `%C0%AE` smuggles a dot
+        return True
+    text = unicodedata.normalize("NFKC", decoded)  # fullwidth dots and slashes become ASCII
+    if "\\" in text or text.startswith("//") or _SCHEME.match(text) or any(ord(char) < 32 for char in text):
+        return True
+    return any(segment.split(";", 1)[0] in (".", "..") for segment in text.partition("#")[0].split("/"))
+
+
 def _entries(docs: Iterable[object]) -> Iterable[IndexEntry]:
     page_titles: dict[str, str] = {}
     for raw in docs:
         if not isinstance(raw, dict) or not isinstance(raw.get("location"), str):
             continue
         location: str = raw["location"].strip()
+        if unsafe_location(location):
+            continue
         page, sep, anchor = location.partition("#")
         title = html_to_text(str(raw.get("title") or "")).strip()
         if not sep:

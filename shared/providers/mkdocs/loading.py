@@ -64,7 +64,11 @@ async def fetch_index(
     origin copy never gets as far as the cache.
     """
     headers = validators(conditional)
-    response = await client.get(settings.index_url(site), max_bytes=MAX_INDEX_BYTES, headers=headers)
+    url = settings.index_url(site)
+    # Redirects stay inside the site (`{Origin}/{site}/`), or at the index an override names: a site's index must
+    # never be served from another site's.
+    scope = url if site in settings.search_index_overrides else settings.base_url(site) + "/"
+    response = await client.get(url, scope=scope, max_bytes=MAX_INDEX_BYTES, headers=headers)
     if response.status == 304 and headers:
         return None
     if response.status != 200:

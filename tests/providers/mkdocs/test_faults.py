@@ -208,3 +208,37 @@ async def test_converting_a_big_page_does_not_hold_up_other_requests(
         await getting
 
     assert order == ["searches", "get"]
+
+
+# -- fetch scope
+
+
+async def test_an_index_redirected_to_another_sites_index_is_refused(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    static_origin.redirect("/beta-docs/search/search_index.json", f"{static_origin.url}{INDEX}")
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        listing = await composed.service.search("*", limit=25)
+        health = composed.health()
+
+    assert "beta-docs" not in {result.site for result in listing.results}
+    beta = health["providers"]["mkdocs"]["sites"]["beta-docs"]  # type: ignore[index]
+    assert beta["state"] == "failed" and "outside" in beta["reason"]
+    assert static_origin.requests_for(INDEX)  # alpha's index was fetched for alpha only
+    assert all(result.url.startswith(f"{static_origin.url}/{result.site}/") for result in listing.results)
+
+
+LOCATIONS = ["../../secret/", "a/..;/b/", "a/%2e%2e/%2e%2e/b/", "a/%C0%AE%C0%AE/b/", "a/\uff0e\uff0e/b/", "a\\..\\b/"]
+
+
+async def test_index_entries_that_could_leave_their_site_are_dropped(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    docs = [{"location": location, "title": f"Trap {n}", "text": "install"} for n, location in enumerate(LOCATIONS)]
+    docs.append({"location": "safe/", "title": "Safe page", "text": "install"})
+    static_origin.respond(INDEX, body=json.dumps({"docs": docs}), content_type="application/json")
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        listing = await composed.service.search("*", limit=25, site=SITE)
+
+    assert [result.location for result in listing.results] == ["safe/"]
+    assert all(result.url.startswith(f"{static_origin.url}/{SITE}/") for result in listing.results)
