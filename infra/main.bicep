@@ -25,7 +25,7 @@ param location string
 @description('Resource group to create or update; empty: rg-<environmentName>.')
 param resourceGroupName string = ''
 
-@description('Memory of each instance in MB. Semantic matching (the default) needs 2048: measured peaks are 470 MB serving and 580-710 MB while embedding; 512 holds lexical search only (about 210 MB). See docs/deployment.md.')
+@description('Memory of each instance in MB. Semantic matching (the default) needs 2048: measured peaks are 473 MB serving and 594-686 MB while embedding; 512 holds lexical search only (about 210 MB). See docs/deployment.md.')
 @allowed([
   512
   2048
@@ -109,6 +109,21 @@ param searchMinScore string = '0.015'
 ])
 param searchSemantic string = 'true'
 
+@description('Forge__Documentation__SiteRetrySeconds: first retry delay of a site that failed to load.')
+param siteRetrySeconds string = '30'
+
+@description('Forge__Documentation__UnpublishedRetrySeconds: retry delay of a site whose index is not published.')
+param unpublishedRetrySeconds string = '1800'
+
+@description('Forge__Documentation__RequestTimeoutSeconds: one deadline for all outbound calls of a request.')
+param requestTimeoutSeconds string = '30'
+
+@description('Forge__Documentation__Mcp__AllowedHosts: comma-separated extra Host names /api/mcp answers (custom domains).')
+param mcpAllowedHosts string = ''
+
+@description('Forge__Documentation__Mcp__MaxContentChars: most Markdown get_doc returns.')
+param mcpMaxContentChars string = '50000'
+
 @description('Forge__Documentation__AiSearch__Endpoint: AI Search endpoint; empty: https://<aiSearchServiceName>.search.windows.net.')
 param aiSearchEndpoint string = ''
 
@@ -172,6 +187,11 @@ var coreSettings = {
   Forge__Documentation__Warmup__Schedule: warmupSchedule
   Forge__Documentation__Search__MinScore: searchMinScore
   Forge__Documentation__Search__Semantic: searchSemantic
+  Forge__Documentation__SiteRetrySeconds: siteRetrySeconds
+  Forge__Documentation__UnpublishedRetrySeconds: unpublishedRetrySeconds
+  Forge__Documentation__RequestTimeoutSeconds: requestTimeoutSeconds
+  Forge__Documentation__Mcp__AllowedHosts: mcpAllowedHosts
+  Forge__Documentation__Mcp__MaxContentChars: mcpMaxContentChars
   Forge__Documentation__Identity__ClientId: identity.outputs.clientId
 }
 var aiSearchSettings = aiSearchEnabled ? {

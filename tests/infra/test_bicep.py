@@ -22,7 +22,7 @@ from pycep import BicepParser
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
-from shared.settings import PREFIX, DocumentationSettings
+from shared.settings import PREFIX, DocumentationSettings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -326,6 +326,17 @@ def test_settings_parameters_carry_the_services_defaults() -> None:
             assert str(default) == service, f"{name}: Bicep default {default!r}, service default {service!r}"
     for name in WIRED:
         assert fields[name].get_default() is None, f"{name} has a service default the deployment would hide"
+
+
+def test_a_deployment_with_every_default_configures_the_service_as_its_own_defaults_do() -> None:
+    parameters = parse(MAIN)["parameters"]
+    always = parse(MAIN)["variables"]["coreSettings"]["value"]
+    environ = {
+        name: str(parameters[value]["default"])
+        for name, value in always.items()
+        if isinstance(value, str) and value in parameters
+    }
+    assert load_settings(environ) == load_settings({})
 
 
 def test_secrets_are_key_vault_references_from_secure_parameters() -> None:
