@@ -6,6 +6,7 @@ DocsError
 ├── ResolutionError             a location that did not resolve or fetch; carries the Resolution
 ├── EmbeddingStopped            a long embedding run was asked to stop (its index is no longer served)
 ├── ServiceUnavailableError     nothing could be searched: every provider that tried failed (503)
+├── RequestTimeoutError         the request's deadline passed, or every provider ran out of its share (504)
 └── ProviderError               a provider could not do its work: the chain logs it and falls through
     ├── ProviderDeclinedError       the provider cannot answer this request (unconfigured, out of its scope)
     ├── SiteUnavailableError        a site's index could not be loaded
@@ -61,6 +62,14 @@ class ServiceUnavailableError(DocsError):
     def __init__(self, failures: dict[str, dict[str, str]]) -> None:
         super().__init__("nothing could be searched: " + ", ".join(sorted(failures)) + " failed")
         self.failures = failures
+
+
+class RequestTimeoutError(DocsError):
+    """The request's deadline passed before the service could answer."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        super().__init__(f"no answer within {seconds:g} s" if seconds is not None else "no answer within the deadline")
+        self.seconds = seconds
 
 
 class ProviderError(DocsError):

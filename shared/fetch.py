@@ -1,4 +1,7 @@
-"""Every request to the documentation origin: one aiohttp session, timeouts, size bounds and a same-origin guard."""
+"""Every request to the documentation origin: one aiohttp session, timeouts, size bounds and a same-origin guard.
+
+Each call's timeout is the client's own, cut to what is left of the request's deadline (`shared.deadline`), so
+a chain of slow redirects or a raw-then-HTML fetch can never outlast the request."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
+from shared.deadline import remaining
 from shared.errors import OriginError
 
 log = logging.getLogger(__name__)
@@ -104,9 +108,19 @@ class OriginClient:
             url = urljoin(url, response.redirect)
         raise OriginError("too many redirects")
 
+    def _timeout_now(self) -> aiohttp.ClientTimeout:
+        """This call's timeout: the client's own, cut to what is left of the request's deadline."""
+        left = remaining()
+        if left is None or (self._timeout.total is not None and left >= self._timeout.total):
+            return self._timeout
+        if left <= 0:
+            raise OriginError("the request's deadline has passed", unreachable=True)
+        return aiohttp.ClientTimeout(total=left, sock_connect=min(left, self._timeout.sock_connect or left))
+
     async def _get_once(self, url: str, max_bytes: int, headers: dict[str, str]) -> Response:
+        timeout = self._timeout_now()
         try:
-            async with self._client().get(url, allow_redirects=False, headers=headers) as resp:
+            async with self._client().get(url, allow_redirects=False, headers=headers, timeout=timeout) as resp:
                 if resp.status in _REDIRECTS:
                     return Response(url, resp.status, b"", "", redirect=resp.headers.get("Location"))
                 declared = resp.content_length

@@ -24,10 +24,12 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from shared.deadline import remaining
 from shared.errors import (
     InvalidRequestError,
     ProviderDeclinedError,
     ProviderError,
+    RequestTimeoutError,
     ResolutionError,
     ServiceUnavailableError,
 )
@@ -71,14 +73,15 @@ class DocumentationService:
             if wanted is not None and scoped is None:
                 continue
             try:
-                results = await provider.search(query, limit=effective, site=scoped)
+                async with asyncio.timeout(_share(self.providers, provider)):
+                    results = await provider.search(query, limit=effective, site=scoped)
             except asyncio.CancelledError:
                 raise
             except ProviderDeclinedError:
                 continue
             except Exception as exc:
                 log.warning("search provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
-                failures[provider.name] = exc.details if isinstance(exc, ProviderError) else {"error": "failed"}
+                failures[provider.name] = _details(exc)
                 continue
             searched = True
             if results:
@@ -86,6 +89,8 @@ class DocumentationService:
                 return SearchResponse(query=query, provider=provider.name, results=results[:effective])
         attribute(SEARCH_PROVIDER, NO_PROVIDER)
         if not searched and failures:
+            if all(details == TIMED_OUT for details in failures.values()):
+                raise RequestTimeoutError
             raise ServiceUnavailableError(failures)
         shape = query_shape(query)
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
@@ -96,11 +101,13 @@ class DocumentationService:
         path = check_location(location, self.origin)
         requested = location or ""
         misses: list[Resolution] = []
+        timed_out = False
         for provider in self.providers:
             if not provider.supports_fetch:
                 continue
             try:
-                document = await provider.get(path)
+                async with asyncio.timeout(_share([p for p in self.providers if p.supports_fetch], provider)):
+                    document = await provider.get(path)
             except asyncio.CancelledError:
                 raise
             except ResolutionError as exc:
@@ -108,10 +115,13 @@ class DocumentationService:
                 continue
             except Exception as exc:
                 log.warning("fetch provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
+                timed_out = timed_out or isinstance(exc, TimeoutError)
                 continue
             attribute(FETCH_PROVIDER, provider.name)
             return document.model_copy(update={"requested_location": requested})
         attribute(FETCH_PROVIDER, NO_PROVIDER)
+        if not misses and timed_out:
+            raise RequestTimeoutError
         resolution = most_specific(misses) or Resolution(
             requested_location=requested, reason=Reason.NOT_FOUND, detail="no provider could answer for this location"
         )
@@ -134,6 +144,25 @@ class DocumentationService:
             if known.lower() == lowered:
                 return known
         raise InvalidRequestError(f"site must be one of: {', '.join(self.sites)}")
+
+
+TIMED_OUT = {"error": "timeout"}
+
+
+def _details(exc: Exception) -> dict[str, str]:
+    """What the unavailable answer says of a provider's failure: its own details, or just the kind."""
+    if isinstance(exc, ProviderError):
+        return exc.details
+    return TIMED_OUT if isinstance(exc, TimeoutError) else {"error": "failed"}
+
+
+def _share(providers: Sequence[DocumentationProvider], provider: DocumentationProvider) -> float | None:
+    """Seconds this provider may take: what is left of the deadline, split evenly with those after it."""
+    left = remaining()
+    if left is None:
+        return None
+    after = len(providers) - providers.index(provider)
+    return left / max(1, after)
 
 
 def _declared(provider: DocumentationProvider, site: str | None) -> str | None:

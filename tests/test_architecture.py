@@ -47,7 +47,7 @@ IO_STDLIB = {
 PURE_EXCEPTIONS = {"shared.providers.mkdocs.resolution": {"asyncio"}}
 """The resolver awaits the site loader it is handed (gathering several sites at once); it opens nothing itself."""
 
-BASE = {"shared", "shared.settings", "shared.telemetry", *PURE}
+BASE = {"shared", "shared.settings", "shared.telemetry", "shared.deadline", *PURE}
 """What every layer may import: the settings, telemetry, and the pure modules."""
 SERVICES = {"shared.fetch", "shared.embedding", "shared.identity", "shared.cache"}
 """Shared services with I/O that providers and the composition root use."""
@@ -68,6 +68,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.embedding", BASE),
     ("shared.identity", BASE),
     ("shared.telemetry", BASE),
+    ("shared.deadline", BASE),
     ("shared.settings", {"shared.errors"}),
 ]
 

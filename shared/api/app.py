@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from starlette.routing import Route
 
 from shared import __version__
+from shared.api.disconnect import CancelOnDisconnect
 from shared.api.errors import install_error_handlers
 from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
 from shared.api.rest import install_routes
@@ -81,6 +82,7 @@ def create_app(
     app.state.composition = None
     install_error_handlers(app)
     _install_access_log(app)
+    app.add_middleware(CancelOnDisconnect)
     install_routes(app)
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.
     for path in (MCP_PATH, MCP_PATH + "/"):

@@ -23,7 +23,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from shared.errors import DocsError, InvalidRequestError, ResolutionError, ServiceUnavailableError
+from shared.deadline import budget
+from shared.errors import (
+    DocsError,
+    InvalidRequestError,
+    RequestTimeoutError,
+    ResolutionError,
+    ServiceUnavailableError,
+)
 from shared.models import Reason, Resolution
 
 log = logging.getLogger(__name__)
@@ -43,19 +50,16 @@ class ServiceNotStarted(DocsError):
     """A request arrived before the ASGI lifespan composed the service (a host that skipped the lifespan)."""
 
 
-class RequestTimeoutError(DocsError):
-    """The request's deadline passed before the service answered."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"no answer within {seconds:g} s")
-        self.seconds = seconds
-
-
 async def within(work: Awaitable[T], seconds: float) -> T:
-    """`work` under the request's one deadline, for both protocols; RequestTimeoutError when it passes."""
+    """`work` under the request's one deadline, for both protocols; RequestTimeoutError when it passes.
+
+    Its outbound calls share the same budget (`shared.deadline`), less a grace in which a provider that gave up
+    on a slow origin still answers as the spec says for that failure.
+    """
     try:
-        async with asyncio.timeout(seconds):
-            return await work
+        with budget(seconds):
+            async with asyncio.timeout(seconds):
+                return await work
     except TimeoutError:
         raise RequestTimeoutError(seconds) from None
 

@@ -1,0 +1,124 @@
+"""One deadline per request, shared by its outbound calls; a hanging provider leaves the fallback its share; a
+client that hangs up cancels the work it started. Deadlines are shown by their outcome (an answer where the slow
+origin would have given a different one), never by a measured time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from shared.api import create_app
+from shared.cache import MemoryIndexStore
+from shared.compose import compose
+from shared.deadline import budget, remaining
+from shared.models import SearchResult
+from shared.settings import DocumentationSettings
+from tests.support.providers import FakeProvider
+from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
+from tests.support.uvicorn_server import UvicornServer
+from tools.static_origin import StaticOrigin
+
+
+class HangingProvider(FakeProvider):
+    """A provider that never answers until cancelled, and remembers that it was."""
+
+    def __init__(self, name: str, order: int, **kwargs: object) -> None:
+        super().__init__(name, order, **kwargs)  # type: ignore[arg-type]
+        self.started = asyncio.Event()
+        self.cancelled = False
+
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return []
+
+
+def settings_for(origin: StaticOrigin, seconds: float) -> DocumentationSettings:
+    return fixture_settings(
+        origin.url,
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Search__Semantic="false",
+        RequestTimeoutSeconds=str(seconds),
+    )
+
+
+def test_the_budget_is_shared_and_an_earlier_enclosing_deadline_holds() -> None:
+    assert remaining() is None
+    with budget(10):
+        outer = remaining()
+        assert outer is not None and 8.9 < outer <= 9.0  # less the grace
+        with budget(60):
+            inner = remaining()
+            assert inner is not None and inner <= outer
+    assert remaining() is None
+
+
+async def test_a_hanging_provider_leaves_the_fallback_its_share(static_origin: StaticOrigin) -> None:
+    hanging = HangingProvider("hangs", 0, sites=("alpha",))
+    app = create_app(settings_for(static_origin, 4), providers=(hanging,))
+    with UvicornServer(app) as server:
+        response = httpx.get(f"{server.url}/api/docs/search", params={"q": "install"}, timeout=30)
+
+    assert response.status_code == 200 and response.json()["provider"] == "mkdocs"
+    assert hanging.cancelled
+
+
+async def test_a_slow_origin_cannot_hold_a_search_past_its_deadline(static_origin: StaticOrigin) -> None:
+    for site in ("alpha", "beta-docs", "gamma-docs"):
+        static_origin.respond(f"/{site}/search/search_index.json", status=200, body="{}", delay=30)
+    static_origin.respond("/search/search_index.json", status=200, body="{}", delay=30)
+    app = create_app(settings_for(static_origin, 2))
+    with UvicornServer(app) as server:
+        response = httpx.get(f"{server.url}/api/docs/search", params={"q": "install"}, timeout=60)
+        health = httpx.get(f"{server.url}/api/health", timeout=10).json()
+
+    assert response.status_code in (503, 504)  # the slow origin would have answered after 30 s
+    assert response.json()["error"]["code"] in ("unavailable", "timeout")
+    assert health["providers"]["mkdocs"]["sites"]["alpha"]["state"] in ("failed", "not_loaded")
+
+
+async def test_a_redirect_chain_shares_the_one_deadline(static_origin: StaticOrigin) -> None:
+    async with compose(settings_for(static_origin, 30), embedding=None, store=MemoryIndexStore()) as composed:
+        await composed.service.search("install")  # sites loaded before the trap is set
+        for hop in range(3):
+            static_origin.respond(
+                f"/alpha/guide/install{hop}.md",
+                status=302,
+                headers={"Location": f"{static_origin.url}/alpha/guide/install{hop + 1}.md"},
+                delay=0.6,
+            )
+        static_origin.respond("/alpha/guide/install.md", status=302, headers={"Location": "install0.md"}, delay=0.6)
+        static_origin.respond("/alpha/guide/install/", status=200, body="<html><body>x</body></html>", delay=30)
+        with budget(1.5):
+            document = await composed.service.get("guide/install")
+
+    # Raw Markdown ran out of hops or time, the HTML page out of time: the page is rebuilt from the index instead
+    # of the request waiting out four slow hops and a 30 s page.
+    assert "fallback: search-index" in document.content
+
+
+@pytest.fixture
+def hanging() -> Iterator[HangingProvider]:
+    yield HangingProvider("hangs", 0, sites=("alpha",))
+
+
+async def test_a_client_that_hangs_up_cancels_the_work_it_started(
+    static_origin: StaticOrigin, hanging: HangingProvider
+) -> None:
+    app = create_app(settings_for(static_origin, 120), providers=(hanging,))
+    with UvicornServer(app) as server:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.get(f"{server.url}/api/docs/search", params={"q": "install"}, timeout=1)
+        for _ in range(200):  # the server notices the hang-up: poll against a deadline
+            if hanging.cancelled:
+                break
+            await asyncio.sleep(0.05)
+
+    assert hanging.started.is_set() and hanging.cancelled
