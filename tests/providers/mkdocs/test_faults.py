@@ -242,3 +242,36 @@ async def test_index_entries_that_could_leave_their_site_are_dropped(
 
     assert [result.location for result in listing.results] == ["safe/"]
     assert all(result.url.startswith(f"{static_origin.url}/{SITE}/") for result in listing.results)
+
+
+async def test_a_truncated_index_fails_its_site_and_never_reaches_the_cache(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    published = (static_origin.root / SITE / "search" / "search_index.json").read_bytes()  # type: ignore[operator]
+    static_origin.respond(INDEX, body=published[: len(published) // 2], headers={"Content-Length": str(len(published))})
+    store = MemoryIndexStore()
+    async with compose(settings, embedding=None, store=store) as composed:
+        response = await composed.service.search("install")
+        with pytest.raises(ResolutionError) as caught:
+            await composed.service.get("guide/install")
+
+    assert response.results and SITE not in {result.site for result in response.results}
+    assert caught.value.resolution.reason is Reason.SITE_UNAVAILABLE
+    assert await store.read(index_name(settings.cache_file_name_template, SITE)) is None  # nothing half-written
+    assert len(static_origin.requests_for(INDEX)) == 1
+
+
+async def test_an_origin_that_goes_down_after_load_leaves_search_and_get_answering(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    store = MemoryIndexStore()
+    async with compose(settings, embedding=None, store=store) as composed:
+        before = await composed.service.search("install")
+        static_origin.stop()
+        after = await composed.service.search("install")
+        document = await composed.service.get("guide/install")
+        cached = await store.read(index_name(settings.cache_file_name_template, SITE))
+
+    assert [result.location for result in after.results] == [result.location for result in before.results]
+    assert "fallback: search-index" in document.content  # rebuilt from the index held in memory
+    assert cached is not None and cached.payload  # the cached copy is intact
