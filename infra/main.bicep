@@ -142,6 +142,24 @@ param aiSearchMkDocsSitePrefix string = 'forge'
 @description('Forge__Documentation__AiSearch__SearchFilter: OData filter sent with every search; empty: none.')
 param aiSearchSearchFilter string = ''
 
+@description('Forge__Documentation__AiSearch__UrlField: index field holding each document\'s blob URL.')
+param aiSearchUrlField string = 'metadata_storage_path'
+
+@description('Forge__Documentation__AiSearch__ContentField: index field previews are cut from.')
+param aiSearchContentField string = 'content'
+
+@description('Forge__Documentation__AiSearch__TitleField: index field holding the page title.')
+param aiSearchTitleField string = 'title'
+
+@description('Forge__Documentation__AiSearch__DescriptionField: index field shown when the content yields no preview.')
+param aiSearchDescriptionField string = 'description'
+
+@description('Forge__Documentation__AiSearch__SiteField: filterable index field holding the site name; empty: searches for one site fall through to MkDocs.')
+param aiSearchSiteField string = ''
+
+@description('Forge__Documentation__AiSearch__TimeoutSeconds: upper bound of one search call.')
+param aiSearchTimeoutSeconds string = '5'
+
 @description('Forge__Documentation__Remote__Endpoint: another deployment\'s /api/mcp; empty: no remote provider.')
 param remoteEndpoint string = ''
 
@@ -201,6 +219,12 @@ var aiSearchSettings = aiSearchEnabled ? {
   Forge__Documentation__AiSearch__PlatformDocsBaseUrl: aiSearchPlatformDocsBaseUrl
   Forge__Documentation__AiSearch__MkDocsSitePrefix: aiSearchMkDocsSitePrefix
   Forge__Documentation__AiSearch__SearchFilter: aiSearchSearchFilter
+  Forge__Documentation__AiSearch__UrlField: aiSearchUrlField
+  Forge__Documentation__AiSearch__ContentField: aiSearchContentField
+  Forge__Documentation__AiSearch__TitleField: aiSearchTitleField
+  Forge__Documentation__AiSearch__DescriptionField: aiSearchDescriptionField
+  Forge__Documentation__AiSearch__SiteField: aiSearchSiteField
+  Forge__Documentation__AiSearch__TimeoutSeconds: aiSearchTimeoutSeconds
 } : {}
 var remoteSettings = remoteEnabled ? {
   Forge__Documentation__Remote__Endpoint: remoteEndpoint

@@ -110,6 +110,37 @@ class AiSearchSettings(_Section):
     search_filter: str = Field("", alias="SearchFilter")
     api_key: SecretStr | None = Field(None, alias="ApiKey")
     """Local development only: in Azure the managed identity authenticates."""
+    url_field: str = Field("metadata_storage_path", alias="UrlField")
+    """Index field holding each document's blob URL (the Azure Blob indexer's name)."""
+    content_field: str = Field("content", alias="ContentField")
+    """Index field holding the document's text extract, which previews are cut from."""
+    title_field: str = Field("title", alias="TitleField")
+    description_field: str = Field("description", alias="DescriptionField")
+    """Index field shown as the preview only when the content yields none."""
+    site_field: str | None = Field(None, alias="SiteField")
+    """Filterable index field holding each document's site name; unset, a search for one `site` is declined
+    (the chain falls through to the next provider)."""
+    timeout_seconds: float = Field(5.0, alias="TimeoutSeconds", gt=0)
+    """Upper bound of one search call; the request's own deadline, when sooner, wins."""
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("must be the service's absolute URL, such as https://NAME.search.windows.net")
+        return value.strip().rstrip("/")
+
+    @field_validator("url_field", "content_field", "title_field", "description_field", "site_field")
+    @classmethod
+    def _field_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value.strip()):
+            raise ValueError(f"{value!r} is not an index field name (letters, digits and underscores)")
+        return value.strip()
 
 
 class RemoteSettings(_Section):
