@@ -17,6 +17,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
+from shared.validation import split_whitespace
+
 MAX_OCCURRENCES = 20
 """Occurrences considered per retained term, so the search stays bounded on long pages."""
 
@@ -33,7 +35,7 @@ def make_preview(text: str, query: str, max_length: int = 200) -> str:
     """A preview of at most `max_length` UTF-16 code units of normalized text, plus ellipses at cut ends."""
     if max_length < 1:
         raise ValueError("max_length must be at least 1")
-    collapsed = " ".join(text.split())
+    collapsed = " ".join(split_whitespace(text))
     units = _Units(collapsed)
     if units.total <= max_length:
         return collapsed
@@ -69,7 +71,7 @@ class _Units:
 
 def _terms(query: str) -> list[str]:
     """Distinct lower-cased query terms, dropping short ones whenever a longer one is available."""
-    terms = list(dict.fromkeys(term.lower() for term in query.split()))
+    terms = list(dict.fromkeys(term.lower() for term in split_whitespace(query)))
     long_terms = [term for term in terms if len(term) >= MIN_TERM_LENGTH]
     return long_terms or terms
 

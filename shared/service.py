@@ -118,7 +118,8 @@ class DocumentationService:
                 timed_out = timed_out or isinstance(exc, TimeoutError)
                 continue
             attribute(FETCH_PROVIDER, provider.name)
-            return document.model_copy(update={"requested_location": requested})
+            resolution = document.resolution.model_copy(update={"requested_location": requested})
+            return document.model_copy(update={"requested_location": requested, "resolution": resolution})
         attribute(FETCH_PROVIDER, NO_PROVIDER)
         if not misses and timed_out:
             raise RequestTimeoutError

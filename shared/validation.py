@@ -14,18 +14,40 @@ MIN_LIMIT, MAX_LIMIT = 1, 50
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
-def _refuse_control(name: str, value: str) -> None:
-    if any(unicodedata.category(char) in ("Cc", "Cf") and char not in "\t" for char in value):
-        raise InvalidRequestError(f"{name} must not contain control characters")
+WHITESPACE = re.compile("[\t\n\v\f\r\x85 \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+""".NET's `char.IsWhiteSpace`, the spec's whitespace: tab to carriage return, U+0085, and the Unicode space (Zs),
+line (Zl) and paragraph (Zp) separators. Python's `str.split()` also splits on U+001C-U+001F, which are not."""
+
+
+_TRIM = re.compile(f"^{WHITESPACE.pattern}|{WHITESPACE.pattern}$")
+
+
+def is_whitespace(char: str) -> bool:
+    return WHITESPACE.fullmatch(char) is not None
+
+
+def split_whitespace(text: str) -> list[str]:
+    """`text` split on runs of the spec's whitespace, without empty pieces."""
+    return [word for word in WHITESPACE.split(text) if word]
+
+
+def _refuse_control(name: str, value: str, *, allow_whitespace: bool = False) -> None:
+    for char in value:
+        if unicodedata.category(char) in ("Cc", "Cf") and not (
+            char == "\t" or (allow_whitespace and is_whitespace(char))
+        ):
+            raise InvalidRequestError(f"{name} must not contain control characters")
 
 
 def check_query(query: str | None) -> str:
-    if query is None or not query.strip():
+    """The query with its surrounding whitespace trimmed. Line breaks and other whitespace are whitespace (agents
+    paste multi-line error messages); any other control character is refused."""
+    if query is None or not split_whitespace(query):
         raise InvalidRequestError("q is required and must not be blank")
     if len(query) > MAX_QUERY_LENGTH:
         raise InvalidRequestError(f"q must be at most {MAX_QUERY_LENGTH} characters")
-    _refuse_control("q", query)
-    return query.strip()
+    _refuse_control("q", query, allow_whitespace=True)
+    return _TRIM.sub("", query)
 
 
 def check_limit(limit: int) -> int:

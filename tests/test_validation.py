@@ -64,3 +64,25 @@ def test_locations_that_could_leave_the_origin_or_are_malformed_are_refused(loca
 )
 def test_accepted_locations(location: str, expected: str) -> None:
     assert check_location(location, ORIGIN) == expected
+
+
+def test_whitespace_is_exactly_dotnets_char_is_whitespace() -> None:
+    import unicodedata
+
+    from shared.validation import is_whitespace
+
+    dotnet = {0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x85} | {
+        code for code in range(0x110000) if unicodedata.category(chr(code)) in ("Zs", "Zl", "Zp")
+    }
+    assert {code for code in range(0x110000) if is_whitespace(chr(code))} == dotnet
+    assert not any(is_whitespace(chr(code)) for code in (0x1C, 0x1D, 0x1E, 0x1F))  # str.isspace says yes
+
+
+def test_a_multi_line_query_is_whitespace_not_a_control_character() -> None:
+    from shared.validation import check_query
+
+    pasted = "Error: sync failed\r\n  at app.sync()\n\tcaused by: deny window\u2028end"
+    assert check_query("\r\n " + pasted + "\u3000\n") == pasted
+    for bad in ("a\x00b", "a\x1cb", "a\u200bb", "a\x7fb"):
+        with pytest.raises(InvalidRequestError):
+            check_query(bad)

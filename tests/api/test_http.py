@@ -15,6 +15,7 @@ from tests.support.sites import (
     DEFAULT_SITE,
     HTML_ONLY_PAGE,
     PHANTOM_PAGE,
+    PUBLISHED_SITES,
     ROOT_INDEX_PATH,
     ROOTED_OVERRIDE,
     fixture_settings,
@@ -332,3 +333,41 @@ def test_openapi_document_describes_the_contract(api: httpx.Client) -> None:
 def test_results_below_the_relevance_floor_are_dropped(api: httpx.Client) -> None:
     assert search(api, "install") == {"query": "install", "provider": "none", "results": []}
     assert search(api, "*")["results"]  # a listing is not scored, so the floor does not apply
+
+
+def test_every_listed_page_of_every_site_fetches_from_the_location_search_gave(api: httpx.Client) -> None:
+    """The spec's round-trip contract over the whole fixture build, including percent-encoded locations and a
+    default-site folder named like another site."""
+    checked = 0
+    for site in PUBLISHED_SITES:
+        listing = api.get("/api/docs/search", params={"q": "*", "limit": 25, "site": site}).json()["results"]
+        assert listing and len(listing) < 25  # every page of the site is listed
+        for result in listing:
+            got = api.get("/api/docs/get", params={"location": result["location"]})
+            if result["location"].endswith("legacy/phantom/"):
+                assert got.status_code == 502  # the phantom entry resolves, then has nothing to fetch
+                continue
+            assert got.status_code == 200, (result["location"], got.text)
+            body = got.json()
+            assert (body["site"], body["resolution"]["reason"]) == (site, "resolved"), result["location"]
+            assert body["url"] == result["url"]
+            assert body["resolution"]["requestedLocation"] == body["requestedLocation"] == result["location"]
+            checked += 1
+    locations = {result["location"] for result in search(api, "café espresso grinder")["results"]}
+    assert "caf%C3%A9%20setup/" in locations
+    assert "alpha/gamma-docs/overview/" in {r["location"] for r in search(api, "gamma handbook migrating")["results"]}
+    assert checked >= 25
+
+
+def test_a_multi_line_query_is_answered(api: httpx.Client) -> None:
+    found = api.get("/api/docs/search", params={"q": "Error: install failed\r\n  while running the\n\tagent"})
+    assert found.status_code == 200 and found.json()["results"]
+
+
+def test_a_missing_twin_and_a_failing_page_fall_back_to_the_index(
+    api: httpx.Client, static_origin: StaticOrigin
+) -> None:
+    static_origin.fail("/alpha/guide/install.md", 404)
+    static_origin.fail("/alpha/guide/install/", 500)
+    body = get(api, "guide/install")
+    assert "fallback: search-index" in body["content"]

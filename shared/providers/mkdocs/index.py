@@ -46,10 +46,16 @@ class Page:
     def leaf(self) -> str:
         return self.key.rsplit("/", 1)[-1]
 
+    @property
+    def lookup(self) -> str:
+        """The key as requests spell it: MkDocs percent-encodes locations (`caf%C3%A9/`), requests arrive decoded."""
+        return unquote(self.key)
+
 
 @dataclass(slots=True)
 class SiteIndex:
-    """A loaded site: its entries in index order and lookups over its canonical pages."""
+    """A loaded site: its entries in index order and lookups over its canonical pages (by decoded, lower-cased key
+    and leaf)."""
 
     site: str
     entries: list[IndexEntry]
@@ -66,9 +72,10 @@ class SiteIndex:
                 pages[entry.page] = Page(entry.page, entry.page_title)
         index = cls(site, entries, list(pages.values()))
         for page in index.pages:
-            index.by_key.setdefault(page.key.lower(), []).append(page)
-            if page.key:
-                index.by_leaf.setdefault(page.leaf.lower(), []).append(page)
+            lookup = page.lookup
+            index.by_key.setdefault(lookup.lower(), []).append(page)
+            if lookup:
+                index.by_leaf.setdefault(lookup.rsplit("/", 1)[-1].lower(), []).append(page)
         index.top_dirs = frozenset(key.split("/", 1)[0] for key in index.by_key if key)
         return index
 

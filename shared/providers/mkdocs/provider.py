@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
 from shared.fetch import OriginClient
@@ -119,8 +121,15 @@ class MkDocsProvider:
         )
 
     def _location(self, site: str, location: str) -> str:
-        """Bare for the default site; `{site}/{path}` elsewhere, a site root being the bare site name."""
-        return location if site == self._settings.default_site else qualify(site, location)
+        """Bare for the default site; `{site}/{path}` elsewhere, a site root being the bare site name.
+
+        A default-site page under a top-level folder named like a configured site is the exception: bare, its
+        location would be routed to that site, so it is qualified with the default site to stay fetchable.
+        """
+        if site != self._settings.default_site:
+            return qualify(site, location)
+        head = location.strip("/").split("/", 1)[0]
+        return qualify(site, location) if head and self._settings.site_named(unquote(head)) else location
 
     def _url(self, site: str, location: str) -> str:
         return f"{self._settings.base_url(site)}/{location}"
@@ -167,7 +176,6 @@ class MkDocsProvider:
     async def _fetch_markdown(self, site: str, path: str, html_url: str) -> _Fetched:
         """Raw Markdown first, then the HTML page converted; notes whether the origin itself was unreachable."""
         raw_url = self._raw_url(site, path)
-        raw_down = False
         if raw_url is not None:
             try:
                 # The pattern is configuration and may point anywhere under the origin, not only under the site.
@@ -175,9 +183,7 @@ class MkDocsProvider:
                 text = response.text()
                 if response.status == 200 and text.strip() and not looks_like_html(text, response.content_type):
                     return _Fetched(text)
-                raw_down = response.status >= 500
             except OriginError as exc:
-                raw_down = _unreachable(exc)
                 log.info("raw Markdown unavailable for site %s (%s); converting the HTML page", site, exc)
         try:
             response = await self._client.get(html_url, scope=self._settings.base_url(site) + "/")
@@ -188,7 +194,9 @@ class MkDocsProvider:
             if response.status == 200:
                 return _Fetched(await self._convert(response.text()))
             html_down = response.status >= 500
-        return _Fetched("", origin_down=html_down and (raw_down or raw_url is None))
+        # The HTML page is what the site serves: when it fails with a 5xx or not at all, the origin is down for this
+        # page whatever the raw Markdown said (a 404 there only means the site publishes no .md twins).
+        return _Fetched("", origin_down=html_down)
 
     async def _convert(self, page: str) -> str:
         """The HTML page as Markdown, converted on the provider's own small pool so the event loop keeps serving
@@ -263,13 +271,36 @@ def _unreachable(exc: OriginError) -> bool:
     return exc.unreachable or (exc.status or 0) >= 500
 
 
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?P<body>.*?)(?:\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
 def with_front_matter(markdown: str, *, source: str, site: str, retrieved: datetime, **extra: str) -> str:
-    """Prefix `source`, `site` and `retrieved`, merged into the page's own front matter when it has one."""
-    ours = f"source: {source}\nsite: {site}\nretrieved: {retrieved.strftime('%Y-%m-%dT%H:%M:%SZ')}\n"
-    ours += "".join(f"{key}: {value}\n" for key, value in extra.items())
+    """Prefix `source`, `site` and `retrieved`, merged into the page's own front matter when it has one.
+
+    The page's own block is recognised with LF or CRLF line endings; its own keys of the same names (and their
+    continuation lines) give way to ours, so each key appears once.
+    """
+    ours = {"source": source, "site": site, "retrieved": retrieved.strftime("%Y-%m-%dT%H:%M:%SZ"), **extra}
     body = markdown.lstrip("\ufeff")
-    if body.startswith("---\n"):
-        end = body.find("\n---", 4)
-        if end != -1:
-            return "---\n" + ours + body[4:]
-    return f"---\n{ours}---\n\n{body}"
+    theirs: list[str] = []
+    match = _FRONT_MATTER.match(body)
+    if match is not None:
+        theirs = _without_keys(match.group("body").splitlines(), set(ours))
+        body = body[match.end() :]
+    header = "".join(f"{key}: {value}\n" for key, value in ours.items()) + "".join(f"{line}\n" for line in theirs)
+    if match is not None:
+        return f"---\n{header}---\n{body}"
+    return f"---\n{header}---\n\n{body}"
+
+
+def _without_keys(lines: list[str], keys: set[str]) -> list[str]:
+    """Front matter lines without the top-level `keys` and the indented or list lines that continue them."""
+    kept: list[str] = []
+    dropping = False
+    for line in lines:
+        top_level = bool(line) and not line[0].isspace() and not line.startswith("- ")
+        if top_level:
+            dropping = line.split(":", 1)[0].strip() in keys
+        if not dropping:
+            kept.append(line)
+    return kept

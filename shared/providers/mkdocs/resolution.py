@@ -55,14 +55,18 @@ def strip_variant(path: str) -> str:
 
 def resolve_in_site(index: SiteIndex, path: str) -> SiteOutcome:
     """Apply `exact`, `variant` and `canonical-leaf` in order, case-insensitively."""
-    exact = _exact(index.by_key.get(path.lower(), []), path)
+    twins = index.by_key.get(path.lower(), [])
+    exact = _exact(twins, path)
     if exact is not None:
         return SiteOutcome(Reason.RESOLVED, Rule.EXACT, exact)
+    if twins:  # pages differing only in case (`Dup/`, `dup/`), none spelled as asked: a guess would be wrong
+        return SiteOutcome(Reason.AMBIGUOUS, Rule.EXACT, candidates=tuple(twins))
     variant = strip_variant(path)
     if variant != path:
         matches = index.by_key.get(variant.lower(), [])
-        if len(matches) == 1:
-            return SiteOutcome(Reason.RESOLVED, Rule.VARIANT, matches[0])
+        chosen = _exact(matches, variant)
+        if chosen is not None:
+            return SiteOutcome(Reason.RESOLVED, Rule.VARIANT, chosen)
         if matches:
             return SiteOutcome(Reason.AMBIGUOUS, Rule.VARIANT, candidates=tuple(matches))
     leaf = page_key(variant).rsplit("/", 1)[-1].lower()
@@ -75,9 +79,10 @@ def resolve_in_site(index: SiteIndex, path: str) -> SiteOutcome:
 
 
 def _exact(matches: Sequence[Page], path: str) -> Page | None:
+    """The one page matching case-insensitively, or among case twins the one spelled exactly as asked."""
     if len(matches) == 1:
         return matches[0]
-    return next((page for page in matches if page.key == path), None)
+    return next((page for page in matches if page.lookup == path), None)
 
 
 class Resolver:

@@ -62,3 +62,16 @@ def test_pages_too_large_or_too_deep_are_refused_before_parsing() -> None:
     siblings = "<div><p>a<br>b<img src=x><input/></p></div>" * 5_000  # wide, void and self-closed: shallow
     assert unconvertible(siblings) is None
     assert unconvertible("<div>" * MAX_DEPTH + "</div>" * MAX_DEPTH) is None
+
+
+def test_front_matter_with_crlf_is_merged_and_its_own_source_and_site_give_way() -> None:
+    page = "---\r\ntitle: Install\r\nsource: stale.md\r\nsite:\r\n  - old\r\ntags: [a]\r\n---\r\n# Install\r\n"
+    merged = with_front_matter(page, source="https://x/a/", site="alpha", retrieved=datetime(2026, 1, 2, tzinfo=UTC))
+
+    assert merged.count("---") == 2 and merged.startswith("---\nsource: https://x/a/\nsite: alpha\n")
+    header = merged.split("---")[1]
+    assert header.count("source:") == 1 and header.count("site:") == 1 and "  - old" not in header
+    assert "title: Install" in header and "tags: [a]" in header and "retrieved: 2026-01-02T00:00:00Z" in header
+    assert merged.endswith("# Install\r\n")
+    plain = with_front_matter("# Page\n", source="s", site="t", retrieved=datetime(2026, 1, 2, tzinfo=UTC))
+    assert plain == "---\nsource: s\nsite: t\nretrieved: 2026-01-02T00:00:00Z\n---\n\n# Page\n"

@@ -172,9 +172,35 @@ async def test_matches_on_several_non_default_sites_are_ambiguous_across_sites()
 
 async def test_cross_site_ambiguity_merges_an_ambiguous_sites_candidates() -> None:
     indexes = {"alpha": ALPHA, "beta-docs": site_index("beta-docs", "dup/"), "gamma-docs": GAMMA_DUP}
-    resolution = await resolver(indexes).resolve("dup.md")
+    resolution = await resolver(indexes).resolve("DUP.md")
     assert resolution.reason is Reason.AMBIGUOUS
     assert sorted(resolution.candidates) == ["beta-docs/dup/", "gamma-docs/Dup/", "gamma-docs/dup/"]
+
+
+@pytest.mark.parametrize("location", ["DUP", "DUP.md", "dUp/", "DUP/index.html"])
+def test_case_twins_asked_in_neither_spelling_are_ambiguous_however_written(location: str) -> None:
+    outcome = resolve_in_site(GAMMA_DUP, location.strip("/"))
+    assert outcome.reason is Reason.AMBIGUOUS
+    assert sorted(page.path for page in outcome.candidates) == ["Dup/", "dup/"]
+
+
+@pytest.mark.parametrize(
+    ("location", "page"), [("dup", "dup/"), ("Dup", "Dup/"), ("dup.md", "dup/"), ("Dup.md", "Dup/")]
+)
+def test_a_case_twin_spelled_exactly_resolves_to_itself(location: str, page: str) -> None:
+    outcome = resolve_in_site(GAMMA_DUP, location)
+    assert outcome.reason is Reason.RESOLVED and outcome.page is not None and outcome.page.path == page
+
+
+def test_percent_encoded_index_locations_resolve_from_their_decoded_request() -> None:
+    index = site_index("alpha", "caf%C3%A9%20setup/", "guide/na%C3%AFve/")
+    for requested, page in [
+        ("café setup", "caf%C3%A9%20setup/"),
+        ("guide/naïve.md", "guide/na%C3%AFve/"),
+        ("naïve", "guide/na%C3%AFve/"),
+    ]:
+        outcome = resolve_in_site(index, requested)
+        assert outcome.reason is Reason.RESOLVED and outcome.page is not None and outcome.page.path == page
 
 
 async def test_ambiguity_inside_a_single_non_default_site_is_reported() -> None:
