@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from shared.cache import IndexStore, open_store
 from shared.embedding import EmbeddingModel
 from shared.fetch import OriginClient
+from shared.providers import ai_search
 from shared.providers.base import DocumentationProvider
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -86,6 +87,10 @@ async def compose(
             MkDocsProvider(settings, client, SiteRegistry(settings, client, store, embedding=embedding)),
             *providers,
         ]
+        search = settings.ai_search
+        if search is not None and search.endpoint:
+            credential = ai_search.credential(settings)  # the provider owns it from here and closes it
+            registered.append(ai_search.AiSearchProvider(search, sites=settings.sites, credential=credential))
         for provider in registered:
             stack.push_async_callback(provider.aclose)  # closed first: background work may still use the store
         yield Composition(settings, DocumentationService(registered, origin=settings.origin), store, embedding)

@@ -1,0 +1,196 @@
+"""The `ai_search` provider: semantic search over an Azure AI Search index with the SDK's async client; never fetches.
+
+Options are read once, at construction (a change takes effect on restart, as the spec says). Each search is one
+`POST /indexes('NAME')/docs/search.post.search` with the query type `semantic`, the configured semantic
+configuration, `top` = the limit, and a `$filter` only when there is one to send: a non-whitespace `SearchFilter`,
+and for a search within one `site` an equality on `SiteField`, both together when both apply. Without `SiteField`
+a search for one site is declined, so the chain asks the next provider; so is the listing query `*`.
+
+Every call is bounded by `TimeoutSeconds` or the request's remaining deadline, whichever is sooner, both around
+the call and as the SDK's own connection and read timeouts, and is never retried: the next provider is the retry.
+Any failure raises `AiSearchError` (see `errors`), is remembered for health, and is logged without the query.
+
+The SDK is imported when a provider is built, not when this module is: hosts without AI Search never load it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from shared.deadline import remaining
+from shared.errors import ConfigurationError, ProviderDeclinedError
+from shared.identity import credential as identity_credential
+from shared.models import Document, SearchResult
+from shared.providers.ai_search.errors import AiSearchError, translate
+from shared.providers.ai_search.mapping import PROVIDER, Fields, Mapper
+from shared.settings import PREFIX, AiSearchSettings, DocumentationSettings
+from shared.telemetry import query_shape
+
+if TYPE_CHECKING:
+    from azure.core.credentials import AzureKeyCredential
+    from azure.core.credentials_async import AsyncTokenCredential
+
+    Credential = AzureKeyCredential | AsyncTokenCredential
+
+log = logging.getLogger(__name__)
+
+SEMANTIC = "semantic"
+LIST_ALL = "*"
+"""The listing query: semantic ranking has nothing to rank it by, so it is declined."""
+
+
+def credential(settings: DocumentationSettings) -> Credential:
+    """The API key when one is configured (local development only), else the app's managed identity."""
+    options = settings.ai_search
+    if options is not None and options.api_key is not None:
+        from azure.core.credentials import AzureKeyCredential
+
+        return AzureKeyCredential(options.api_key.get_secret_value())
+    return identity_credential(settings)
+
+
+def odata_string(value: str) -> str:
+    """`value` as an OData string literal: quoted, each single quote doubled."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+class AiSearchProvider:
+    """Search-only provider over one Azure AI Search index; it owns (and closes) the client and the credential."""
+
+    name = PROVIDER
+    order = 0
+    supports_fetch = False
+
+    def __init__(self, options: AiSearchSettings, *, sites: Sequence[str], credential: Credential) -> None:
+        if not options.endpoint:
+            raise ConfigurationError(f"{PREFIX}AiSearch__Endpoint", "must be set to register the AI Search provider")
+        from azure.core.credentials import AzureKeyCredential
+        from azure.search.documents.aio import SearchClient
+
+        self.sites = tuple(sites)
+        """Every configured site: a search for one is filtered on `SiteField`, or declined when it is unset."""
+        self._options = options
+        self._fields = Fields(
+            url=options.url_field,
+            content=options.content_field,
+            title=options.title_field,
+            description=options.description_field,
+        )
+        self._mapper = Mapper(self._fields, options.platform_docs_base_url, options.mkdocs_site_prefix)
+        self._filter = options.search_filter.strip()
+        self._credential = credential
+        self._authentication = "api-key" if isinstance(credential, AzureKeyCredential) else "entra-id"
+        self._client = SearchClient(options.endpoint, options.index_name, credential, retry_total=0)
+        self._last_success: datetime | None = None
+        self._last_error: AiSearchError | None = None
+        self._last_error_at: datetime | None = None
+
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+        if query.strip() == LIST_ALL:
+            raise ProviderDeclinedError("listing every page is left to a provider that knows the sites' pages")
+        request_filter = self._request_filter(site)
+        seconds = self._seconds()
+        shape = query_shape(query)
+        log.debug(
+            "ai_search search (query length %d, %d terms, limit %d, filtered %s)",
+            shape["length"],
+            shape["terms"],
+            limit,
+            request_filter is not None,
+        )
+        started = time.monotonic()
+        try:
+            if seconds <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(seconds):
+                hits = await self._hits(query, limit, request_filter, seconds)
+            results = self._mapper.results(hits, query, limit)
+        except Exception as exc:
+            error = translate(exc)
+            self._last_error, self._last_error_at = error, datetime.now(UTC)
+            log.warning(
+                "ai_search search failed: %s (%s) after %.0f ms",
+                error.kind,
+                error.status or type(exc).__name__,
+                (time.monotonic() - started) * 1000,
+            )
+            raise error from exc
+        self._last_success = datetime.now(UTC)
+        log.debug("ai_search answered %d hits, %d results", len(hits), len(results))
+        return results
+
+    async def _hits(
+        self, query: str, limit: int, request_filter: str | None, seconds: float
+    ) -> list[dict[str, object]]:
+        pages = await self._client.search(
+            search_text=query,
+            query_type=SEMANTIC,
+            semantic_configuration_name=self._options.semantic_configuration_name,
+            filter=request_filter,
+            top=limit,
+            select=self._fields.selected(),
+            connection_timeout=seconds,
+            read_timeout=seconds,
+        )
+        hits: list[dict[str, object]] = []
+        async for hit in pages:
+            hits.append(hit)
+            if len(hits) >= limit:  # never ask for a next page
+                break
+        return hits
+
+    def _request_filter(self, site: str | None) -> str | None:
+        """The `$filter` to send: the configured one and the site's, whichever apply; None sends none."""
+        if site is None:
+            return self._filter or None
+        if not self._options.site_field:
+            raise ProviderDeclinedError("AI Search has no SiteField configured to search one site")
+        on_site = f"{self._options.site_field} eq {odata_string(site)}"
+        return f"({self._filter}) and {on_site}" if self._filter else on_site
+
+    def _seconds(self) -> float:
+        left = remaining()
+        return self._options.timeout_seconds if left is None else min(self._options.timeout_seconds, left)
+
+    async def get(self, location: str) -> Document:
+        raise ProviderDeclinedError("AI Search is search-only: pages are fetched by another provider")
+
+    def health(self) -> dict[str, object]:
+        """Configuration (never a key) and the outcome of the latest search: `degraded` while the latest failed."""
+        error, failed_at, succeeded_at = self._last_error, self._last_error_at, self._last_success
+        failing = failed_at is not None and (succeeded_at is None or failed_at > succeeded_at)
+        report: dict[str, object] = {
+            "status": "degraded" if failing else "ok",
+            "endpoint": urlsplit(self._options.endpoint or "").netloc,
+            "index": self._options.index_name,
+            "semanticConfiguration": self._options.semantic_configuration_name,
+            "filter": bool(self._filter),
+            "siteField": self._options.site_field,
+            "authentication": self._authentication,
+            "timeoutSeconds": self._options.timeout_seconds,
+            "lastSuccessAt": succeeded_at.isoformat() if succeeded_at else None,
+        }
+        if error is not None and failed_at is not None:
+            report["lastError"] = {
+                "kind": error.kind,
+                "status": error.status,
+                "at": failed_at.isoformat(),
+            }
+        return report
+
+    async def aclose(self) -> None:
+        try:
+            await self._client.close()
+        finally:
+            close = getattr(self._credential, "close", None)
+            if close is not None:
+                result = close()
+                if inspect.isawaitable(result):
+                    await result

@@ -1,0 +1,174 @@
+"""AI Search in the composed chain, over the MkDocs fixture origin: registered only when configured, answering first
+with locations MkDocs serves for `get`, and every fault falling through to MkDocs, which then says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.cache import MemoryIndexStore
+from shared.compose import compose
+from shared.models import Reason
+from shared.settings import DocumentationSettings
+from tests.support.ai_search_server import AiSearchServer
+from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, fixture_settings
+from tools.static_origin import StaticOrigin
+
+BLOB = "https://acct.blob.core.windows.net/docs"
+HITS = [
+    {
+        "@search.score": 8.0,
+        "@search.rerankerScore": 3.2,
+        "metadata_storage_path": f"{BLOB}/{DEFAULT_SITE}/guide/install/index.html",
+        "title": "Install",
+        "content": "Install the tool with pip, then configure it.",
+    },
+    {
+        "@search.score": 6.5,
+        "@search.rerankerScore": 2.4,
+        "metadata_storage_path": f"{BLOB}/{DEFAULT_SITE}/guide/install.md",
+        "title": "Install",
+        "content": "# Install\n\nInstall the tool with pip.",
+    },
+    {
+        "@search.score": 5.0,
+        "metadata_storage_path": f"{BLOB}/beta-docs/api/authentication.md",
+        "title": "Authentication",
+        "content": "Tokens authenticate API calls.",
+    },
+]
+
+
+def chain_settings(origin: StaticOrigin, server: AiSearchServer | None = None, **extra: str) -> DocumentationSettings:
+    ai_search = server.app_settings(MkDocsSitePrefix=DEFAULT_SITE, **extra) if server else {}
+    return fixture_settings(origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, **ai_search)
+
+
+async def test_the_provider_is_registered_only_when_its_endpoint_is_set(
+    static_origin: StaticOrigin, search_server: AiSearchServer
+) -> None:
+    without = chain_settings(static_origin)
+    sections_only = fixture_settings(static_origin.url, AiSearch__IndexName="docs")
+    with_endpoint = chain_settings(static_origin, search_server)
+
+    async with compose(without, embedding=None, store=MemoryIndexStore()) as composed:
+        assert [p.name for p in composed.service.providers] == ["mkdocs"]
+    async with compose(sections_only, embedding=None, store=MemoryIndexStore()) as composed:
+        assert [p.name for p in composed.service.providers] == ["mkdocs"]
+    async with compose(with_endpoint, embedding=None, store=MemoryIndexStore()) as composed:
+        assert [p.name for p in composed.service.providers] == ["ai_search", "mkdocs"]
+        health = composed.health()["providers"]["ai_search"]  # type: ignore[index]
+        assert health["order"] == 0 and health["fetch"] is False and health["status"] == "ok"
+        assert health["authentication"] == "api-key"
+    assert search_server.searches() == []  # composing asks nothing
+
+
+async def test_ai_search_answers_first_and_mkdocs_serves_its_locations(
+    static_origin: StaticOrigin, search_server: AiSearchServer
+) -> None:
+    search_server.respond(HITS)
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+        response = await c.service.search("install the tool", limit=5)
+        documents = [await c.service.get(result.location) for result in response.results]
+
+    assert response.provider == "ai_search"
+    assert [r.location for r in response.results] == ["guide/install", "beta-docs/api/authentication"]
+    assert [(d.provider, d.site, d.location) for d in documents] == [
+        ("mkdocs", DEFAULT_SITE, "guide/install/"),
+        ("mkdocs", "beta-docs", "beta-docs/api/authentication/"),
+    ]
+    assert all(d.resolution.reason is Reason.RESOLVED and d.content for d in documents)
+    [sent] = search_server.searches()
+    assert sent.body["top"] == 5 and sent.body["queryType"] == "semantic"
+
+
+@pytest.mark.parametrize(
+    ("respond", "kind"),
+    [
+        ({"status": 403}, "unauthorized"),
+        ({"status": 500}, "status"),
+        ({"raw": b"{not json"}, "malformed"),
+        ({"hits": HITS, "delay": 10.0}, "timeout"),
+    ],
+    ids=["403", "500", "malformed", "timeout"],
+)
+async def test_every_fault_falls_through_to_mkdocs_and_health_says_why(
+    static_origin: StaticOrigin, search_server: AiSearchServer, respond: dict[str, object], kind: str
+) -> None:
+    search_server.respond(**respond)  # type: ignore[arg-type]
+    settings = chain_settings(static_origin, search_server, TimeoutSeconds="0.5")
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        response = await composed.service.search("install", limit=5)
+        health = composed.health()
+
+    assert response.provider == "mkdocs" and response.results
+    assert all(result.provider == "mkdocs" for result in response.results)
+    assert health["status"] == "degraded"
+    report = health["providers"]["ai_search"]  # type: ignore[index]
+    assert report["status"] == "degraded" and report["lastError"]["kind"] == kind
+    assert len(search_server.searches()) == 1
+
+
+async def test_a_forbidden_key_is_reported_as_unauthorized(
+    static_origin: StaticOrigin, search_server: AiSearchServer
+) -> None:
+    settings = chain_settings(static_origin, search_server)
+    search_server.api_key = "rotated"
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        response = await composed.service.search("install", limit=5)
+        report = composed.health()["providers"]["ai_search"]  # type: ignore[index]
+
+    assert response.provider == "mkdocs"
+    assert report["lastError"]["kind"] == "unauthorized" and report["lastError"]["status"] == 403
+
+
+async def test_a_dead_endpoint_falls_through_to_mkdocs(static_origin: StaticOrigin) -> None:
+    settings = fixture_settings(
+        static_origin.url,
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        AiSearch__Endpoint="http://127.0.0.1:9",
+        AiSearch__ApiKey="k",
+    )
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        response = await composed.service.search("install", limit=5)
+        report = composed.health()["providers"]["ai_search"]  # type: ignore[index]
+
+    assert response.provider == "mkdocs" and response.results
+    assert report["lastError"]["kind"] == "unreachable"
+
+
+async def test_a_site_search_without_a_site_field_is_left_to_mkdocs(
+    static_origin: StaticOrigin, search_server: AiSearchServer
+) -> None:
+    search_server.respond(HITS)
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+        response = await c.service.search("authentication", limit=5, site="beta-docs")
+        health = c.health()
+
+    assert response.provider == "mkdocs" and {r.site for r in response.results} == {"beta-docs"}
+    assert search_server.searches() == []
+    assert health["providers"]["ai_search"]["status"] == "ok"  # type: ignore[index]
+
+
+async def test_a_site_search_with_a_site_field_is_filtered_by_ai_search(
+    static_origin: StaticOrigin, search_server: AiSearchServer
+) -> None:
+    search_server.respond(HITS[2:])
+    settings = chain_settings(static_origin, search_server, SiteField="site")
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+        response = await composed.service.search("authentication", limit=5, site="BETA-docs")
+
+    assert response.provider == "ai_search"
+    assert [r.location for r in response.results] == ["beta-docs/api/authentication"]
+    assert search_server.searches()[0].body["filter"] == "site eq 'beta-docs'"
+
+
+async def test_an_empty_answer_falls_through_as_no_match(
+    static_origin: StaticOrigin, search_server: AiSearchServer
+) -> None:
+    search_server.respond([])
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+        response = await c.service.search("install", limit=5)
+        health = c.health()
+
+    assert response.provider == "mkdocs"
+    assert health["providers"]["ai_search"]["status"] == "ok"  # type: ignore[index]
