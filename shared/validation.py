@@ -31,11 +31,21 @@ def split_whitespace(text: str) -> list[str]:
     return [word for word in WHITESPACE.split(text) if word]
 
 
+QUERY_PATTERN = (
+    "^[^\\x00-\\x08\\x0e-\\x1f\\x7f-\\x84\\x86-\\x9f]*"
+    "[^\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    "[^\\x00-\\x08\\x0e-\\x1f\\x7f-\\x84\\x86-\\x9f]*$"
+)
+"""What `check_query` accepts, as the OpenAPI document states it (valid in Python and ECMA-262 regexes): no
+control character but whitespace, and at least one character that is not whitespace."""
+
+
 def _refuse_control(name: str, value: str, *, allow_whitespace: bool = False) -> None:
+    """Control characters (and, in locations, invisible format characters) are refused, never guessed around."""
+    categories = ("Cc",) if allow_whitespace else ("Cc", "Cf")
     for char in value:
-        if unicodedata.category(char) in ("Cc", "Cf") and not (
-            char == "\t" or (allow_whitespace and is_whitespace(char))
-        ):
+        allowed = char == "\t" or (allow_whitespace and is_whitespace(char))
+        if unicodedata.category(char) in categories and not allowed:
             raise InvalidRequestError(f"{name} must not contain control characters")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared.errors import InvalidRequestError
 from shared.validation import check_limit, check_location, check_query
@@ -10,7 +12,7 @@ from shared.validation import check_limit, check_location, check_query
 ORIGIN = "http://127.0.0.1:8000"
 
 
-@pytest.mark.parametrize("query", [None, "", "   ", "a" * 513, "bad\x00byte", "line\x1bescape", "zero\u200bwidth"])
+@pytest.mark.parametrize("query", [None, "", "   ", "a" * 513, "bad\x00byte", "line\x1bescape", "\x1c\x1d"])
 def test_bad_queries_are_refused(query: str | None) -> None:
     with pytest.raises(InvalidRequestError):
         check_query(query)
@@ -83,6 +85,21 @@ def test_a_multi_line_query_is_whitespace_not_a_control_character() -> None:
 
     pasted = "Error: sync failed\r\n  at app.sync()\n\tcaused by: deny window\u2028end"
     assert check_query("\r\n " + pasted + "\u3000\n") == pasted
-    for bad in ("a\x00b", "a\x1cb", "a\u200bb", "a\x7fb"):
+    for bad in ("a\x00b", "a\x1cb", "a\x7fb", "a\x9fb"):
         with pytest.raises(InvalidRequestError):
             check_query(bad)
+    assert check_query("zero\u200bwidth\u00adsoft") == "zero\u200bwidth\u00adsoft"  # invisible text pasted along
+
+
+@given(st.text(max_size=40))
+def test_the_documented_query_pattern_is_exactly_what_the_service_accepts(query: str) -> None:
+    import re
+
+    from shared.validation import QUERY_PATTERN
+
+    try:
+        check_query(query)
+        accepted = True
+    except InvalidRequestError:
+        accepted = False
+    assert accepted == bool(re.match(QUERY_PATTERN, query))

@@ -83,7 +83,8 @@ def create_app(
     install_error_handlers(app)
     _install_access_log(app)
     app.add_middleware(CancelOnDisconnect)
-    install_routes(app)
+    declared = {site.lower(): site for provider in providers for site in provider.sites}
+    install_routes(app, [*settings.sites, *(site for key, site in declared.items() if not settings.site_named(key))])
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.
     for path in (MCP_PATH, MCP_PATH + "/"):
         app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False))

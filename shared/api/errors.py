@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from shared.deadline import budget
@@ -90,6 +91,20 @@ def tool_error(exc: DocsError) -> str:
     return "internal_error: the service failed unexpectedly; the failure was logged."
 
 
+def _readable(request: Request, name: str, problem: Mapping[str, Any]) -> str:
+    """A validation problem in the service's words: a pattern in a message says nothing to a person."""
+    kind = problem.get("type", "")
+    if kind in ("missing", "string_too_short") or (kind == "string_pattern_mismatch" and name == "q"):
+        if kind == "string_pattern_mismatch" and any(not char.isspace() for char in str(problem.get("input", ""))):
+            return f"{name} must not contain control characters"
+        return f"{name} is required and must not be blank"
+    if kind == "string_pattern_mismatch" and name == "site":
+        composition = getattr(request.app.state, "composition", None)
+        sites = ", ".join(composition.service.sites) if composition is not None else "a configured site"
+        return f"site must be one of: {sites}"
+    return f"{name}: {problem.get('msg', 'invalid value')}"
+
+
 def _states(details: dict[str, str]) -> str:
     return ", ".join(f"{key} {value}" for key, value in sorted(details.items()))
 
@@ -101,8 +116,24 @@ def _resolution_text(resolution: Resolution) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}, **extra}, status_code=status)
+class ErrorDetail(BaseModel):
+    code: str = Field(description="The reason code: `bad_request`, a resolution reason, `unavailable`, `timeout`...")
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every failure's body: the error, plus the resolution for `get` and each provider's failure when nothing
+    could be searched."""
+
+    error: ErrorDetail
+    resolution: Resolution | None = None
+    providers: dict[str, dict[str, str]] | None = None
+
+
+def error(
+    status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None, **extra: Any
+) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}, **extra}, status_code=status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -111,10 +142,10 @@ def install_error_handlers(app: FastAPI) -> None:
         return error(400, "bad_request", str(exc))
 
     @app.exception_handler(RequestValidationError)
-    async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
         name = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
-        return error(400, "bad_request", f"{name}: {first.get('msg', 'invalid value')}")
+        return error(400, "bad_request", _readable(request, name, first))
 
     @app.exception_handler(ResolutionError)
     async def unresolved(_: Request, exc: ResolutionError) -> JSONResponse:
@@ -137,8 +168,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = "not_found" if exc.status_code == 404 else "http_error"
-        return error(exc.status_code, code, str(exc.detail))
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error(exc.status_code, code, str(exc.detail), headers=exc.headers)  # a 405 keeps its Allow header
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

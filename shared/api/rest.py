@@ -1,31 +1,55 @@
-"""The REST protocol over the composed service: search, get and health, with their OpenAPI descriptions."""
+"""The REST protocol over the composed service: search, get and health, with their OpenAPI descriptions.
 
-from __future__ import annotations
+No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time, and the `site`
+pattern is built from the configured sites inside `install_routes`.
+"""
 
+import re
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
 from shared import __version__
-from shared.api.errors import ServiceNotStarted, within
+from shared.api.errors import ErrorBody, ServiceNotStarted, within
 from shared.compose import Composition
 from shared.errors import InvalidRequestError
 from shared.models import Document, SearchResponse
-from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
+from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT, QUERY_PATTERN
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "model": ErrorBody}
+
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"description": "Bad input: `{error: {code: bad_request, message}}`"},
-    504: {"description": "`timeout`: no answer within the request deadline (`RequestTimeoutSeconds`)"},
+    400: _error(
+        "`bad_request`: a parameter missing, repeated, out of range or refused (control characters; for `location`"
+        " also `.`/`..` segments, backslashes and URLs off the origin)"
+    ),
+    504: _error("`timeout`: no answer within the request deadline (`RequestTimeoutSeconds`)"),
+}
+SEARCH_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERROR_RESPONSES,
+    503: _error("`unavailable`: nothing could be searched; `providers` says why for each"),
 }
 GET_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERROR_RESPONSES,
-    404: {"description": "`not_found` or `unknown_site`, with `resolution`"},
-    409: {"description": "`ambiguous`, with `resolution.candidates`"},
-    502: {"description": "`fetch_failed`: the page resolved but no content could be fetched"},
-    503: {"description": "`site_unavailable`: the site's index could not be loaded"},
-    504: {"description": "`timeout`: no answer within the request deadline (`RequestTimeoutSeconds`)"},
+    404: _error("`not_found` or `unknown_site`, with `resolution`"),
+    409: _error("`ambiguous`, with `resolution.candidates`"),
+    502: _error("`fetch_failed`: the page resolved but no content could be fetched"),
+    503: _error("`site_unavailable`: the site's index could not be loaded"),
 }
+
+
+def site_pattern(sites: Sequence[str]) -> str:
+    """The configured sites, matched case-insensitively, as an ECMA-262 pattern (which has no flags)."""
+
+    def insensitive(name: str) -> str:
+        return "".join(f"[{c.lower()}{c.upper()}]" if c.lower() != c.upper() else re.escape(c) for c in name)
+
+    return "^(?:" + "|".join(insensitive(site) for site in sites) + ")$"
 
 
 def composition(request: Request) -> Composition:
@@ -48,24 +72,36 @@ def _single_valued(request: Request) -> None:
 Composed = Annotated[Composition, Depends(composition)]
 
 
-def install_routes(app: FastAPI) -> None:
+def install_routes(app: FastAPI, sites: Sequence[str]) -> None:
+    """The routes; `sites` (every site some provider serves) is what `site` may name, stated in the document."""
+
     @app.get(
         "/api/docs/search",
         response_model=SearchResponse,
-        responses=ERROR_RESPONSES,
+        responses=SEARCH_ERRORS,
         tags=["docs"],
         dependencies=[Depends(_single_valued)],
     )
     async def search(
         composed: Composed,
         q: Annotated[
-            str | None, Query(description="Search text; `*` lists pages.", max_length=MAX_QUERY_LENGTH)
-        ] = None,
+            str,
+            Query(
+                description="Search text; `*` lists pages. Line breaks are whitespace; other control characters "
+                "are refused.",
+                min_length=1,
+                max_length=MAX_QUERY_LENGTH,
+                pattern=QUERY_PATTERN,
+            ),
+        ],
         limit: Annotated[int, Query(ge=MIN_LIMIT, le=MAX_LIMIT, description="Results wanted (capped at 25).")] = 10,
-        site: Annotated[str | None, Query(description="Search only this configured site.", max_length=200)] = None,
+        site: Annotated[
+            str | None,
+            Query(description="Search only this site (case-insensitive).", pattern=site_pattern(sites)),
+        ] = None,
     ) -> SearchResponse:
         """Search every configured site; the first provider with results answers."""
-        work = composed.service.search(q or "", limit=limit, site=site or None)
+        work = composed.service.search(q, limit=limit, site=site)
         return await within(work, composed.settings.request_timeout_seconds)
 
     @app.get(
@@ -78,12 +114,13 @@ def install_routes(app: FastAPI) -> None:
     async def get(
         composed: Composed,
         location: Annotated[
-            str | None,
+            str,
             Query(
-                description="A search result's location, a path, or a URL under the origin.",
+                description="A search result's location, a path, or a URL under the origin; empty is the default "
+                "site's root page.",
                 max_length=MAX_LOCATION_LENGTH,
             ),
-        ] = None,
+        ],
     ) -> Document:
         """Fetch one whole page as Markdown with front matter; `resolution` says how the location resolved."""
         return await within(composed.service.get(location), composed.settings.request_timeout_seconds)

@@ -228,12 +228,26 @@ def test_bad_input_is_a_400_with_a_reason(api: httpx.Client, path: str, params: 
         "alpha/%2e%2e/%2e%2e/{outside_host}",
         "{outside}/../alpha/faq",
         "alpha/..%2f..%2fsecret",
+        "alpha/%252e%252e/%252e%252e/{outside_host}",
+        "http://user:pass@{outside_host}/alpha/faq/",
+        "{origin}@{outside_host}/alpha/faq/",
+        "http://[::1]:{outside_port}/alpha/faq/",
+        "http://2130706433:{outside_port}/alpha/faq/",
+        "http://0x7f.1:{outside_port}/alpha/faq/",
+        "alpha\\..\\..\\{outside_host}",
+        "alpha/%5c..%5c..%5c{outside_host}",
+        "/\\{outside_host}/alpha/faq/",
+        "alpha/%C0%AE%C0%AE/%C0%AE%C0%AE/secret",
+        "alpha/\uff0e\uff0e/\uff0e\uff0e/secret",
     ],
 )
 def test_locations_never_reach_another_host(
     api: httpx.Client, static_origin: StaticOrigin, outside_host: StaticOrigin, template: str
 ) -> None:
-    location = template.format(outside=outside_host.url, outside_host=outside_host.url.split("//", 1)[1])
+    host = outside_host.url.split("//", 1)[1]
+    location = template.format(
+        outside=outside_host.url, outside_host=host, outside_port=host.rsplit(":", 1)[1], origin=static_origin.url
+    )
     response = api.get("/api/docs/get", params={"location": location})
     assert response.status_code in (400, 404), response.text
     assert outside_host.requests == []

@@ -94,9 +94,11 @@ class MkDocsProvider:
         else:
             sites = self._settings.sites
         loaded = [entry for entry in await asyncio.gather(*(self._registry.get(name) for name in sites)) if entry]
-        if not loaded:  # nothing to search is a failure to report, not "no match"
-            failed = {name: failure.reason for name in sites if (failure := self._registry.failure(name))}
-            raise NoSiteLoadedError(failed or dict.fromkeys(sites, "not loaded"))
+        failures = {name: failure for name in sites if (failure := self._registry.failure(name)) is not None}
+        if not loaded and not all(failure.unpublished for failure in failures.values()):
+            # Nothing to search because sites are failing is an outage to report, not "no match"; sites that are
+            # merely not published yet have nothing to find.
+            raise NoSiteLoadedError({name: failure.reason for name, failure in failures.items()})
         return loaded
 
     def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
