@@ -26,6 +26,7 @@ PURE = {
     "shared.providers.mkdocs.resolution",
     "shared.providers.mkdocs.text",
     "shared.providers.mkdocs.vectors",
+    "shared.providers.ai_search.mapping",
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 
