@@ -35,6 +35,8 @@ HIT_AT_N_DEPTH = 5
 MRR_DEPTH = 10
 MIN_LIMIT, MAX_LIMIT = 5, 50
 REPO = Path(__file__).resolve().parents[1]
+DEFAULT_EVAL_SET = REPO / "tools" / "evals" / "holdout-set.json"
+"""The set beside the harness, used when `--eval-set` is not given (the spec's eval-set.json beside the script)."""
 RUNS_DIR = REPO / "tools" / "runs"
 _SHA_IN_VERSION = re.compile(r"\+g?([0-9a-f]{7,40})\b", re.I)
 
@@ -235,6 +237,9 @@ def run_record(args: argparse.Namespace, eval_set: EvalSet, cases: list[dict[str
         "commitShaSource": source,
         "harnessCommitSha": harness_commit(),
         "serviceVersion": version,
+        "cliVersion": version,
+        "cliPath": args.base_url or args.origin,
+        "resolvedCliPath": resolved_target(args),
         "target": {"baseUrl": args.base_url} if args.base_url else {"origin": args.origin, "mode": "in-process"},
         "evalSetPath": str(args.eval_set),
         "evalSetVersion": eval_set.version,
@@ -244,6 +249,18 @@ def run_record(args: argparse.Namespace, eval_set: EvalSet, cases: list[dict[str
         "aggregate": aggregate(cases),
         "cases": cases,
     }
+
+
+def resolved_target(args: argparse.Namespace) -> str:
+    """What was measured, resolved: the API's base URL as the client uses it, or the package run in-process.
+
+    The spec's `resolvedCliPath` is the executable `-SaifPath` resolved to; this service's equivalents are these.
+    """
+    if args.base_url:
+        return str(args.base_url).rstrip("/")
+    import shared
+
+    return str(Path(shared.__file__).resolve().parent)
 
 
 # --- backends ---
@@ -267,6 +284,8 @@ class HttpBackend:
             body = response.json()
         except ValueError:
             return response.status_code, None, f"HTTP {response.status_code}: reply is not JSON"
+        if not isinstance(body, dict):  # recorded on the case, never a crash of the whole run
+            return response.status_code, None, f"HTTP {response.status_code}: reply is JSON but not an object"
         if response.status_code != 200:
             message = ((body or {}).get("error") or {}).get("message") if isinstance(body, dict) else None
             return response.status_code, body, f"HTTP {response.status_code}: {message or 'error'}"
@@ -453,7 +472,9 @@ def _raises(call: Callable[[], object]) -> bool:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--self-test", action="store_true", help="run the harness's own assertions and exit")
-    parser.add_argument("--eval-set", type=Path, help="eval set JSON (the spec's shape)")
+    parser.add_argument(
+        "--eval-set", type=Path, help=f"eval set JSON (the spec's shape; default {DEFAULT_EVAL_SET.relative_to(REPO)})"
+    )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--base-url", help="a running API, e.g. http://127.0.0.1:8000")
     target.add_argument("--origin", help="measure the service in-process over this documentation origin")
@@ -461,6 +482,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, help="record path (default tools/runs/<yyyyMMdd-HHmmss>-<label>.json)")
     parser.add_argument("--commit-sha", help="commit of the build being measured, when its version carries none")
     parser.add_argument("--search-limit", type=int, default=10, help="results per search, 5-50 (default 10)")
+    parser.add_argument("--pass-thru", action="store_true", help="also print the whole run record on stdout")
     parser.add_argument(
         "--ready-timeout",
         type=float,
@@ -473,6 +495,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.self_test:
+        given = [name for name in ("eval_set", "base_url", "origin", "output", "commit_sha") if getattr(args, name)]
+        if given or args.label != "unlabeled" or args.search_limit != 10 or args.pass_thru:
+            print("--self-test takes no other options (it runs offline, on synthetic records)", file=sys.stderr)
+            return 2
         failures = self_test()
         for failure in failures:
             print(f"FAIL: {failure}", file=sys.stderr)
@@ -483,9 +509,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    if not args.eval_set or not (args.base_url or args.origin):
-        print("a measurement run needs --eval-set and one of --base-url or --origin", file=sys.stderr)
+    if not (args.base_url or args.origin):
+        print("a measurement run needs one of --base-url or --origin", file=sys.stderr)
         return 2
+    args.eval_set = args.eval_set or DEFAULT_EVAL_SET
     if str(REPO) not in sys.path:  # run as a script, tools/ is on the path but the package is not
         sys.path.insert(0, str(REPO))
     eval_set = parse_eval_set(args.eval_set.read_text(encoding="utf-8"))
@@ -497,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = args.output or RUNS_DIR / f"{stamp}-{re.sub(r'[^A-Za-z0-9._-]', '-', args.label)}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(record["aggregate"], indent=2))
+    print(json.dumps(record if args.pass_thru else record["aggregate"], indent=2))
     print(f"run record: {output}", file=sys.stderr)
     return 0
 

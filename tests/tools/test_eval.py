@@ -16,8 +16,10 @@ def test_the_self_test_passes() -> None:
     assert harness.self_test() == []
 
 
-def test_self_test_exits_zero_and_runs_before_the_limit_guard() -> None:
-    assert harness.main(["--self-test", "--search-limit", "1"]) == 0
+def test_self_test_is_its_own_parameter_set_and_refuses_other_options() -> None:
+    assert harness.main(["--self-test"]) == 0
+    assert harness.main(["--self-test", "--search-limit", "1"]) == 2
+    assert harness.main(["--self-test", "--origin", "http://x"]) == 2
 
 
 def test_self_test_exits_one_on_a_failed_assertion(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -31,8 +33,10 @@ def test_out_of_range_limits_exit_two(limit: int, tmp_path: Path) -> None:
     assert harness.main(args) == 2
 
 
-def test_a_measurement_run_needs_a_target_and_a_set() -> None:
-    assert harness.main(["--origin", "http://127.0.0.1:1"]) == 2
+def test_a_measurement_run_needs_a_target_and_has_a_default_set() -> None:
+    assert harness.main([]) == 2
+    assert harness.DEFAULT_EVAL_SET.is_file()
+    assert harness.parse_eval_set(harness.DEFAULT_EVAL_SET.read_text(encoding="utf-8")).cases
 
 
 @pytest.mark.parametrize(
@@ -116,3 +120,45 @@ def test_a_run_writes_a_schema_two_record(tmp_path: Path, monkeypatch: pytest.Mo
     (only,) = record["cases"]
     assert only["previewText"] == "reset the admin password" and only["expectedPreviewTerms"] == ["admin"]
     assert only["fetch"]["ok"] and only["fetch"]["rule"] == "exact"
+    assert record["cliVersion"] == record["serviceVersion"] and record["cliPath"] == "http://api"
+    assert record["resolvedCliPath"] == "http://api"
+
+
+def test_pass_thru_prints_the_whole_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    eval_set = tmp_path / "set.json"
+    eval_set.write_text(
+        json.dumps({"version": 1, "cases": [{"id": "c1", "query": "q", "acceptableLocations": ["faq/"]}]})
+    )
+
+    async def fake_target(args: Any, parsed: harness.EvalSet) -> tuple[list[dict[str, Any]], str | None]:
+        return await harness.measure(FakeBackend(), parsed, args.search_limit)
+
+    monkeypatch.setattr(harness, "measure_target", fake_target)
+    args = [
+        "--eval-set",
+        str(eval_set),
+        "--base-url",
+        "http://api",
+        "--output",
+        str(tmp_path / "r.json"),
+        "--pass-thru",
+    ]
+    assert harness.main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["schemaVersion"] == 2 and printed["cases"]
+
+
+async def test_a_reply_that_is_json_but_not_an_object_is_recorded_not_raised() -> None:
+    import httpx
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=["not", "an", "object"])
+
+    backend = harness.HttpBackend("http://api")
+    backend._client = httpx.AsyncClient(base_url="http://api", transport=httpx.MockTransport(handler))
+    record = await harness.run_case(backend, harness.Case("c", "q", ["faq/"]), 10)
+    await backend.aclose()
+    assert record["search"]["error"] == "HTTP 200: reply is JSON but not an object"
+    assert record["fetch"] == {"ok": False, "error": "nothing to fetch"}
