@@ -1,8 +1,8 @@
 """Cancel a search or get when its client hangs up, so the origin work it started stops with it.
 
 Starlette keeps running an endpoint after its client has gone. For `GET /api/docs/*` (no request body to read),
-this ASGI middleware watches the connection while the app answers and cancels the app when `http.disconnect`
-arrives first. Other requests (MCP posts carry a body the app reads) pass through untouched.
+this ASGI middleware watches the connection while the app works and cancels the app when `http.disconnect`
+arrives before the answer has started. Other requests (MCP posts carry a body the app reads) pass through untouched.
 """
 
 from __future__ import annotations
@@ -36,13 +36,22 @@ class CancelOnDisconnect:
             await gone.wait()
             return {"type": "http.disconnect"}
 
-        answering = asyncio.ensure_future(self._app(scope, replay, send))
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        answering = asyncio.ensure_future(self._app(scope, replay, sending))
 
         async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
             gone.set()
-            if not answering.done():
+            # Once the answer is being sent there is nothing left to save, and the server also reports a finished
+            # response as a disconnect: cancelling then could cut the answer short.
+            if not started and not answering.done():
                 log.info("client disconnected; cancelling its %s", scope.get("path", "request").split("/")[-1])
                 answering.cancel()
 

@@ -1,0 +1,176 @@
+"""A bounded load run: the service under uvicorn over a documentation origin, hit by concurrent clients.
+
+    python tools/load.py --corpus ../shared/corpus/origin [--requests 2000] [--clients 50] [--lexical]
+
+Starts a static origin over `--corpus` and `python -m shared serve` in its own process (no storage: the cache
+lives in memory), waits until every site is loaded and, with semantic matching on, embedded (so what is measured
+is the steady state, not the first minute), then sends a fixed number of mixed requests (60% search, 30% get of a
+location a search returned, 10% `*` listings) from concurrent clients. Prints throughput, p50/p99 per kind, the
+number of 5xx answers and transport errors, and the server's resident memory before and after (VmRSS, and VmHWM,
+its peak). Exits 1 when any answer was a 5xx or failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tools.static_origin import StaticOrigin  # noqa: E402
+
+SITES = "forge,cloud-foundations,iac-azure-modules,iac-okta-modules,iac-aws-modules"
+OVERRIDES = '{"cloud-foundations": "/search/search_index.json"}'
+QUERIES = [
+    "sync windows",
+    "how do I restrict when applications can sync",
+    "rbac policy for a project",
+    "ingress with TLS",
+    "helm values override",
+    "webhook configuration for git",
+    "okta group rule",
+    "dns records for a zone",
+    "azure virtual network peering",
+    "metrics and monitoring",
+    "troubleshooting a failed sync",
+    "Error: sync failed\n  caused by: permission denied",
+]
+
+
+def memory_mb(pid: int) -> dict[str, int]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return {key: int(fields[key].split()[0]) // 1024 for key in ("VmRSS", "VmHWM")}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_ready(client: httpx.AsyncClient, seconds: float) -> None:
+    """Every site loaded (a listing loads them) and none with embeddings pending, polled against a deadline."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            await client.get("/api/docs/search", params={"q": "*", "limit": 25})
+            health = (await client.get("/api/health")).json()
+            # Builds before the composition root reported `sites` at the top: kept so old builds can be compared.
+            sites = health.get("providers", {}).get("mkdocs", {}).get("sites") or health["sites"]
+            if all(state.get("semantic") != "pending" and state["state"] != "not_loaded" for state in sites.values()):
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the service was not ready within {seconds:g} s")
+        await asyncio.sleep(0.5)
+
+
+async def run(client: httpx.AsyncClient, requests: int, clients: int, seed: int) -> dict[str, object]:
+    rng = random.Random(seed)
+    plan = rng.choices(["search", "get", "list"], weights=[6, 3, 1], k=requests)
+    locations: list[str] = []
+    latencies: dict[str, list[float]] = {"search": [], "get": [], "list": []}
+    outcome = {"5xx": 0, "errors": 0, "4xx": 0}
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for kind in plan:
+        queue.put_nowait(kind)
+
+    async def one(kind: str) -> None:
+        if kind == "get" and not locations:
+            kind = "search"
+        if kind == "get":
+            params = {"location": rng.choice(locations)}
+            path = "/api/docs/get"
+        else:
+            params = {"q": "*" if kind == "list" else rng.choice(QUERIES), "limit": "25" if kind == "list" else "10"}
+            path = "/api/docs/search"
+        started = time.perf_counter()
+        try:
+            response = await client.get(path, params=params)
+        except httpx.HTTPError:
+            outcome["errors"] += 1
+            return
+        latencies[kind].append(time.perf_counter() - started)
+        if response.status_code >= 500:
+            outcome["5xx"] += 1
+        elif response.status_code >= 400:
+            outcome["4xx"] += 1
+        elif kind == "search":
+            locations.extend(hit["location"] for hit in response.json()["results"][:5])
+
+    async def worker() -> None:
+        while not queue.empty():
+            await one(queue.get_nowait())
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    elapsed = time.perf_counter() - started
+    summary: dict[str, object] = {"requests": requests, "clients": clients, "seconds": round(elapsed, 2)}
+    summary["throughput_rps"] = round(requests / elapsed, 1)
+    for kind, values in latencies.items():
+        if values:
+            cuts = statistics.quantiles(values, n=100)
+            summary[kind] = {"n": len(values), "p50_ms": round(cuts[49] * 1000, 1), "p99_ms": round(cuts[98] * 1000, 1)}
+    return summary | outcome
+
+
+async def measure(args: argparse.Namespace, base: str, pid: int) -> dict[str, object]:
+    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+        await wait_ready(client, args.ready_timeout)
+        before = memory_mb(pid)
+        summary = await run(client, args.requests, args.clients, args.seed)
+        after = memory_mb(pid)
+    return summary | {"rss_mb_before": before["VmRSS"], "rss_mb_after": after["VmRSS"], "peak_mb": after["VmHWM"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="directory of built sites ({dir}/{site}/)")
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--lexical", action="store_true", help="Search__Semantic=false")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--ready-timeout", type=float, default=900.0)
+    args = parser.parse_args(argv)
+    port = free_port()
+    with StaticOrigin(args.corpus) as origin:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.lower().startswith(("forge__documentation__", "azurewebjobsstorage"))
+        }
+        env |= {
+            "Forge__Documentation__Origin": origin.url,
+            "Forge__Documentation__Sites": SITES,
+            "Forge__Documentation__SearchIndexOverrides": OVERRIDES,
+            "Forge__Documentation__Search__Semantic": "false" if args.lexical else "true",
+        }
+        command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
+        server = subprocess.Popen(command, cwd=REPO, env=env)
+        try:
+            summary = asyncio.run(measure(args, f"http://127.0.0.1:{port}", server.pid))
+        finally:
+            server.terminate()
+            server.wait(30)
+    summary = {"mode": "lexical" if args.lexical else "semantic"} | summary
+    print(json.dumps(summary, indent=2))
+    return 1 if summary["5xx"] or summary["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
