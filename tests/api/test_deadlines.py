@@ -122,3 +122,34 @@ async def test_a_client_that_hangs_up_cancels_the_work_it_started(
             await asyncio.sleep(0.05)
 
     assert hanging.started.is_set() and hanging.cancelled
+
+
+async def test_a_disconnect_reported_once_the_answer_has_started_does_not_cut_it_short() -> None:
+    """uvicorn reports a finished (or finishing) response as `http.disconnect`: the answer must still be whole."""
+    from shared.api.disconnect import CancelOnDisconnect
+
+    started = asyncio.Event()
+    sent: list[dict[str, object]] = []
+    calls: list[int] = []
+
+    async def receive() -> dict[str, object]:
+        calls.append(1)
+        if len(calls) == 1:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await started.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def app(scope: object, inner_receive: object, inner_send: object) -> None:
+        await inner_send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
+        started.set()
+        for _ in range(5):
+            await asyncio.sleep(0)  # the disconnect arrives while the body is still to be written
+        await inner_send({"type": "http.response.body", "body": b"whole"})  # type: ignore[operator]
+
+    scope = {"type": "http", "method": "GET", "path": "/api/docs/search"}
+    await asyncio.wait_for(CancelOnDisconnect(app)(scope, receive, send), 10)  # type: ignore[arg-type]
+
+    assert [message["type"] for message in sent] == ["http.response.start", "http.response.body"]
