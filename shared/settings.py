@@ -31,7 +31,14 @@ _EMPTY_IS_MEANINGFUL = {("rawmarkdownurlpattern",), ("aisearch", "searchfilter")
 instead of "unset"."""
 ARTIFACTS_PREFIX = "embeddings/"
 """Blob names the cache keeps for index artifacts (`shared.cache.store`): no index file name may start with it."""
-HOST_OWNED = frozenset({"AzureWebJobsStorage", "AzureWebJobsStorageBlobServiceUri", "WEBSITE_HOSTNAME"})
+HOST_OWNED = frozenset(
+    {
+        "AzureWebJobsStorage",
+        "AzureWebJobsStorageBlobServiceUri",
+        "WEBSITE_HOSTNAME",
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+    }
+)
 """Aliases of fields the hosting platform sets, not `Forge__Documentation__*` app settings."""
 _ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("environ", default=None)
 
@@ -213,6 +220,9 @@ class DocumentationSettings(BaseSettings):
     host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")
     website_hostname: str | None = Field(None, alias="WEBSITE_HOSTNAME")
     """The app's default host name, set by App Service / Functions in Azure; the MCP endpoint answers it."""
+    applicationinsights_connection_string: SecretStr | None = Field(None, alias="APPLICATIONINSIGHTS_CONNECTION_STRING")
+    """Where the signals go (`shared.telemetry.export`), set by the platform with Application Insights; unset, no
+    telemetry is exported."""
 
     @classmethod
     def settings_customise_sources(
@@ -373,6 +383,8 @@ class AppSettingsSource(PydanticBaseSettingsSource):
                 tree["azurewebjobsstorageblobserviceuri"] = value
             elif lowered == "website_hostname" and value.strip():
                 tree["website_hostname"] = value.strip()
+            elif lowered == "applicationinsights_connection_string" and value.strip():
+                tree["applicationinsights_connection_string"] = value.strip()
         return _with_aliases(tree, self.settings_cls)
 
 
