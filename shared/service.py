@@ -16,6 +16,9 @@ The rules, including those the spec leaves open:
   resolution is the most specific miss any provider gave: `ambiguous`, then `fetch_failed`, then
   `site_unavailable`, then `unknown_site`, then `not_found` (the earliest provider's on a tie), so a remote miss
   never hides a local ambiguity. No miss at all (every provider failed) is `not_found`, saying so.
+- Signals (`shared.telemetry`): every provider call is a span with its outcome; a search that answered counts
+  once in `smithy.docs.searches` (`ok` or `empty`), a get in `smithy.docs.fetches` (`ok`, or `not_found` for
+  anything that brought no document); invalid input, cancellation and a search nothing could run are not counted.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from shared import telemetry
 from shared.deadline import remaining
 from shared.errors import (
     InvalidRequestError,
@@ -65,16 +69,21 @@ class DocumentationService:
 
     async def search(self, query: str, *, limit: int = 10, site: str | None = None) -> SearchResponse:
         query, limit = check_query(query), check_limit(limit)
-        effective = min(limit, MAX_RESULTS)
         wanted = self._check_site(site)
+        with telemetry.operation("search"):
+            return await self._search(query, min(limit, MAX_RESULTS), wanted)
+
+    async def _search(self, query: str, effective: int, wanted: str | None) -> SearchResponse:
         searched, failures = False, {}
         for provider in self.providers:
             scoped = _declared(provider, wanted)
             if wanted is not None and scoped is None:
                 continue
             try:
-                async with asyncio.timeout(_share(self.providers, provider)):
-                    results = await provider.search(query, limit=effective, site=scoped)
+                with telemetry.provider_call("search", provider.name) as call:
+                    async with asyncio.timeout(_share(self.providers, provider)):
+                        results = await provider.search(query, limit=effective, site=scoped)
+                    call.answered(len(results))
             except asyncio.CancelledError:
                 raise
             except ProviderDeclinedError:
@@ -86,12 +95,14 @@ class DocumentationService:
             searched = True
             if results:
                 attribute(SEARCH_PROVIDER, provider.name)
+                telemetry.searched(provider.name, results[:effective])
                 return SearchResponse(query=query, provider=provider.name, results=results[:effective])
         attribute(SEARCH_PROVIDER, NO_PROVIDER)
         if not searched and failures:
             if all(details == TIMED_OUT for details in failures.values()):
                 raise RequestTimeoutError
             raise ServiceUnavailableError(failures)
+        telemetry.searched(NO_PROVIDER, [])
         shape = query_shape(query)
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
         return SearchResponse(query=query, provider=NO_PROVIDER, results=[])
@@ -99,15 +110,20 @@ class DocumentationService:
     async def get(self, location: str | None) -> Document:
         """The page at `location` as the first fetch-capable provider serves it; raises ResolutionError otherwise."""
         path = check_location(location, self.origin)
-        requested = location or ""
+        with telemetry.operation("get"):
+            return await self._get(path, location or "")
+
+    async def _get(self, path: str, requested: str) -> Document:
         misses: list[Resolution] = []
         timed_out = False
         for provider in self.providers:
             if not provider.supports_fetch:
                 continue
             try:
-                async with asyncio.timeout(_share([p for p in self.providers if p.supports_fetch], provider)):
-                    document = await provider.get(path)
+                with telemetry.provider_call("get", provider.name) as call:
+                    async with asyncio.timeout(_share([p for p in self.providers if p.supports_fetch], provider)):
+                        document = await provider.get(path)
+                    call.served()
             except asyncio.CancelledError:
                 raise
             except ResolutionError as exc:
@@ -118,9 +134,11 @@ class DocumentationService:
                 timed_out = timed_out or isinstance(exc, TimeoutError)
                 continue
             attribute(FETCH_PROVIDER, provider.name)
+            telemetry.fetched(provider.name, bool(document.content.strip()))
             resolution = document.resolution.model_copy(update={"requested_location": requested})
             return document.model_copy(update={"requested_location": requested, "resolution": resolution})
         attribute(FETCH_PROVIDER, NO_PROVIDER)
+        telemetry.fetched(NO_PROVIDER, False)
         if not misses and timed_out:
             raise RequestTimeoutError
         resolution = most_specific(misses) or Resolution(

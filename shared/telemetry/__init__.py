@@ -1,5 +1,7 @@
-"""Provider attribution and safe query shapes, on the current OpenTelemetry span and in structured logs.
+"""What the service tells operators: provider attribution, the spec's production signals, safe query shapes.
 
+Attribution rides the current OpenTelemetry span and structured logs (here); the counters, result-set tags and
+provider-call spans are in `signals`; exporting them to Azure Monitor, which only a host sets up, is in `export`.
 Queries and locations are free text that can carry tokens or signed URLs: only their lengths and term counts
 are ever recorded, never the text.
 """
@@ -9,6 +11,21 @@ from __future__ import annotations
 import logging
 
 from opentelemetry import trace
+
+from shared.telemetry.signals import fetched, operation, provider_call, searched, use
+
+__all__ = [
+    "FETCH_PROVIDER",
+    "PROVIDER",
+    "SEARCH_PROVIDER",
+    "attribute",
+    "fetched",
+    "operation",
+    "provider_call",
+    "query_shape",
+    "searched",
+    "use",
+]
 
 log = logging.getLogger(__name__)
 
