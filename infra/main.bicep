@@ -167,6 +167,26 @@ param remoteEndpoint string = ''
 @description('Forge__Documentation__Remote__Token: bearer token for the remote endpoint, stored in Key Vault.')
 param remoteToken string = ''
 
+@description('Forge__Documentation__Remote__Scope: Entra ID scope of the remote deployment; without a token, the app\'s identity gets one for it.')
+param remoteScope string = ''
+
+@secure()
+@description('Forge__Documentation__Remote__FunctionsKey: the remote deployment\'s Functions key (x-functions-key), stored in Key Vault.')
+param remoteFunctionsKey string = ''
+
+@description('Forge__Documentation__Remote__Order: the remote provider\'s place in the chain (AI Search 0, MkDocs 100).')
+param remoteOrder string = '50'
+
+@description('Forge__Documentation__Remote__TimeoutSeconds: upper bound of one remote call.')
+param remoteTimeoutSeconds string = '10'
+
+@description('Forge__Documentation__Remote__CooldownSeconds: after a failed connection, calls fall through this long.')
+param remoteCooldownSeconds string = '300'
+
+@secure()
+@description('Forge__Documentation__Inbound__Tokens: bearer tokens this app requires on /api/* (comma-separated), stored in Key Vault; empty: none (the Functions key is the gate).')
+param inboundTokens string = ''
+
 // ---------------------------------------------------------------------------------------------------------------
 
 var abbrs = loadJsonContent('abbreviations.json')
@@ -179,10 +199,15 @@ var pythonVersion = '3.11'
 var deploymentContainerName = 'app-package-${resourceToken}'
 var keyVaultName = '${abbrs.keyVaultVaults}${resourceToken}'
 var remoteTokenSecretName = 'remote-token'
+var remoteFunctionsKeySecretName = 'remote-functions-key'
+var inboundTokensSecretName = 'inbound-tokens'
 var aiSearchEnabled = !empty(aiSearchServiceName) || !empty(aiSearchEndpoint)
 var aiSearchEndpointUrl = empty(aiSearchEndpoint) ? 'https://${aiSearchServiceName}.search.windows.net' : aiSearchEndpoint
 var remoteEnabled = !empty(remoteEndpoint)
 var remoteTokenGiven = remoteEnabled && !empty(remoteToken)
+var remoteFunctionsKeyGiven = remoteEnabled && !empty(remoteFunctionsKey)
+var inboundTokensGiven = !empty(inboundTokens)
+var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven
 // The host needs blob only (HTTP and timer triggers); add 'queue' or 'table' here with their roles if that changes.
 var storageServices = [
   'blob'
@@ -228,10 +253,21 @@ var aiSearchSettings = aiSearchEnabled ? {
 } : {}
 var remoteSettings = remoteEnabled ? {
   Forge__Documentation__Remote__Endpoint: remoteEndpoint
+  Forge__Documentation__Remote__Scope: remoteScope
+  Forge__Documentation__Remote__Order: remoteOrder
+  Forge__Documentation__Remote__TimeoutSeconds: remoteTimeoutSeconds
+  Forge__Documentation__Remote__CooldownSeconds: remoteCooldownSeconds
 } : {}
-var secretSettings = remoteTokenGiven ? {
+var remoteTokenSettings = remoteTokenGiven ? {
   Forge__Documentation__Remote__Token: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${remoteTokenSecretName})'
 } : {}
+var remoteFunctionsKeySettings = remoteFunctionsKeyGiven ? {
+  Forge__Documentation__Remote__FunctionsKey: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${remoteFunctionsKeySecretName})'
+} : {}
+var inboundSettings = inboundTokensGiven ? {
+  Forge__Documentation__Inbound__Tokens: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${inboundTokensSecretName})'
+} : {}
+var secretSettings = union(remoteTokenSettings, remoteFunctionsKeySettings, inboundSettings)
 var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings, secretSettings)
 
 resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
@@ -293,7 +329,7 @@ module searchAccess 'app/search-access.bicep' = if (!empty(aiSearchServiceName))
   }
 }
 
-module keyVault 'app/keyvault.bicep' = if (remoteTokenGiven) {
+module keyVault 'app/keyvault.bicep' = if (anySecretGiven) {
   name: 'keyvault'
   scope: rg
   params: {
@@ -303,6 +339,8 @@ module keyVault 'app/keyvault.bicep' = if (remoteTokenGiven) {
     principalId: identity.outputs.principalId
     secrets: {
       '${remoteTokenSecretName}': remoteToken
+      '${remoteFunctionsKeySecretName}': remoteFunctionsKey
+      '${inboundTokensSecretName}': inboundTokens
     }
   }
 }

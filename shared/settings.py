@@ -156,6 +156,55 @@ class RemoteSettings(_Section):
     endpoint: str | None = Field(None, alias="Endpoint")
     """The full URL of the other deployment's `/api/mcp`."""
     token: SecretStr | None = Field(None, alias="Token")
+    """A bearer token the other deployment accepts (its `Inbound__Tokens`); wins over `Scope`."""
+    scope: str | None = Field(None, alias="Scope")
+    """An Entra ID scope (such as `api://APP-ID/.default`): without `Token`, a bearer token for it is asked of the
+    app's managed identity (`Identity__ClientId`) on every call."""
+    functions_key: SecretStr | None = Field(None, alias="FunctionsKey")
+    """The other deployment's Functions key, sent as `x-functions-key`."""
+    order: int = Field(50, alias="Order")
+    """Position in the chain: after AI Search (0), before MkDocs (100)."""
+    timeout_seconds: float = Field(10.0, alias="TimeoutSeconds", gt=0)
+    """Upper bound of one remote call (connect, handshake and the tool call); the request's deadline, when sooner,
+    wins."""
+    cooldown_seconds: float = Field(300.0, alias="CooldownSeconds", ge=0)
+    """After a failed connection (unreachable, timeout, refused credentials) calls fall through without connecting
+    for this long."""
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("must be the other deployment's absolute MCP URL, such as https://APP/api/mcp")
+        return value.strip()
+
+    @field_validator("scope")
+    @classmethod
+    def _scope(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+
+class InboundSettings(_Section):
+    """`Forge__Documentation__Inbound__*`: bearer tokens this app requires, for hosts without Functions keys."""
+
+    tokens: tuple[SecretStr, ...] = Field((), alias="Tokens")
+    """Accepted bearer tokens (comma-separated or `Tokens__0`, ...): when any is set, every `/api/*` route but
+    `/api/health` requires `Authorization: Bearer <one of them>`. Unset, nothing changes."""
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _tokens(cls, value: Any) -> Any:
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, Mapping):
+            value = [value[k] for k in sorted(value, key=int)]
+        tokens = [str(t.get_secret_value() if isinstance(t, SecretStr) else t).strip() for t in value]
+        return tuple(SecretStr(token) for token in tokens if token)
 
 
 class McpSettings(_Section):
@@ -216,6 +265,7 @@ class DocumentationSettings(BaseSettings):
     identity: IdentitySettings = Field(default_factory=IdentitySettings, alias="Identity")
     ai_search: AiSearchSettings | None = Field(None, alias="AiSearch")
     remote: RemoteSettings | None = Field(None, alias="Remote")
+    inbound: InboundSettings = Field(default_factory=InboundSettings, alias="Inbound")
     host_storage: SecretStr | None = Field(None, alias="AzureWebJobsStorage")
     host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")
     website_hostname: str | None = Field(None, alias="WEBSITE_HOSTNAME")
