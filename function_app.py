@@ -10,8 +10,10 @@ from shared.api import create_app
 from shared.compose import process_embedding
 from shared.providers.mkdocs.warm import run_warmup
 from shared.settings import load_settings
+from shared.telemetry.export import configure as export_telemetry
 
 settings = load_settings()
+export_telemetry(settings)  # before anything records: only with APPLICATIONINSIGHTS_CONNECTION_STRING
 # One model per worker process, shared by requests and the timer: the timer can fire before the first request
 # runs the ASGI lifespan, and both must queue their bulk embedding on the same lane.
 embedding = process_embedding(settings)

@@ -60,8 +60,10 @@ def _serve(settings: DocumentationSettings, host: str, port: int, log_level: str
     import uvicorn
 
     from shared.api import create_app
+    from shared.telemetry.export import configure as export_telemetry
 
     logging.getLogger("shared").setLevel("DEBUG" if log_level == "trace" else log_level.upper())  # no TRACE here
+    export_telemetry(settings)
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, access_log=False)
     return EXIT_OK
 

@@ -1,15 +1,22 @@
 """The production signals, read back through the OpenTelemetry SDK's in-memory metric reader and span exporter: the
-spec's counters and their dimensions, the result-set tags, one span per provider call with its outcome.
+spec's counters and their dimensions, the result-set tags, one span per provider call with its outcome; and the
+Azure Monitor export, skipped without a connection string and otherwise built on the managed identity's credential.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from azure.core.credentials import AccessToken
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -22,6 +29,7 @@ from shared.errors import ProviderDeclinedError, ResolutionError
 from shared.models import Reason, SearchResult
 from shared.service import DocumentationService
 from shared.settings import load_settings
+from shared.telemetry.export import azure_monitor, configure, managed_identity
 from shared.telemetry.signals import visible_chars
 from tests.support.providers import FakeProvider
 
@@ -237,3 +245,84 @@ def test_the_connection_string_is_a_host_owned_secret() -> None:
     assert "InstrumentationKey" not in repr(settings)
     assert load_settings({"APPLICATIONINSIGHTS_CONNECTION_STRING": " "}).applicationinsights_connection_string is None
     assert "APPLICATIONINSIGHTS_CONNECTION_STRING" in HOST_OWNED
+
+
+def test_without_a_connection_string_nothing_is_exported_or_imported() -> None:
+    """The Functions host imported in a fresh interpreter: no SDK, no exporter, the API's no-op providers."""
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("APPLICATIONINSIGHTS_", "FORGE__"))}
+    env["Forge__Documentation__Origin"] = "http://127.0.0.1:9"
+    check = (
+        "import sys, function_app\n"
+        "from opentelemetry import metrics, trace\n"
+        "loaded = [m for m in sys.modules if m.startswith(('azure.monitor', 'opentelemetry.sdk'))]\n"
+        "assert not loaded, loaded\n"
+        "assert type(trace.get_tracer_provider()).__name__ == 'ProxyTracerProvider'\n"
+        "assert type(metrics.get_meter_provider()).__name__ == '_ProxyMeterProvider'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert configure(load_settings({})) is None
+
+
+class FakeCredential:
+    """A synchronous token credential that is never asked: building the exporters must not want a token."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        self.asked += 1
+        return AccessToken("fake", 0)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every connection or name lookup in this process fails, and is recorded."""
+    attempts: list[object] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(args[1:2] or args[:1])
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    return attempts
+
+
+def test_with_a_connection_string_the_exporters_use_the_managed_identity(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_network: list[object]
+) -> None:
+    # The SDK's own background calls home (usage statistics, remote feature flags) are off here; the exporters'
+    # offline queue goes to this test's directory.
+    monkeypatch.setenv("APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL", "true")
+    monkeypatch.setenv("APPLICATIONINSIGHTS_CONTROLPLANE_DISABLED", "true")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    credential = FakeCredential()
+    settings = load_settings({"APPLICATIONINSIGHTS_CONNECTION_STRING": CONNECTION_STRING})
+    providers = azure_monitor(settings, credential=credential)
+    assert providers is not None
+    try:
+        exporters = providers.exporters
+        assert [type(e).__name__ for e in exporters] == ["AzureMonitorMetricExporter", "AzureMonitorTraceExporter"]
+        # Private to the exporter: it only shows which credential it holds by sending with it.
+        assert all(exporter._credential is credential for exporter in exporters)
+        assert all(exporter._endpoint == "https://127.0.0.1:9/" for exporter in exporters)
+        resource = providers.tracer_provider.resource.attributes
+        assert resource["service.name"] == "smithy-docs"
+        assert no_network == [] and credential.asked == 0
+    finally:
+        providers.meter_provider.shutdown()
+        providers.tracer_provider.shutdown()
+    assert no_network == [] and credential.asked == 0  # shutting down had nothing to send
+
+
+def test_the_default_credential_is_a_synchronous_one_for_the_exporters_threads() -> None:
+    import inspect
+
+    from azure.identity import DefaultAzureCredential
+
+    for env in ({}, {"Forge__Documentation__Identity__ClientId": "00000000-0000-0000-0000-000000000001"}):
+        credential = managed_identity(load_settings(env))
+        assert isinstance(credential, DefaultAzureCredential)
+        assert not inspect.iscoroutinefunction(credential.get_token)
