@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from shared.cache import IndexStore, open_store
 from shared.embedding import EmbeddingModel
 from shared.fetch import OriginClient
-from shared.providers import ai_search
+from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -91,6 +91,9 @@ async def compose(
         if search is not None and search.endpoint:
             credential = ai_search.credential(settings)  # the provider owns it from here and closes it
             registered.append(ai_search.AiSearchProvider(search, sites=settings.sites, credential=credential))
+        if settings.remote is not None and settings.remote.endpoint:
+            token_source = remote.credential(settings)  # None with a static token; the provider closes it
+            registered.append(remote.RemoteProvider(settings.remote, sites=settings.sites, credential=token_source))
         for provider in registered:
             stack.push_async_callback(provider.aclose)  # closed first: background work may still use the store
         yield Composition(settings, DocumentationService(registered, origin=settings.origin), store, embedding)

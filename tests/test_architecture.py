@@ -27,6 +27,8 @@ PURE = {
     "shared.providers.mkdocs.text",
     "shared.providers.mkdocs.vectors",
     "shared.providers.ai_search.mapping",
+    "shared.providers.remote.mapping",
+    "shared.providers.remote.marker",
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 

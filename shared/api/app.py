@@ -15,6 +15,7 @@ from starlette.routing import Route
 from shared import __version__
 from shared.api.disconnect import CancelOnDisconnect
 from shared.api.errors import install_error_handlers
+from shared.api.inbound import InboundCheck
 from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
 from shared.api.rest import install_routes
 from shared.compose import compose, process_embedding
@@ -83,6 +84,7 @@ def create_app(
     install_error_handlers(app)
     _install_access_log(app)
     app.add_middleware(CancelOnDisconnect)
+    app.add_middleware(InboundCheck, settings=settings)
     declared = {site.lower(): site for provider in providers for site in provider.sites}
     install_routes(app, [*settings.sites, *(site for key, site in declared.items() if not settings.site_named(key))])
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.

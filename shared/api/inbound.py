@@ -1,0 +1,72 @@
+"""Who may call this app when no Functions key guards it: accepted bearer tokens, and requests forwarded to it.
+
+An ASGI middleware over the whole app:
+
+- With `Inbound__Tokens` set, every `/api/*` route except `/api/health` requires `Authorization: Bearer <token>`
+  matching one of them, compared in constant time (`hmac.compare_digest`, against every accepted token, so the
+  time taken says nothing about which one came close); anything else is `401` with the usual JSON error body and
+  `WWW-Authenticate: Bearer`. Without the setting nothing is checked: in Azure the Functions key (or App Service
+  Authentication) is the gate.
+- A request carrying the remote provider's forwarding marker (`x-docs-forwarded`) is answered with this app's
+  remote provider declining (`shared.providers.remote.marker`), so a request from A to B never comes back to A.
+
+Neither the token nor the path's query is ever logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Sequence
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from shared.providers.remote.marker import FORWARDED_HEADER, forwarded_request
+from shared.settings import DocumentationSettings
+
+log = logging.getLogger(__name__)
+
+GUARDED_PREFIX = "/api/"
+OPEN_PATHS = frozenset({"/api/health"})
+BEARER = "bearer "
+
+
+class InboundCheck:
+    """Requires an accepted bearer token (when any is configured) and marks forwarded requests."""
+
+    def __init__(self, app: ASGIApp, *, settings: DocumentationSettings) -> None:
+        self._app = app
+        self._tokens: Sequence[bytes] = tuple(
+            token.get_secret_value().encode("utf-8") for token in settings.inbound.tokens
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if self._tokens and self._guarded(scope["path"]) and not self._accepted(headers.get("authorization", "")):
+            log.info("refused a request without an accepted bearer token (%s)", scope.get("method", "?"))
+            body = {"error": {"code": "unauthorized", "message": "send Authorization: Bearer <an accepted token>"}}
+            await JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        if headers.get(FORWARDED_HEADER):
+            with forwarded_request():
+                await self._app(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+    @staticmethod
+    def _guarded(path: str) -> bool:
+        return (path.startswith(GUARDED_PREFIX) or path == GUARDED_PREFIX.rstrip("/")) and path not in OPEN_PATHS
+
+    def _accepted(self, authorization: str) -> bool:
+        if authorization[: len(BEARER)].lower() != BEARER:
+            return False
+        offered = authorization[len(BEARER) :].strip().encode("utf-8")
+        matched = False
+        for token in self._tokens:
+            matched |= hmac.compare_digest(offered, token)
+        return matched and bool(offered)

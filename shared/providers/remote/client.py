@@ -1,0 +1,86 @@
+"""One tool call on the other deployment: a fresh MCP session over streamable HTTP, opened, used once and closed.
+
+The other deployment's endpoint is stateless, so nothing is kept between calls: an `httpx2.AsyncClient` carrying
+the headers (bearer token, Functions key, the forwarding marker), the official client transport, a session that
+initializes and calls one tool. Every HTTP status is recorded, so a refused credential (401/403, which the
+transport turns into a generic MCP error) is told apart from other failures. Whatever fails is translated once,
+in `errors.translate`; the whole call is bounded by `seconds`, both overall and as httpx2's own timeouts.
+
+The MCP client logs every message it sends at DEBUG (`Sending client message: {...}`), arguments included: the
+query and the location. `redact_client_messages` installs a filter on that logger that blanks those records, so a
+host that turns DEBUG on for `mcp` still never logs what was asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from shared.providers.remote.errors import PROTOCOL, RemoteError, translate
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
+
+MCP_CLIENT_LOGGER = "mcp.client.streamable_http"
+_PAYLOAD_PREFIXES = ("Sending client message", "SSE message")
+
+
+class _RedactPayloads(logging.Filter):
+    """Keeps a record from the MCP client transport but replaces a message that carries a JSON-RPC payload."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(_PAYLOAD_PREFIXES):
+            record.msg = record.msg.split(":", 1)[0] + ": (payload not logged)"
+            record.args = None
+        return True
+
+
+_REDACT = _RedactPayloads()
+
+
+def redact_client_messages() -> None:
+    """Install the payload filter on the MCP client transport's logger (once per process; idempotent)."""
+    logger = logging.getLogger(MCP_CLIENT_LOGGER)
+    if _REDACT not in logger.filters:
+        logger.addFilter(_REDACT)
+
+
+async def call_tool(
+    endpoint: str, name: str, arguments: Mapping[str, Any], *, headers: Mapping[str, str], seconds: float
+) -> CallToolResult:
+    """The tool's result (a tool error is a result, not an exception); any other failure raises RemoteError."""
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.types import CallToolResult
+
+    statuses: list[int] = []
+
+    async def record(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    try:
+        if seconds <= 0:
+            raise TimeoutError
+        async with (
+            asyncio.timeout(seconds),
+            httpx2.AsyncClient(
+                headers=dict(headers),
+                timeout=httpx2.Timeout(seconds),
+                follow_redirects=False,
+                event_hooks={"response": [record]},
+            ) as http,
+            streamable_http_client(endpoint, http_client=http, terminate_on_close=False) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=seconds) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool(name, dict(arguments), read_timeout_seconds=seconds)
+    except asyncio.CancelledError:
+        raise
+    except (Exception, BaseExceptionGroup) as exc:  # the transport's task group wraps what it raises
+        raise translate(exc, status=next((s for s in reversed(statuses) if s >= 400), None)) from exc
+    if not isinstance(result, CallToolResult):
+        raise RemoteError(PROTOCOL, f"the remote tool answered a {type(result).__name__}, not a tool result")
+    return result

@@ -1,0 +1,217 @@
+"""The `smithy_remote` provider: another deployment of this service, asked through its MCP tools; fetches too.
+
+Each search or get is one `search_docs` or `get_doc` call on the other deployment's `/api/mcp` (`client`), with a
+bearer token (`Remote__Token`, or an Entra ID token for `Remote__Scope` from the app's managed identity), the
+Functions key when configured, and the forwarding marker (`marker`). Options are read once, at construction.
+
+- `sites` are this deployment's configured sites: the other deployment's own list is not known without a call,
+  so a search for a site it does not serve comes back `bad_request` and falls through like any failure.
+- Any failure raises `RemoteError` and the chain falls through; a miss the other deployment reports
+  (`not_found`, `ambiguous`, ...) is a `ResolutionError` with that reason, ranked by the chain against local misses.
+- A failed connection (unreachable, timeout, refused or unobtainable credentials) starts a cooldown of
+  `CooldownSeconds`, during which every call is declined without connecting.
+- A request that itself came from another deployment's remote provider is declined, so A→B→A cannot loop.
+- Every call is bounded by `TimeoutSeconds` or the request's remaining deadline, whichever is sooner, and is never
+  retried. Nothing logged names the query, the location, a token or a key: lengths only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from shared.deadline import remaining
+from shared.errors import ConfigurationError, ProviderDeclinedError, ResolutionError
+from shared.identity import credential as identity_credential
+from shared.models import Document, SearchResult
+from shared.providers.remote import mapping
+from shared.providers.remote.client import call_tool, redact_client_messages
+from shared.providers.remote.errors import COOLING, CREDENTIAL, TIMEOUT, TOOL, RemoteError, translate
+from shared.providers.remote.marker import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
+from shared.settings import PREFIX, DocumentationSettings, RemoteSettings
+from shared.telemetry import query_shape
+
+if TYPE_CHECKING:
+    from azure.core.credentials_async import AsyncTokenCredential
+    from mcp.types import CallToolResult
+
+log = logging.getLogger(__name__)
+
+
+def credential(settings: DocumentationSettings) -> AsyncTokenCredential | None:
+    """The managed identity's credential when tokens come from Entra ID (`Scope` without `Token`), else None."""
+    options = settings.remote
+    if options is None or options.token is not None or not options.scope:
+        return None
+    return identity_credential(settings)
+
+
+class RemoteProvider:
+    """Search and get through another deployment's MCP tools; it owns (and closes) the credential it is given."""
+
+    name = mapping.PROVIDER
+    supports_fetch = True
+
+    def __init__(
+        self,
+        options: RemoteSettings,
+        *,
+        sites: Sequence[str],
+        credential: AsyncTokenCredential | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not options.endpoint:
+            raise ConfigurationError(f"{PREFIX}Remote__Endpoint", "must be set to register the remote provider")
+        self.order = options.order
+        self.sites = tuple(sites)
+        self._endpoint = options.endpoint
+        self._options = options
+        self._credential = credential if options.token is None and options.scope else None
+        self._clock = clock
+        self._cooling_until: float | None = None
+        self._cooling_until_at: datetime | None = None
+        self._last_success: datetime | None = None
+        self._last_error: RemoteError | None = None
+        self._last_error_at: datetime | None = None
+        self._last_backend: tuple[str, datetime] | None = None
+        redact_client_messages()
+
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+        shape = query_shape(query)
+        log.debug("smithy_remote search (query length %d, %d terms, limit %d)", shape["length"], shape["terms"], limit)
+        arguments: dict[str, Any] = {"query": query, "limit": limit}
+        if site is not None:
+            arguments["site"] = site
+        result = await self._call("search_docs", arguments)
+        if result.is_error:
+            raise self._failed(RemoteError(TOOL, f"search_docs answered {_code(result) or 'an error'}"))
+        try:
+            results, backend = mapping.search_results(result.structured_content, limit)
+        except Exception as exc:
+            raise self._failed(translate(exc)) from exc
+        self._succeeded(backend)
+        log.debug("smithy_remote answered %d results (remote provider %s)", len(results), backend)
+        return results
+
+    async def get(self, location: str) -> Document:
+        log.debug("smithy_remote get (location length %d)", len(location))
+        result = await self._call("get_doc", {"location": location})
+        if result.is_error:
+            text = _text(result)
+            miss = mapping.miss(text, location)
+            if miss is None:
+                raise self._failed(RemoteError(TOOL, f"get_doc answered {mapping.reason_code(text) or 'an error'}"))
+            self._succeeded(None)
+            raise ResolutionError(miss)
+        try:
+            document, backend = mapping.document(result.structured_content)
+        except Exception as exc:
+            raise self._failed(translate(exc)) from exc
+        self._succeeded(backend)
+        log.debug("smithy_remote served a page (remote provider %s)", backend)
+        return document
+
+    async def _call(self, tool: str, arguments: Mapping[str, Any]) -> CallToolResult:
+        if is_forwarded():
+            raise ProviderDeclinedError("this request came from another deployment: it is never forwarded again")
+        if self._cooling_until is not None and self._clock() < self._cooling_until:
+            raise ProviderDeclinedError("the remote deployment is cooling down after a failed connection")
+        started = self._clock()
+        left = remaining()
+        seconds = self._options.timeout_seconds if left is None else min(self._options.timeout_seconds, left)
+        if seconds <= 0:  # the request's own deadline is spent: not the other deployment's fault, no cooldown
+            raise RemoteError(TIMEOUT, "no time left for a remote call")
+        own_bound = left is None or left >= self._options.timeout_seconds
+        try:
+            headers = await self._headers(seconds)
+            seconds -= self._clock() - started
+            return await call_tool(self._endpoint, tool, arguments, headers=headers, seconds=seconds)
+        except RemoteError as error:
+            log.warning(
+                "smithy_remote %s failed: %s (%s) after %.0f ms",
+                tool,
+                error.kind,
+                error.status or "no status",
+                (self._clock() - started) * 1000,
+            )
+            # Out of the request's time rather than `TimeoutSeconds`: the remote was not necessarily slow.
+            raise self._failed(error, cooling=own_bound or error.kind != TIMEOUT) from None
+
+    async def _headers(self, seconds: float) -> dict[str, str]:
+        headers = {FORWARDED_HEADER: FORWARDED_VALUE}
+        if self._options.functions_key is not None:
+            headers["x-functions-key"] = self._options.functions_key.get_secret_value()
+        if self._options.token is not None:
+            headers["Authorization"] = f"Bearer {self._options.token.get_secret_value()}"
+        elif self._credential is not None and self._options.scope:
+            try:
+                async with asyncio.timeout(max(seconds, 0.0)):
+                    token = await self._credential.get_token(self._options.scope)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                raise RemoteError(CREDENTIAL, f"no token for the remote scope ({type(exc).__name__})") from exc
+            headers["Authorization"] = f"Bearer {token.token}"
+        return headers
+
+    def _failed(self, error: RemoteError, *, cooling: bool = True) -> RemoteError:
+        now = datetime.now(UTC)
+        self._last_error, self._last_error_at = error, now
+        if cooling and error.kind in COOLING and self._options.cooldown_seconds > 0:
+            self._cooling_until = self._clock() + self._options.cooldown_seconds
+            self._cooling_until_at = now + timedelta(seconds=self._options.cooldown_seconds)
+            log.info("smithy_remote cooling down for %.0f s: calls fall through", self._options.cooldown_seconds)
+        return error
+
+    def _succeeded(self, backend: str | None) -> None:
+        now = datetime.now(UTC)
+        self._last_success = now
+        self._cooling_until = self._cooling_until_at = None
+        if backend is not None:
+            self._last_backend = (backend, now)
+
+    def health(self) -> dict[str, object]:
+        """Configuration (never a token or key), the cooldown and the latest outcome: `degraded` while cooling
+        down or while the latest call failed."""
+        cooling = self._cooling_until is not None and self._clock() < self._cooling_until
+        error, failed_at, succeeded_at = self._last_error, self._last_error_at, self._last_success
+        failing = failed_at is not None and (succeeded_at is None or failed_at > succeeded_at)
+        report: dict[str, object] = {
+            "status": "degraded" if cooling or failing else "ok",
+            "endpoint": urlsplit(self._endpoint).netloc,
+            "authentication": "token" if self._options.token else "entra-id" if self._credential else "none",
+            "functionsKey": self._options.functions_key is not None,
+            "timeoutSeconds": self._options.timeout_seconds,
+            "cooldownSeconds": self._options.cooldown_seconds,
+            "coolingDownUntil": self._cooling_until_at.isoformat() if cooling and self._cooling_until_at else None,
+            "lastSuccessAt": succeeded_at.isoformat() if succeeded_at else None,
+        }
+        if error is not None and failed_at is not None:
+            report["lastError"] = {"kind": error.kind, "status": error.status, "at": failed_at.isoformat()}
+        if self._last_backend is not None:
+            backend, at = self._last_backend
+            report["lastAnswer"] = {"remoteProvider": backend, "at": at.isoformat()}
+        return report
+
+    async def aclose(self) -> None:
+        close = getattr(self._credential, "close", None)
+        if close is not None:
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+
+
+def _text(result: CallToolResult) -> str:
+    from mcp.types import TextContent
+
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def _code(result: CallToolResult) -> str:
+    return mapping.reason_code(_text(result))
