@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
     from azure.core.credentials_async import AsyncTokenCredential
 
 
@@ -18,6 +19,17 @@ def credential(settings: DocumentationSettings) -> AsyncTokenCredential:
     asked for.
     """
     from azure.identity.aio import DefaultAzureCredential
+
+    client_id = settings.identity.client_id
+    if client_id:
+        return DefaultAzureCredential(managed_identity_client_id=client_id)
+    return DefaultAzureCredential()
+
+
+def sync_credential(settings: DocumentationSettings) -> TokenCredential:
+    """The same identity as a synchronous credential, for clients that send from their own threads through a
+    synchronous pipeline (the Azure Monitor exporters)."""
+    from azure.identity import DefaultAzureCredential
 
     client_id = settings.identity.client_id
     if client_id:

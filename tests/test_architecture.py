@@ -70,7 +70,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.fetch", BASE),
     ("shared.embedding", BASE),
     ("shared.identity", BASE),
-    ("shared.telemetry", BASE),
+    ("shared.telemetry", {"shared.identity", *BASE}),  # the exporter authenticates as the app's identity
     ("shared.deadline", BASE),
     ("shared.settings", {"shared.errors"}),
 ]

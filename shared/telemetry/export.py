@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from opentelemetry import metrics, trace
 
+from shared.identity import sync_credential
 from shared.settings import DocumentationSettings
 from shared.telemetry.signals import NAME
 
@@ -68,18 +69,9 @@ def azure_monitor(settings: DocumentationSettings, *, credential: TokenCredentia
 
 
 def managed_identity(settings: DocumentationSettings) -> TokenCredential:
-    """The identity `shared.identity.credential` names, as a synchronous credential.
-
-    The exporters send from their own threads through a synchronous pipeline, so the async credential the rest of
-    the service shares cannot serve them; the rule is the same (the user-assigned identity when
-    `Identity__ClientId` is set), and nothing is probed until a token is asked for.
-    """
-    from azure.identity import DefaultAzureCredential
-
-    client_id = settings.identity.client_id
-    if client_id:
-        return DefaultAzureCredential(managed_identity_client_id=client_id)
-    return DefaultAzureCredential()
+    """The identity every other Azure client uses (`shared.identity`), in the synchronous form the exporters'
+    threads need."""
+    return sync_credential(settings)
 
 
 def configure(settings: DocumentationSettings) -> Providers | None:
