@@ -56,7 +56,7 @@ async def test_a_answers_from_b_and_gets_its_first_location_from_b(
     direct = httpx.get(b.url + "/api/docs/search", params={"q": "install the agent", "limit": 3}).json()
     page = httpx.get(b.url + "/api/docs/get", params={"location": direct["results"][0]["location"]}).json()
 
-    async with deployment_a(a_settings(static_origin, b.mcp)) as a:
+    async with deployment_a(a_settings(static_origin, b.mcp, Remote__FunctionsKey="functions-key")) as a:
         response = await a.service.search("install the agent", limit=3)
         document = await a.service.get(response.results[0].location)
         health = remote_health(a)
@@ -69,7 +69,9 @@ async def test_a_answers_from_b_and_gets_its_first_location_from_b(
     assert (document.location, document.site, document.url) == (page["location"], page["site"], page["url"])
     assert document.content.split("retrieved:")[0] == page["content"].split("retrieved:")[0]
     assert health["status"] == "ok" and health["lastAnswer"]["remoteProvider"] == "mkdocs"  # type: ignore[index]
-    assert all(headers.get("x-docs-forwarded") == "1" for headers in b.mcp_requests())
+    sent = b.mcp_requests()
+    assert sent and all(h["x-docs-forwarded"] == "1" and h["x-functions-key"] == "functions-key" for h in sent)
+    assert not any("authorization" in h for h in sent)  # neither Token nor Scope: no bearer header
 
 
 async def test_b_down_falls_through_then_cools_down_without_connecting(
