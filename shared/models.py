@@ -71,6 +71,11 @@ class SearchResult(_Wire):
     anchor: str | None = Field(
         default=None, description="The best-matching section's anchor within the page; link to it as url#anchor."
     )
+    backend: str | None = Field(
+        default=None,
+        description="For a result brokered by another deployment (`provider: smithy_remote`), the provider that "
+        "answered there (`ai_search`, `mkdocs`); otherwise null.",
+    )
 
 
 class SearchResponse(_Wire):
@@ -89,3 +94,8 @@ class Document(_Wire):
     provider: str
     content: str
     resolution: Resolution
+    backend: str | None = Field(
+        default=None,
+        description="For a page brokered by another deployment (`provider: smithy_remote`), the provider that served "
+        "it there; otherwise null.",
+    )

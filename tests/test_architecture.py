@@ -28,7 +28,7 @@ PURE = {
     "shared.providers.mkdocs.vectors",
     "shared.providers.ai_search.mapping",
     "shared.providers.remote.mapping",
-    "shared.providers.remote.marker",
+    "shared.forwarding",
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 

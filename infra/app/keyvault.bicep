@@ -28,7 +28,10 @@ resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
   }
 }
 
-resource secret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = [for item in items(secrets): {
+// Only the secrets given: the vault is deployed when any is, and Key Vault refuses an empty value.
+var givenSecrets = filter(items(secrets), item => !empty(item.value))
+
+resource secret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = [for item in givenSecrets: {
   parent: vault
   name: item.key
   properties: {

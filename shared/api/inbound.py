@@ -8,7 +8,7 @@ An ASGI middleware over the whole app:
   `WWW-Authenticate: Bearer`. Without the setting nothing is checked: in Azure the Functions key (or App Service
   Authentication) is the gate.
 - A request carrying the remote provider's forwarding marker (`x-docs-forwarded`) is answered with this app's
-  remote provider declining (`shared.providers.remote.marker`), so a request from A to B never comes back to A.
+  remote provider declining (`shared.forwarding`), so a request from A to B never comes back to A.
 
 Neither the token nor the path's query is ever logged.
 """
@@ -23,7 +23,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from shared.providers.remote.marker import FORWARDED_HEADER, forwarded_request
+from shared.forwarding import FORWARDED_HEADER, forwarded_request
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ The other deployment is this same service, so its structured content is exactly 
 `Document`) and is validated against those models: anything else is malformed. What it returns is kept as it is
 (its locations, sites, urls, scores, previews, resolution) except for `provider`, which becomes `smithy_remote`:
 attribution names the link of this chain that answered. Which backend answered on the other side is the remote
-answer's own `provider`, returned beside the results for health and the debug log (the models have no field for it).
+answer's own `provider`, kept in each result's and the document's `backend` (and in health's last answer).
 
 A tool error's text starts with the REST API's reason code (`not_found: ...`). A resolution reason becomes a
 `Resolution` (with the candidates an `ambiguous` lists), so the chain can rank the remote miss against local ones;
@@ -26,7 +26,10 @@ MISSES = frozenset(reason for reason in Reason if reason is not Reason.RESOLVED)
 def search_results(structured: Mapping[str, Any] | None, limit: int) -> tuple[list[SearchResult], str]:
     """Up to `limit` results attributed to this provider, and the remote answer's own `provider`."""
     response = SearchResponse.model_validate(_required(structured))
-    results = [result.model_copy(update={"provider": PROVIDER}) for result in response.results[:limit]]
+    results = [
+        result.model_copy(update={"provider": PROVIDER, "backend": result.backend or result.provider})
+        for result in response.results[:limit]
+    ]
     return results, response.provider
 
 
@@ -35,7 +38,9 @@ def document(structured: Mapping[str, Any] | None) -> tuple[Document, str]:
     remote = Document.model_validate(_required(structured))
     if remote.resolution.reason is not Reason.RESOLVED or not remote.content:
         raise ValueError("a document must be resolved and carry content")
-    return remote.model_copy(update={"provider": PROVIDER}), remote.provider
+    return remote.model_copy(
+        update={"provider": PROVIDER, "backend": remote.backend or remote.provider}
+    ), remote.provider
 
 
 def reason_code(text: str) -> str:

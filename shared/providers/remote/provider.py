@@ -28,12 +28,12 @@ from urllib.parse import urlsplit
 
 from shared.deadline import remaining
 from shared.errors import ConfigurationError, ProviderDeclinedError, ResolutionError
+from shared.forwarding import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
 from shared.identity import credential as identity_credential
 from shared.models import Document, SearchResult
 from shared.providers.remote import mapping
 from shared.providers.remote.client import call_tool, redact_client_messages
 from shared.providers.remote.errors import COOLING, CREDENTIAL, TIMEOUT, TOOL, RemoteError, translate
-from shared.providers.remote.marker import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
 from shared.settings import PREFIX, DocumentationSettings, RemoteSettings
 from shared.telemetry import query_shape
 

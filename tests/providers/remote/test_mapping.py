@@ -32,12 +32,13 @@ def test_results_are_attributed_here_and_say_which_backend_answered_there() -> N
 
     assert backend == "ai_search" and len(results) == 2
     assert {r.provider for r in results} == {"smithy_remote"} and results[0].location == "guide/install"
+    assert {r.backend for r in results} == {"ai_search"}  # each result says which backend answered there
 
 
 def test_a_document_keeps_everything_but_its_attribution() -> None:
     document, backend = mapping.document(DOCUMENT)
 
-    assert backend == "mkdocs" and document.provider == "smithy_remote"
+    assert backend == "mkdocs" and document.provider == "smithy_remote" and document.backend == "mkdocs"
     assert (document.location, document.resolution.rule.value) == ("guide/install/", "exact")
 
 
