@@ -69,3 +69,44 @@ async def test_no_query_location_token_or_key_is_logged(
     assert any("mcp.client.streamable_http" in text for text in captured.texts)
     leaks = [text for text in captured.texts if MARKER in text]
     assert leaks == []
+
+
+async def test_nothing_is_logged_through_all_three_providers(
+    static_origin: StaticOrigin, deploy: Callable[..., Deployment], captured: Everything
+) -> None:
+    """Azure AI Search (the real SDK), the remote deployment (the MCP client) and MkDocs in one chain; the Azure
+    SDK's loggers are captured too. Query, location, API key and bearer token all carry the marker."""
+    from tests.support.ai_search_server import AiSearchServer
+
+    logging.getLogger("azure").setLevel(logging.DEBUG)
+    token, api_key = f"token-{MARKER}", f"key-{MARKER}"
+    b = deploy(Inbound__Tokens=token, Search__MinScore="0")
+    hit = {"metadata_storage_path": "https://acct.blob.core.windows.net/docs/alpha/guide/install.md", "title": "x"}
+    with AiSearchServer(api_key=api_key) as ai:
+        settings = b_settings(
+            static_origin,
+            Remote__Endpoint=b.mcp,
+            Remote__Token=token,
+            Search__MinScore="0",
+            AiSearch__MkDocsSitePrefix="alpha",
+            **ai.app_settings(),
+        )
+        async with compose(settings, embedding=None, store=MemoryIndexStore()) as a:
+            ai.respond(hits=[hit])
+            by_ai = await a.service.search(f"install {MARKER}", limit=3)
+            ai.respond(hits=[])
+            by_remote = await a.service.search(f"install the agent {MARKER}", limit=3)
+            page = await a.service.get(by_ai.results[0].location)
+            with contextlib.suppress(DocsError):
+                await a.service.get(f"guide/{MARKER}")
+            b.server.stop()
+            by_mkdocs = await a.service.search(f"install {MARKER}", limit=3)
+
+    assert (by_ai.provider, by_remote.provider, page.provider, by_mkdocs.provider) == (
+        "ai_search",
+        "smithy_remote",
+        "smithy_remote",
+        "mkdocs",
+    )
+    assert any(text.startswith("azure") for text in captured.texts)  # the SDK's own records were seen
+    assert [text for text in captured.texts if MARKER in text] == []
