@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from shared.cache import open_store
 from shared.cache.blob import BlobIndexStore
@@ -17,6 +18,12 @@ from tests.support.sites import ROOTED_OVERRIDE, build_fixture_origin, fixture_s
 from tests.support.stores import CountingStore
 from tools.azurite import Azurite, AzuriteError
 from tools.static_origin import StaticOrigin
+
+# Properties explore the same examples on every run, so a red CI is a regression, never a lucky draw; new
+# examples are explored by running with HYPOTHESIS_PROFILE=explore.
+hypothesis_settings.register_profile("deterministic", derandomize=True, deadline=None)
+hypothesis_settings.register_profile("explore", deadline=None, max_examples=2000)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 _APP_SETTING_PREFIXES = ("forge__documentation__", "azurewebjobsstorage")
 
