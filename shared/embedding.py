@@ -79,6 +79,10 @@ class MiniLM:
                 raise EmbeddingUnavailableError("the installed model does not have the pinned SHA-256")
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3
+            # onnxruntime's CPU arena keeps the largest batch's buffers for the process lifetime: measured over 1,500
+            # forge entries, RSS after embedding 400 MB with it, 262 MB without, the same speed (18 s) and queries
+            # (3.3 ms). Graph optimisation stays on: without it the model is 120 MB smaller but a query takes 70 ms.
+            options.enable_cpu_mem_arena = False
             session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
             tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
         except EmbeddingUnavailableError:
