@@ -14,6 +14,7 @@ own providers, encoders and stores through the same functions.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -46,14 +47,15 @@ class Composition:
     def health(self) -> dict[str, object]:
         """Overall status, providers in chain order, the cache store and the embedding model, without I/O.
 
-        `status` is `unavailable` when every provider reports it (nothing can be searched), `degraded` when any
-        reports `degraded` or `unavailable`, else `ok`; a provider without a `status` counts as `ok`.
+        `status` is `unavailable` when no provider reports `ok` and one reports `unavailable` (nothing can be
+        searched: MkDocs down and AI Search or the remote failing too), `degraded` when any reports anything but
+        `ok`, else `ok`; a provider without a `status` counts as `ok`.
         """
         providers = self.service.health()
         states = [str(report.get("status", "ok")) for report in providers.values() if isinstance(report, dict)]
         status = (
             "unavailable"
-            if states and all(state == "unavailable" for state in states)
+            if "unavailable" in states and "ok" not in states  # no provider answering, one of them down
             else "degraded"
             if any(state != "ok" for state in states)
             else "ok"
@@ -83,17 +85,35 @@ async def compose(
         if store is None:
             store = open_store(settings)
             stack.push_async_callback(store.aclose)
-        registered: list[DocumentationProvider] = [
-            MkDocsProvider(settings, client, SiteRegistry(settings, client, store, embedding=embedding)),
-            *providers,
-        ]
+        registered: list[DocumentationProvider] = []
+
+        def register(provider: DocumentationProvider) -> None:
+            # Closed before the store and client (LIFO), as soon as it exists: a later provider failing to build
+            # still closes this one.
+            stack.push_async_callback(provider.aclose)
+            registered.append(provider)
+
+        register(MkDocsProvider(settings, client, SiteRegistry(settings, client, store, embedding=embedding)))
+        for given in providers:
+            register(given)
         search = settings.ai_search
         if search is not None and search.endpoint:
             credential = ai_search.credential(settings)  # the provider owns it from here and closes it
-            registered.append(ai_search.AiSearchProvider(search, sites=settings.sites, credential=credential))
+            stack.push_async_callback(_close_quietly, credential)  # only matters if the constructor raises
+            register(ai_search.AiSearchProvider(search, sites=settings.sites, credential=credential))
         if settings.remote is not None and settings.remote.endpoint:
             token_source = remote.credential(settings)  # None with a static token; the provider closes it
-            registered.append(remote.RemoteProvider(settings.remote, sites=settings.sites, credential=token_source))
-        for provider in registered:
-            stack.push_async_callback(provider.aclose)  # closed first: background work may still use the store
+            if token_source is not None:
+                stack.push_async_callback(_close_quietly, token_source)
+            register(remote.RemoteProvider(settings.remote, sites=settings.sites, credential=token_source))
         yield Composition(settings, DocumentationService(registered, origin=settings.origin), store, embedding)
+
+
+async def _close_quietly(credential: object) -> None:
+    """Close an async credential a second time harmlessly (its provider normally closed it first)."""
+    close = getattr(credential, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            result = close()
+            if hasattr(result, "__await__"):
+                await result

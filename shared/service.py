@@ -15,7 +15,8 @@ The rules, including those the spec leaves open:
 - Get: only providers with `supports_fetch`; the first document wins. When none serves the page, the reported
   resolution is the most specific miss any provider gave: `ambiguous`, then `fetch_failed`, then
   `site_unavailable`, then `unknown_site`, then `not_found` (the earliest provider's on a tie), so a remote miss
-  never hides a local ambiguity. No miss at all (every provider failed) is `not_found`, saying so.
+  never hides a local ambiguity. No miss at all is `timeout` when a provider ran out of time, else `not_found`
+  saying that no provider could answer.
 - Signals (`shared.telemetry`): every provider call is a span with its outcome; a search that answered counts
   once in `smithy.docs.searches` (`ok` or `empty`), a get in `smithy.docs.fetches` (`ok`, or `not_found` for
   anything that brought no document); invalid input, cancellation and a search nothing could run are not counted.
@@ -129,9 +130,11 @@ class DocumentationService:
             except ResolutionError as exc:
                 misses.append(exc.resolution)
                 continue
+            except ProviderDeclinedError:
+                continue
             except Exception as exc:
                 log.warning("fetch provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
-                timed_out = timed_out or isinstance(exc, TimeoutError)
+                timed_out = timed_out or _details(exc) == TIMED_OUT
                 continue
             attribute(FETCH_PROVIDER, provider.name)
             telemetry.fetched(provider.name, bool(document.content.strip()))

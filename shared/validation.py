@@ -91,7 +91,10 @@ def check_location(location: str | None, origin: str) -> str:
 
 
 def _strip_origin(value: str, origin: str) -> str:
-    parts, allowed = urlsplit(value), urlsplit(origin)
+    try:
+        parts, allowed = urlsplit(value), urlsplit(origin)
+    except ValueError:  # a malformed host (`http://[abc/x`, a fullwidth `#`): not a URL under the origin either
+        raise InvalidRequestError("location is a URL outside the configured documentation origin") from None
     same = (parts.scheme or allowed.scheme, parts.netloc.lower()) == (allowed.scheme, allowed.netloc.lower())
     if not same or not (parts.path + "/").startswith(allowed.path.rstrip("/") + "/"):
         raise InvalidRequestError("location is a URL outside the configured documentation origin")

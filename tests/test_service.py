@@ -13,7 +13,7 @@ from opentelemetry.trace import NonRecordingSpan
 
 from shared.cache import MemoryIndexStore
 from shared.compose import compose
-from shared.errors import InvalidRequestError, OriginError, ProviderDeclinedError, ResolutionError
+from shared.errors import InvalidRequestError, OriginError, ProviderDeclinedError, ProviderError, ResolutionError
 from shared.models import Reason
 from shared.service import DocumentationService
 from shared.settings import load_settings
@@ -216,3 +216,25 @@ async def test_raw_queries_and_locations_are_never_logged(caplog: pytest.LogCapt
             await docs.get("faq/?sig=SECRET123")
     assert "SECRET123" not in caplog.text
     assert "length 30" in caplog.text
+
+
+async def test_a_declining_fetch_provider_is_skipped_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    declining, working = (
+        FakeProvider("declines", 0, error=ProviderDeclinedError("cooling down")),
+        FakeProvider("working", 1, document=True),
+    )
+    with caplog.at_level(logging.WARNING):
+        assert (await service(declining, working).get("page")).provider == "working"
+    assert "declines" not in caplog.text
+
+
+async def test_a_fetch_whose_only_provider_timed_out_its_own_way_is_a_timeout() -> None:
+    class SlowRemote(ProviderError):
+        @property
+        def details(self) -> dict[str, str]:
+            return {"error": "timeout"}
+
+    from shared.errors import RequestTimeoutError
+
+    with pytest.raises(RequestTimeoutError):
+        await service(FakeProvider("remote", 0, error=SlowRemote("no answer"))).get("page")

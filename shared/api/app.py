@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from shared import __version__
 from shared.api.disconnect import CancelOnDisconnect
-from shared.api.errors import install_error_handlers
+from shared.api.errors import install_error_handlers, internal_error
 from shared.api.inbound import InboundCheck
 from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
 from shared.api.rest import install_routes
@@ -100,7 +100,10 @@ def _install_access_log(app: FastAPI) -> None:
     @app.middleware("http")
     async def access_log(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         started = time.perf_counter()
-        response = await call_next(request)
+        try:
+            response = await call_next(request)
+        except Exception as exc:  # answered here, so no server below logs the exception's text
+            response = internal_error(exc)
         elapsed = (time.perf_counter() - started) * 1000
         route = getattr(request.scope.get("route"), "path", "(unmatched)")
         log.info("%s %s %d %.1fms", request.method, route, response.status_code, elapsed)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
@@ -75,7 +76,7 @@ NEXT_STEP = {
 }
 
 
-def tool_error(exc: DocsError) -> str:
+def tool_error(exc: BaseException) -> str:
     """The text of an MCP tool error: the reason code first, then what it means and what to do next."""
     if isinstance(exc, ResolutionError):
         return _resolution_text(exc.resolution)
@@ -173,5 +174,20 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled %s", type(exc).__name__, exc_info=exc)
-        return error(500, "internal_error", "the service failed unexpectedly; the failure was logged")
+        return internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> JSONResponse:
+    """A 500 for a failure nobody anticipated, logged with its type and where it happened, never its text (an
+    exception's message can quote the query or location that caused it)."""
+    log.error("unhandled %s at %s", type(exc).__name__, where(exc))
+    return error(500, "internal_error", "the service failed unexpectedly; the failure was logged")
+
+
+def where(exc: BaseException) -> str:
+    """`file:line in function` of the innermost frame of `exc`'s traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "unknown"
+    last = frames[-1]
+    return f"{last.filename}:{last.lineno} in {last.name}"

@@ -10,6 +10,7 @@ No `from __future__ import annotations` here: the SDK reads the tools' annotatio
 in `search_docs`' schema is built from the service's sites in `build_server`'s scope.
 """
 
+import logging
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -20,11 +21,13 @@ from pydantic import Field, WithJsonSchema
 from starlette.types import Receive, Scope, Send
 
 from shared import __version__
-from shared.api.errors import tool_error, within
+from shared.api.errors import tool_error, where, within
 from shared.errors import DocsError
 from shared.models import Document, SearchResponse
 from shared.service import DocumentationService
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
+
+log = logging.getLogger(__name__)
 
 MCP_PATH = "/api/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -92,6 +95,9 @@ def build_server(service: DocumentationService, *, max_content_chars: int, secon
             response = await within(service.search(query, limit=limit, site=site), seconds)
         except DocsError as exc:
             return failure(exc)
+        except Exception as exc:  # the SDK would log its text, which can quote the arguments
+            log.error("tool failed unexpectedly: %s at %s", type(exc).__name__, where(exc))
+            return failure(exc)
         return CallToolResult(
             content=[TextContent(type="text", text=render_search(response))],
             structured_content=response.model_dump(mode="json", by_alias=True),
@@ -111,6 +117,9 @@ def build_server(service: DocumentationService, *, max_content_chars: int, secon
             document = bounded(await within(service.get(location), seconds), max_content_chars)
         except DocsError as exc:
             return failure(exc)
+        except Exception as exc:  # the SDK would log its text, which can quote the arguments
+            log.error("tool failed unexpectedly: %s at %s", type(exc).__name__, where(exc))
+            return failure(exc)
         return CallToolResult(
             content=[TextContent(type="text", text=document.content)],
             structured_content=document.model_dump(mode="json", by_alias=True),
@@ -119,7 +128,7 @@ def build_server(service: DocumentationService, *, max_content_chars: int, secon
     return server
 
 
-def failure(exc: DocsError) -> CallToolResult:
+def failure(exc: BaseException) -> CallToolResult:
     """A tool error an agent can read: the reason code first, then what it means and what to do next."""
     return CallToolResult(content=[TextContent(type="text", text=tool_error(exc))], is_error=True)
 

@@ -59,3 +59,43 @@ async def test_no_redirect_is_built_from_the_host_header_and_the_log_names_route
     logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.app"]
     assert "GET /api/docs/search 200" in " ".join(logged) and "GET (unmatched) 404" in " ".join(logged)
     assert not [line for line in logged if "SECRET-9d1" in line]
+
+
+async def test_a_malformed_url_location_is_a_400_and_nothing_of_it_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    app = create_app(load_settings(SETTINGS), providers=(FakeProvider("fake", 0, results=1, document=True),))
+    with caplog.at_level(logging.DEBUG):
+        async with (
+            LifespanManager(app) as manager,
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://test") as http,
+        ):
+            answers = [
+                await http.get("/api/docs/get", params={"location": location})
+                for location in ("http://[abc/x", "//[x", "https://docs.saif.com\uff03SECRET-5e1/x")
+            ]
+
+    assert [answer.status_code for answer in answers] == [400, 400, 400]
+    assert {answer.json()["error"]["code"] for answer in answers} == {"bad_request"}
+    service_records = [record for record in caplog.records if not record.name.startswith(("httpx", "httpcore"))]
+    assert not [record for record in service_records if "SECRET-5e1" in record.getMessage()]  # not the test client
+
+
+async def test_an_unexpected_failure_is_a_500_logged_with_its_type_never_its_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    broken = FakeProvider("broken", 0, error=RuntimeError("query was SECRET-77a"))
+    app = create_app(load_settings(SETTINGS), providers=(broken,))
+    app.state.composition = None
+
+    async def explode() -> None:
+        raise RuntimeError("location was SECRET-77a")
+
+    app.add_api_route("/api/explode", explode)
+    with caplog.at_level(logging.DEBUG):
+        async with (
+            LifespanManager(app) as manager,
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://test") as http,
+        ):
+            response = await http.get("/api/explode")
+
+    assert response.status_code == 500 and response.json()["error"]["code"] == "internal_error"
+    assert "unhandled RuntimeError at" in caplog.text and "SECRET-77a" not in caplog.text

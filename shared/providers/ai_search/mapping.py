@@ -107,7 +107,10 @@ def document_path(raw: str, base_url: str) -> str | None:
     if raw.lower().startswith(base.lower() + "/"):
         path = raw[len(base) + 1 :]
     elif "://" in raw:
-        path = urlsplit(raw).path.strip("/").partition("/")[2]  # drop the container
+        try:
+            path = urlsplit(raw).path.strip("/").partition("/")[2]  # drop the container
+        except ValueError:  # a malformed URL: this hit is skipped, the others stand
+            return None
     else:
         path = raw
     path = unquote(path.partition("?")[0].partition("#")[0])

@@ -162,3 +162,9 @@ def test_path_helpers() -> None:
     assert strip_prefix("FORGE/x", "/forge/") == "x"
     assert page_url(BASE, "index.html") == f"{BASE}/"
     assert page_url(BASE, "a b/c#d.md") == f"{BASE}/a%20b/c%23d.md"
+
+
+def test_a_hit_with_a_malformed_url_is_skipped_not_fatal() -> None:
+    from shared.providers.ai_search.mapping import document_path
+
+    assert document_path("https://[acct.blob.core.windows.net/c/forge/a.md", "https://docs.saif.com") is None
