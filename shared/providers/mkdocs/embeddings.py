@@ -8,13 +8,16 @@ every instance (`ensure_vectors`); a serving instance attaches them to the index
   `STORED_VECTORS_WAIT`, never for vectors being computed;
 - a newer index for a site that already ranks semantically is embedded before it is served, then index and
   vectors are installed together; if embedding it fails, it is installed anyway and ranks lexically;
-- every job computes on the model's one bulk lane, and a superseded job stops at its next batch.
+- every job computes on the model's one bulk lane, and a superseded job stops at its next batch;
+- a job that fails (not for want of the model) is tried again after `SiteRetrySeconds`, doubling per consecutive
+  failure up to an hour, with jitter.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +33,8 @@ from shared.providers.mkdocs.vectors import SiteVectors
 
 log = logging.getLogger(__name__)
 
+MAX_RETRY_SECONDS = 3600.0
+"""The longest wait between two tries at embedding a site whose embedding keeps failing."""
 STORED_VECTORS_WAIT = 1.0
 """Seconds a search waits for a just-loaded site's stored vectors to be looked up and attached (one download)."""
 
@@ -127,11 +132,17 @@ class _Job:
 class EmbeddingJobs:
     """The background embedding of each site's served index, or of the index waiting to replace it."""
 
-    def __init__(self, store: IndexStore, model: EmbeddingModel) -> None:
+    def __init__(self, store: IndexStore, model: EmbeddingModel, *, retry_seconds: float = 30.0) -> None:
         self.model = model
         self._store = store
+        self._retry_seconds = retry_seconds
+        """A failed embedding is tried again after this long (with jitter), not left lexical until a new index."""
         self._jobs: dict[str, _Job] = {}
         self._states: dict[str, tuple[Semantic, str]] = {}
+        self._retries: dict[str, asyncio.TimerHandle] = {}
+        self._failures: dict[str, int] = {}
+        """Consecutive failed embeddings per site: each doubles the wait, up to `MAX_RETRY_SECONDS`, so a failure
+        that repeats does not re-embed a whole site every half minute."""
 
     def start(
         self,
@@ -143,6 +154,9 @@ class EmbeddingJobs:
     ) -> None:
         """Embed `loaded` (already served, or handed to `install` when done); a job for an older index stops."""
         self.cancel(site)
+        pending_retry = self._retries.pop(site, None)
+        if pending_retry is not None:
+            pending_retry.cancel()
         self._states[site] = (Semantic.PENDING, "")
         job = _Job(loaded, install)
         job.task = asyncio.get_running_loop().create_task(self._run(site, job, reuse))
@@ -190,6 +204,8 @@ class EmbeddingJobs:
             await asyncio.wait([job.task])
 
     async def aclose(self) -> None:
+        for retry in self._retries.values():
+            retry.cancel()
         jobs = list(self._jobs.values())
         for job in jobs:
             job.cancel()
@@ -235,10 +251,21 @@ class EmbeddingJobs:
             log.warning("site %s: semantic matching is off: %s", site, exc)
         except Exception as exc:  # a background task: nobody else would see it
             state = (Semantic.FAILED, type(exc).__name__)
-            log.exception("site %s: embedding the index failed; it ranks lexically", site)
+            log.warning("site %s: embedding the index failed (%s); it ranks lexically until a retry", site, state[1])
         finally:
             job.looked_up.set()
         if self._jobs.get(site) is job:  # not superseded by a newer index meanwhile
             if job.install is not None:
                 job.install(loaded)  # index and vectors change together
             self._states[site] = state
+            if state[0] is Semantic.FAILED:
+                self._schedule_retry(site, loaded)
+            else:
+                self._failures.pop(site, None)
+
+    def _schedule_retry(self, site: str, loaded: LoadedSite) -> None:
+        """Try the now-served index again later; a newer index (a new job) or closing cancels the retry."""
+        failures = self._failures[site] = self._failures.get(site, 0) + 1
+        backoff = min(MAX_RETRY_SECONDS, self._retry_seconds * 2 ** (failures - 1))
+        delay = backoff * random.uniform(1.0, 1.2)  # noqa: S311  jitter, not cryptography
+        self._retries[site] = asyncio.get_running_loop().call_later(delay, self.start, site, loaded)

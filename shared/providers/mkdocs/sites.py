@@ -74,7 +74,11 @@ class SiteRegistry:
         self._settings = settings
         self._client = client
         self._store = store
-        self._jobs = EmbeddingJobs(store, embedding) if embedding is not None else None
+        self._jobs = (
+            EmbeddingJobs(store, embedding, retry_seconds=settings.site_retry_seconds)
+            if embedding is not None
+            else None
+        )
         self._clock = clock
         self._gates = {site: asyncio.Lock() for site in settings.sites}
         self._loaded: dict[str, LoadedSite] = {}
@@ -319,7 +323,7 @@ class SiteRegistry:
                 Semantic.OFF: "semantic matching is off (Search__Semantic=false)",
                 Semantic.PENDING: "its embeddings are being computed in the background",
                 Semantic.UNAVAILABLE: f"the embedding model is unavailable: {reason}",
-                Semantic.FAILED: f"embedding its index failed: {reason}",
+                Semantic.FAILED: f"embedding its index failed: {reason}; it is tried again later (backing off)",
                 Semantic.READY: "",
             }[state]
         elif self._jobs is not None and self._jobs.replacing(site) is not None:

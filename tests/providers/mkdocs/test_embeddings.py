@@ -183,7 +183,23 @@ async def test_a_newer_index_whose_embedding_fails_is_swapped_in_and_ranks_lexic
 
     assert swapped is not None and swapped is not served and swapped.ranker.semantic is None
     assert (health["ranking"], health["semantic"]) == ("lexical", "failed")
-    assert health["why"] == "embedding its index failed: RuntimeError"
+    assert health["why"] == "embedding its index failed: RuntimeError; it is tried again later (backing off)"
+
+
+async def test_a_failed_embedding_is_tried_again_after_the_retry_delay(static_origin: StaticOrigin) -> None:
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, SiteRetrySeconds="1")
+    encoder, store = WordEncoder(), MemoryIndexStore()
+    encoder.fail_bulk = RuntimeError("onnxruntime failed")
+    async with registry_over(settings, store, model_of(encoder)) as registry:
+        loaded = await load_embedded(registry)
+        assert registry.health()[SITE]["semantic"] == "failed" and loaded.ranker.semantic is None
+        encoder.fail_bulk = None  # the model recovers
+        for _ in range(300):  # the retry comes after about a second: poll against a deadline
+            if registry.health()[SITE]["semantic"] == "ready":
+                break
+            await asyncio.sleep(0.02)
+
+    assert registry.health()[SITE]["semantic"] == "ready" and loaded.ranker.semantic is not None
 
 
 async def test_a_version_only_refresh_during_embedding_still_ends_ready(settings: DocumentationSettings) -> None:
