@@ -9,6 +9,7 @@ DocsError
 ├── RequestTimeoutError         the request's deadline passed, or every provider ran out of its share (504)
 └── ProviderError               a provider could not do its work: the chain logs it and falls through
     ├── ProviderDeclinedError       the provider cannot answer this request (unconfigured, out of its scope)
+    ├── ServiceCallError            a call to a service a provider depends on failed, with a `kind` (AI Search, remote)
     ├── SiteUnavailableError        a site's index could not be loaded
     ├── NoSiteLoadedError           none of the sites a search needed could be loaded
     ├── OriginError                 a request to the documentation origin failed or was refused
@@ -79,6 +80,28 @@ class ProviderError(DocsError):
     def details(self) -> dict[str, str]:
         """What operators may see about the failure (never a query or a location)."""
         return {"error": type(self).__name__}
+
+
+class ServiceCallError(ProviderError):
+    """A call to a service a provider stands on failed; `kind` says how, `status` is the HTTP status when there
+    was one. A timeout reports itself as the chain's own timeouts do (`{"error": "timeout"}`), so a request where
+    every provider ran out of time is a `timeout`, not "unavailable"."""
+
+    TIMEOUT = "timeout"
+
+    def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+    @property
+    def details(self) -> dict[str, str]:
+        if self.kind == self.TIMEOUT:
+            return {"error": "timeout"}
+        details = {"error": type(self).__name__, "kind": self.kind}
+        if self.status is not None:
+            details["status"] = str(self.status)
+        return details
 
 
 class ProviderDeclinedError(ProviderError):

@@ -1,6 +1,6 @@
 """The AI Search provider's one error, and the one place the Azure SDK's exceptions are translated into it.
 
-ProviderError
+ServiceCallError
 └── AiSearchError      kind: unreachable | timeout | unauthorized | status | malformed
 
 The chain logs the error's type and falls through to the next provider; `details` (what a 503 answer lists)
@@ -12,31 +12,17 @@ from __future__ import annotations
 
 import json
 
-from shared.errors import ProviderError
+from shared.errors import ServiceCallError
 
 UNREACHABLE = "unreachable"
-TIMEOUT = "timeout"
+TIMEOUT = ServiceCallError.TIMEOUT
 UNAUTHORIZED = "unauthorized"
 STATUS = "status"
 MALFORMED = "malformed"
 
 
-class AiSearchError(ProviderError):
+class AiSearchError(ServiceCallError):
     """A search against Azure AI Search failed; `kind` says how, `status` is the HTTP status when there was one."""
-
-    def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
-
-    @property
-    def details(self) -> dict[str, str]:
-        if self.kind == TIMEOUT:
-            return {"error": "timeout"}
-        details = {"error": type(self).__name__, "kind": self.kind}
-        if self.status is not None:
-            details["status"] = str(self.status)
-        return details
 
 
 def translate(exc: BaseException) -> AiSearchError:

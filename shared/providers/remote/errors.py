@@ -1,6 +1,6 @@
 """The remote provider's one error, and the one place the MCP client's and httpx2's exceptions are translated.
 
-ProviderError
+ServiceCallError
 └── RemoteError        kind: unreachable | timeout | unauthorized | credential | status | protocol | malformed | tool
 
 The chain logs the error's type and falls through to the next provider; `details` (what a 503 answer lists) names
@@ -13,10 +13,10 @@ chain can rank it against the local providers' misses.
 
 from __future__ import annotations
 
-from shared.errors import ProviderError
+from shared.errors import ServiceCallError
 
 UNREACHABLE = "unreachable"
-TIMEOUT = "timeout"
+TIMEOUT = ServiceCallError.TIMEOUT
 UNAUTHORIZED = "unauthorized"
 CREDENTIAL = "credential"
 STATUS = "status"
@@ -28,22 +28,8 @@ COOLING = frozenset({UNREACHABLE, TIMEOUT, UNAUTHORIZED, CREDENTIAL})
 """Failures to connect (or to be let in): retried only after the cooldown."""
 
 
-class RemoteError(ProviderError):
+class RemoteError(ServiceCallError):
     """A call to the other deployment failed; `kind` says how, `status` is the HTTP status when there was one."""
-
-    def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
-
-    @property
-    def details(self) -> dict[str, str]:
-        if self.kind == TIMEOUT:
-            return {"error": "timeout"}
-        details = {"error": type(self).__name__, "kind": self.kind}
-        if self.status is not None:
-            details["status"] = str(self.status)
-        return details
 
 
 def translate(exc: BaseException, *, status: int | None = None) -> RemoteError:
