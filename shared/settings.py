@@ -58,6 +58,16 @@ def index_name(template: str, site: str) -> str:
     return f"{safe_name(site)}-{template}"
 
 
+def absolute_url(value: str, what: str) -> str:
+    """`value` trimmed, when it is an absolute http(s) URL with a host and no query or fragment; else ValueError
+    saying it must be `what`."""
+    value = value.strip()
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(f"must be {what}")
+    return value
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
 
@@ -135,10 +145,7 @@ class AiSearchSettings(_Section):
     def _endpoint(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-            raise ValueError("must be the service's absolute URL, such as https://NAME.search.windows.net")
-        return value.strip().rstrip("/")
+        return absolute_url(value, "the service's absolute URL, such as https://NAME.search.windows.net").rstrip("/")
 
     @field_validator("url_field", "content_field", "title_field", "description_field", "site_field")
     @classmethod
@@ -176,10 +183,7 @@ class RemoteSettings(_Section):
     def _endpoint(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-            raise ValueError("must be the other deployment's absolute MCP URL, such as https://APP/api/mcp")
-        return value.strip()
+        return absolute_url(value, "the other deployment's absolute MCP URL, such as https://APP/api/mcp")
 
     @field_validator("scope")
     @classmethod
