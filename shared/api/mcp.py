@@ -11,7 +11,7 @@ in `search_docs`' schema is built from the service's sites in `build_server`'s s
 """
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -91,17 +91,14 @@ def build_server(service: DocumentationService, *, max_content_chars: int, secon
             str | None, Field(description="Search only this documentation site."), WithJsonSchema(site_schema)
         ] = None,
     ) -> Annotated[CallToolResult, SearchResponse]:
-        try:
+        async def answer() -> CallToolResult:
             response = await within(service.search(query, limit=limit, site=site), seconds)
-        except DocsError as exc:
-            return failure(exc)
-        except Exception as exc:  # the SDK would log its text, which can quote the arguments
-            log.error("tool failed unexpectedly: %s at %s", type(exc).__name__, where(exc))
-            return failure(exc)
-        return CallToolResult(
-            content=[TextContent(type="text", text=render_search(response))],
-            structured_content=response.model_dump(mode="json", by_alias=True),
-        )
+            return CallToolResult(
+                content=[TextContent(type="text", text=render_search(response))],
+                structured_content=response.model_dump(mode="json", by_alias=True),
+            )
+
+        return await _guarded(answer())
 
     @server.tool(name="get_doc", title="Get a documentation page", description=GET_DESCRIPTION, annotations=READ_ONLY)
     async def get_doc(
@@ -113,19 +110,28 @@ def build_server(service: DocumentationService, *, max_content_chars: int, secon
             ),
         ],
     ) -> Annotated[CallToolResult, Document]:
-        try:
+        async def answer() -> CallToolResult:
             document = bounded(await within(service.get(location), seconds), max_content_chars)
-        except DocsError as exc:
-            return failure(exc)
-        except Exception as exc:  # the SDK would log its text, which can quote the arguments
-            log.error("tool failed unexpectedly: %s at %s", type(exc).__name__, where(exc))
-            return failure(exc)
-        return CallToolResult(
-            content=[TextContent(type="text", text=document.content)],
-            structured_content=document.model_dump(mode="json", by_alias=True),
-        )
+            return CallToolResult(
+                content=[TextContent(type="text", text=document.content)],
+                structured_content=document.model_dump(mode="json", by_alias=True),
+            )
+
+        return await _guarded(answer())
 
     return server
+
+
+async def _guarded(answer: Awaitable[CallToolResult]) -> CallToolResult:
+    """A tool's answer, or the tool error its failure is: core errors say their reason code; anything else is an
+    internal error logged by type and frame only (the SDK would log its text, which can quote the arguments)."""
+    try:
+        return await answer
+    except DocsError as exc:
+        return failure(exc)
+    except Exception as exc:
+        log.error("tool failed unexpectedly: %s at %s", type(exc).__name__, where(exc))
+        return failure(exc)
 
 
 def failure(exc: BaseException) -> CallToolResult:
