@@ -34,6 +34,7 @@ from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.vectors import SiteVectors, entry_text
 from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
+from tests.support.clock import Clock
 from tests.support.encoders import WordEncoder, model_of
 from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
 from tests.support.stores import CountingStore
@@ -44,14 +45,6 @@ SITE = DEFAULT_SITE
 MODEL = WordEncoder.model_id
 INDEX = index_name("{site}-docs-search-index.json", SITE)
 VECTORS = vectors_name(SITE, MODEL)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

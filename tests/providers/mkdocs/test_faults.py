@@ -20,19 +20,12 @@ from shared.fetch import OriginClient
 from shared.models import Reason
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.settings import DocumentationSettings
+from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
 from tools.static_origin import StaticOrigin
 
 SITE = DEFAULT_SITE
 INDEX = f"/{SITE}/search/search_index.json"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

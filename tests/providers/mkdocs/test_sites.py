@@ -21,6 +21,7 @@ from shared.cache import CachedIndex, IndexStore, store_newest
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.sites import SiteRegistry, SiteState
 from shared.settings import DocumentationSettings
+from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
 from tests.support.stores import CountingStore, closed_port
 from tools.azurite import Azurite, connection_string
@@ -30,14 +31,6 @@ SITE = DEFAULT_SITE
 INDEX_PATH = f"/{SITE}/search/search_index.json"
 BLOB = f"{SITE}-docs-search-index.json"
 LONG_AGO = datetime.now(UTC) - timedelta(days=2)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

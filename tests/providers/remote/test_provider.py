@@ -21,19 +21,12 @@ from shared.models import Reason
 from shared.providers.remote import RemoteError, RemoteProvider, forwarded_request
 from shared.settings import RemoteSettings
 from tests.providers.remote.conftest import MCP, DeadEndpoint, Deployment
+from tests.support.clock import Clock
 from tests.support.uvicorn_server import UvicornServer
 
 
 def remote(endpoint: str, **options: Any) -> RemoteSettings:
     return RemoteSettings.model_validate({"Endpoint": endpoint, **options})
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FakeCredential:
