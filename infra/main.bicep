@@ -102,6 +102,9 @@ param warmupSchedule string = '0 */30 * * * *'
 @description('Forge__Documentation__Search__MinScore: relevance floor of the MkDocs provider.')
 param searchMinScore string = '0.015'
 
+@description('Forge__Documentation__Search__PathWeights: page-kind rules (JSON list, see docs/configuration.md); [] restores the spec ranking.')
+param searchPathWeights string = '[{"pattern":"proposals/","weight":0.5,"unless":["proposal","proposed","design","enhancement"]},{"pattern":"proposal/","weight":0.5,"unless":["proposal","proposed","design","enhancement"]},{"pattern":"enhancements/","weight":0.5,"unless":["proposal","proposed","design","enhancement"]},{"pattern":"*/upgrading/*","weight":0.5,"unless":["upgrade","upgrading","migrate","migration"]},{"pattern":"upgrading/","weight":0.5,"unless":["upgrade","upgrading","migrate","migration"]},{"pattern":"*release-notes*","weight":0.5,"unless":["release notes","released","changelog"]},{"pattern":"*changelog*","weight":0.5,"unless":["release notes","released","changelog"]},{"pattern":"blog/","weight":0.5,"unless":["blog","announcement","announced"]},{"pattern":"archive/","weight":0.5,"unless":["archive","archived","deprecated","old"]}]'
+
 @description('Forge__Documentation__Search__Semantic: also rank by meaning (needs 2048 MB instances).')
 @allowed([
   'true'
@@ -229,6 +232,7 @@ var coreSettings = {
   Forge__Documentation__Cache__CheckIntervalSeconds: cacheCheckIntervalSeconds
   Forge__Documentation__Warmup__Schedule: warmupSchedule
   Forge__Documentation__Search__MinScore: searchMinScore
+  Forge__Documentation__Search__PathWeights: searchPathWeights
   Forge__Documentation__Search__Semantic: searchSemantic
   Forge__Documentation__SiteRetrySeconds: siteRetrySeconds
   Forge__Documentation__UnpublishedRetrySeconds: unpublishedRetrySeconds

@@ -21,14 +21,20 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from shared.errors import ConfigurationError
+from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_PATH_WEIGHTS
+from shared.providers.mkdocs.kinds import PathWeights
 
 PREFIX = "Forge__Documentation__"
 DEFAULT_SITES = ("forge", "cloud-foundations", "iac-azure-modules", "iac-okta-modules", "iac-aws-modules")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _RAW_PLACEHOLDERS = {"base", "path", "site", "origin"}
-_EMPTY_IS_MEANINGFUL = {("rawmarkdownurlpattern",), ("aisearch", "searchfilter"), ("aisearch", "mkdocssiteprefix")}
+_EMPTY_IS_MEANINGFUL = {
+    ("rawmarkdownurlpattern",),
+    ("aisearch", "searchfilter"),
+    ("aisearch", "mkdocssiteprefix"),
+}
 """Setting paths (lower case) where an empty value means something (no raw Markdown, no filter, no stripping)
-instead of "unset"."""
+ instead of "unset"."""
 ARTIFACTS_PREFIX = "embeddings/"
 """Blob names the cache keeps for index artifacts (`shared.cache.store`): no index file name may start with it."""
 HOST_OWNED = frozenset(
@@ -104,12 +110,24 @@ class SearchSettings(_Section):
     Off-topic questions mostly top out below 0.015 while the weakest correct top-5 hit of the dev eval set scores
     0.042: the default sits just above the off-topic cluster, leaving margin for unseen on-topic queries.
     """
+    path_weights: PathWeights = Field(PathWeights.parse(DEFAULT_PATH_WEIGHTS), alias="PathWeights")
+    """Page-kind rules: a JSON list of `{"pattern", "weight", "unless", "site"}` objects; pages whose path matches
+    a rule's pattern have their score multiplied by its weight unless the query names that kind of page
+    (`shared/providers/mkdocs/kinds.py`). The default halves proposals, upgrade notes, release notes, blogs and
+    archives; `[]` restores the spec's ranking (empty or unset: the default).
+    """
     semantic: bool = Field(True, alias="Semantic")
+
     """Also rank by meaning (sentence embeddings of every entry, `shared/providers/mkdocs/vectors.py`).
 
     Costs about 8 ms of CPU per query on two cores and, once per index version, a minute of CPU for a large site
     (done by the warm-up and stored beside the index). `false` keeps ranking purely lexical.
     """
+
+    @field_validator("path_weights", mode="before")
+    @classmethod
+    def _path_weights(cls, value: object) -> object:
+        return PathWeights.parse(value) if isinstance(value, str) else value
 
 
 class AiSearchSettings(_Section):

@@ -22,6 +22,7 @@ PURE = {
     "shared.validation",
     "shared.providers.mkdocs.convert",
     "shared.providers.mkdocs.index",
+    "shared.providers.mkdocs.kinds",
     "shared.providers.mkdocs.ranking",
     "shared.providers.mkdocs.resolution",
     "shared.providers.mkdocs.text",
@@ -72,7 +73,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.identity", BASE),
     ("shared.telemetry", {"shared.identity", *BASE}),  # the exporter authenticates as the app's identity
     ("shared.deadline", BASE),
-    ("shared.settings", {"shared.errors"}),
+    ("shared.settings", {"shared.errors", "shared.providers.mkdocs.kinds"}),  # PathWeights is parsed at start-up
 ]
 
 

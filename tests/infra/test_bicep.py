@@ -22,6 +22,7 @@ from pycep import BicepParser
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
+from shared.providers.mkdocs.kinds import PathWeights
 from shared.settings import PREFIX, DocumentationSettings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,6 +127,8 @@ def as_setting(value: Any) -> str:
         return ",".join(map(str, value))
     if isinstance(value, dict):
         return json.dumps(value)
+    if isinstance(value, PathWeights):
+        return value.source
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.ranking import Ranker
 
 
@@ -14,8 +15,8 @@ def page(path: str, title: str, text: str = "", *sections: tuple[str, str, str],
     return entries
 
 
-def ranker(*pages: list[IndexEntry], site: str = "docs") -> Ranker:
-    return Ranker.build(SiteIndex.build(site, [entry for entries in pages for entry in entries]))
+def ranker(*pages: list[IndexEntry], site: str = "docs", kinds: PathWeights | None = None) -> Ranker:
+    return Ranker.build(SiteIndex.build(site, [entry for entries in pages for entry in entries]), kinds)
 
 
 FILLER = [

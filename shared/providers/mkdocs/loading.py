@@ -14,6 +14,7 @@ from shared.cache import CachedIndex, CacheStat
 from shared.errors import IndexFormatError, OriginError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
 from shared.providers.mkdocs.index import SiteIndex, parse_index
+from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.ranking import Ranker
 from shared.settings import DocumentationSettings
 
@@ -89,7 +90,7 @@ async def try_parse(site: str, cached: CachedIndex) -> SiteIndex | None:
         return None
 
 
-async def build(entry: CachedIndex, source: str, index: SiteIndex) -> LoadedSite:
+async def build(entry: CachedIndex, source: str, index: SiteIndex, weights: PathWeights) -> LoadedSite:
     """Rank off the event loop, so a cold load does not stall requests for sites already loaded."""
-    ranker = await asyncio.to_thread(Ranker.build, index)
+    ranker = await asyncio.to_thread(Ranker.build, index, weights)
     return LoadedSite(index, ranker, entry.version, source, entry.fetched_at, entry.digest)

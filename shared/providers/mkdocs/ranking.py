@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.text import Query, analyze, analyze_query, written_words
 from shared.providers.mkdocs.vectors import THRESHOLD, WEIGHT, SiteVectors
 
@@ -167,11 +168,17 @@ class Ranker:
     titles: Postings
     """Title term -> (page, the term's share of that title's IDF), for title coverage."""
     boosts: list[float]
+    """Each page's `boost`."""
+    kinds: PathWeights = field(default_factory=PathWeights)
+    rules: list[int | None] = field(default_factory=list)
+    """Each page's first matching page-kind rule (`kinds.py`), if any."""
+    weighted: list[float] = field(default_factory=list)
+    """Each page's boost times its rule's weight: the multiplier when the query names no page kind."""
     semantic: _Semantic | None = None
     """Entry embeddings once `attach` has them (computed off the request path); until then ranking is lexical."""
 
     @classmethod
-    def build(cls, index: SiteIndex) -> Ranker:
+    def build(cls, index: SiteIndex, kinds: PathWeights | None = None) -> Ranker:
         entries = index.entries
         titles = [analyze(entry.title) for entry in entries]
         bodies = [analyze(entry.text) for entry in entries]
@@ -181,7 +188,14 @@ class Ranker:
         page_of = {section: page.postings for page in pages for section in page.sections}
         section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS, page_of.__getitem__)
         boosts = [page.entry.boost for page in pages]
-        return cls(entries, pages, page_view, section_view, _title_index(page_view, pages), boosts)
+        kinds = kinds or PathWeights()
+        rules = [kinds.rule_for(index.site, page.entry.page) for page in pages]
+        weighted = [
+            boost * kinds.rules[rule].weight if rule is not None else boost
+            for boost, rule in zip(boosts, rules, strict=True)
+        ]
+        titles_index = _title_index(page_view, pages)
+        return cls(entries, pages, page_view, section_view, titles_index, boosts, kinds, rules, weighted)
 
     def attach(self, vectors: SiteVectors) -> None:
         """Start ranking semantically too; one assignment, so a concurrent search sees all of it or none."""
@@ -213,7 +227,7 @@ class Ranker:
             return []
         scores = _accumulate(self.page_view.postings, self.page_view.weights(wanted))
         coverage = _accumulate(self.titles, dict.fromkeys((*wanted.words, *wanted.joined), 1.0), coordinate=False)
-        boosts = self.boosts
+        boosts = self._boosts(wanted)
         semantic = self.semantic
         close, cosines = semantic.close_pages(vector) if semantic is not None and vector is not None else ({}, None)
         prior = {n: boosts[n] * (1 + coverage.get(n, 0.0)) for n in (*scores, *close)}
@@ -240,6 +254,19 @@ class Ranker:
         ]
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:limit]
+
+    def _boosts(self, wanted: Query) -> list[float]:
+        """Each page's multiplier for this query: its boost, times its page-kind weight unless the query names
+        that kind ("proposal", "upgrading")."""
+        if not self.kinds.rules:
+            return self.boosts
+        waived = self.kinds.waived((*wanted.words, *wanted.joined))
+        if not waived:
+            return self.weighted
+        return [
+            boost if rule in waived else weighted
+            for boost, weighted, rule in zip(self.boosts, self.weighted, self.rules, strict=True)
+        ]
 
     def _site_fit(self, wanted: Query) -> float:
         """How much this site is about the query: the mean, over query words, of how common each is here."""

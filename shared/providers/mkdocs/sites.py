@@ -79,6 +79,7 @@ class SiteRegistry:
             if embedding is not None
             else None
         )
+        self._weights = settings.search.path_weights
         self._clock = clock
         self._gates = {site: asyncio.Lock() for site in settings.sites}
         self._loaded: dict[str, LoadedSite] = {}
@@ -216,20 +217,20 @@ class SiteRegistry:
         # Parsing validates the copy; the ranker, the costly part, is built only for the copy actually served.
         parsed = await try_parse(site, cached) if cached is not None else None
         if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
-            return await build(cached, "cache", parsed)
+            return await build(cached, "cache", parsed, self._weights)
         try:
             fetched = await fetch_index(self._client, self._settings, site, conditional=cached if parsed else None)
         except (OriginError, IndexFormatError) as exc:
             if parsed is not None and cached is not None:
                 log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)
-                return await build(cached, "stale-cache", parsed)
+                return await build(cached, "stale-cache", parsed, self._weights)
             unpublished = isinstance(exc, OriginError) and exc.status == 404
             raise SiteUnavailableError(site, str(exc), unpublished=unpublished) from exc
         if fetched is None:
             assert parsed is not None and cached is not None  # a 304 only answers a conditional request
-            return await self._revalidated(site, await build(cached, "cache", parsed), cached.version)
+            return await self._revalidated(site, await build(cached, "cache", parsed, self._weights), cached.version)
         version = await self._write_back(site, fetched.entry, cached)
-        return replace(await build(fetched.entry, "origin", fetched.index), version=version)
+        return replace(await build(fetched.entry, "origin", fetched.index, self._weights), version=version)
 
     async def _revalidated(self, site: str, usable: LoadedSite, version: str | None) -> LoadedSite:
         """The origin answered 304 for a stale copy: it is current again; record that for other instances."""
@@ -279,7 +280,7 @@ class SiteRegistry:
             return
         parsed = await try_parse(site, cached) if cached is not None else None
         if parsed is not None and cached is not None and cached.fetched_at >= known.fetched_at:
-            fresh = await build(cached, "cache", parsed)
+            fresh = await build(cached, "cache", parsed, self._weights)
             self._replace(site, fresh)
             log.info("site %s: a newer cached index is in (%d entries)", site, len(fresh.index.entries))
         elif cached is not None:

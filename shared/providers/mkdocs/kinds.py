@@ -1,0 +1,131 @@
+"""Page-kind weights: path rules that rank design proposals, upgrade notes, release notes and the like below the
+guide on the same topic, unless the query asks for that kind of page (pure: no I/O).
+
+Documentation sites mix guides with pages *about* a feature's history: the design proposal that introduced it,
+the upgrade notes that changed its default, the release notes that announced it. They share the guide's words,
+so a lexical or semantic ranker lets them compete with the guide, and a reader asking how to use a feature wants
+the guide. The spec's only knob is the per-page `boost` a page author sets in front matter; these rules are the
+site-wide knob a docs owner sets once in `Forge__Documentation__Search__PathWeights`:
+
+    [{"pattern": "proposals/", "weight": 0.5, "unless": ["proposal", "design"]},
+     {"pattern": "*/upgrading/*", "weight": 0.5, "unless": ["upgrade", "migrate"]},
+     {"pattern": "release/notes/", "weight": 0.5, "site": "cloud-foundations"}]
+
+- `pattern` is matched against a page's path within its site (`operator-manual/upgrading/2.14-3.0/`, the
+  location a search returns without the site prefix and anchor), case-insensitively. A pattern with `*`, `?` or
+  `[` is a glob whose `*` also crosses `/`; any other pattern is a path prefix.
+- `weight` multiplies the page's score exactly like its `boost` (both apply): 0 hides the page behind every
+  other match, 0.5 halves it, 2 doubles it.
+- `unless` lists words or phrases that, when the query contains one (every word of a phrase, compared after the
+  ranker's own stemming, so `proposal` also waives for `proposals`), switch the rule off for that query: a
+  reader asking for "the proposal for sync windows" or "what changed when upgrading to 3.0" gets those pages
+  ranked as the spec ranks them.
+- `site` (optional) limits a rule to one site; without it a rule applies to every site.
+- The first matching rule wins, so an exception goes before the general rule.
+
+An empty list (`[]`) restores the spec's ranking exactly.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from shared.providers.mkdocs.index import MAX_BOOST
+from shared.providers.mkdocs.text import analyze
+
+MAX_RULES = 100
+"""More rules than any docs owner writes by hand; a bound, so a setting cannot make every page load slow."""
+
+DEFAULT = json.dumps(
+    [
+        {"pattern": "proposals/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement"]},
+        {"pattern": "proposal/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement"]},
+        {"pattern": "enhancements/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement"]},
+        {"pattern": "*/upgrading/*", "weight": 0.5, "unless": ["upgrade", "upgrading", "migrate", "migration"]},
+        {"pattern": "upgrading/", "weight": 0.5, "unless": ["upgrade", "upgrading", "migrate", "migration"]},
+        {"pattern": "*release-notes*", "weight": 0.5, "unless": ["release notes", "released", "changelog"]},
+        {"pattern": "*changelog*", "weight": 0.5, "unless": ["release notes", "released", "changelog"]},
+        {"pattern": "blog/", "weight": 0.5, "unless": ["blog", "announcement", "announced"]},
+        {"pattern": "archive/", "weight": 0.5, "unless": ["archive", "archived", "deprecated", "old"]},
+    ],
+    separators=(",", ":"),
+)
+"""The documented starting point: the usual homes of proposals, upgrade notes, release notes, blogs and archives
+in MkDocs sites, at half weight, each waived by the words that ask for that kind."""
+
+
+@dataclass(frozen=True, slots=True)
+class PathRule:
+    pattern: str
+    weight: float
+    unless: tuple[frozenset[str], ...]
+    """Words or phrases (analyzed) that switch the rule off when the query has all of one's terms."""
+    site: str | None = None
+
+    def matches(self, site: str, path: str) -> bool:
+        if self.site is not None and self.site != site:
+            return False
+        path = path.lower()
+        if _GLOB.search(self.pattern):
+            return fnmatch.fnmatchcase(path, self.pattern)
+        return path.startswith(self.pattern)
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True, slots=True)
+class PathWeights:
+    """An ordered list of path rules; the first that matches a page weighs it."""
+
+    rules: tuple[PathRule, ...] = ()
+    source: str = field(default="[]", compare=False)
+    """The setting's text, as given."""
+
+    @classmethod
+    def parse(cls, text: str) -> PathWeights:
+        """Rules from the setting's JSON; a ValueError names what is wrong and what is accepted."""
+        try:
+            document = json.loads(text) if text.strip() else []
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ValueError(f"PathWeights must be a JSON list of rules: {exc}") from None
+        if not isinstance(document, list):
+            raise ValueError('PathWeights must be a JSON list of rules such as [{"pattern": "blog/", "weight": 0.5}]')
+        if len(document) > MAX_RULES:
+            raise ValueError(f"PathWeights has {len(document)} rules; at most {MAX_RULES} are accepted")
+        return cls(tuple(_rule(number, raw) for number, raw in enumerate(document)), text)
+
+    def rule_for(self, site: str, path: str) -> int | None:
+        """The number of the first rule matching this page, or None."""
+        return next((number for number, rule in enumerate(self.rules) if rule.matches(site, path)), None)
+
+    def waived(self, terms: Sequence[str]) -> frozenset[int]:
+        """The rules a query with these analyzed terms switches off."""
+        asked = set(terms)
+        return frozenset(
+            number for number, rule in enumerate(self.rules) if any(phrase <= asked for phrase in rule.unless)
+        )
+
+
+def _rule(number: int, raw: object) -> PathRule:
+    where = f"PathWeights rule {number}"
+    if not isinstance(raw, dict):
+        raise ValueError(f'{where} must be an object such as {{"pattern": "blog/", "weight": 0.5}}')
+    unknown = set(raw) - {"pattern", "weight", "unless", "site"}
+    if unknown:
+        raise ValueError(f"{where} has unknown keys {sorted(unknown)}; accepted: pattern, weight, unless, site")
+    pattern, weight, unless, site = raw.get("pattern"), raw.get("weight"), raw.get("unless", []), raw.get("site")
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise ValueError(f"{where} needs a non-empty string 'pattern' (a path prefix or a glob)")
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= MAX_BOOST:
+        raise ValueError(f"{where} needs a numeric 'weight' from 0 to {MAX_BOOST:g}")
+    if not isinstance(unless, list) or not all(isinstance(word, str) for word in unless):
+        raise ValueError(f"{where}: 'unless' must be a list of words")
+    if site is not None and (not isinstance(site, str) or not site.strip()):
+        raise ValueError(f"{where}: 'site' must be a site name")
+    phrases = tuple(phrase for phrase in (frozenset(analyze(words)) for words in unless) if phrase)
+    return PathRule(pattern.strip().lstrip("/").lower(), float(weight), phrases, site.strip() if site else None)
