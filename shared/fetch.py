@@ -51,7 +51,7 @@ async def _read_bounded(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
 
 
 class OriginClient:
-    """GETs under the configured origin only; redirects are followed only while they stay under `scope`."""
+    """GETs (and HEADs) under the configured origin only; redirects are followed only while they stay under `scope`."""
 
     def __init__(
         self,
@@ -96,11 +96,20 @@ class OriginClient:
         headers: dict[str, str] | None = None,
     ) -> Response:
         """GET `url`, which must lie under `scope` (default: the origin). Raises OriginError on refusal or failure."""
+        return await self._request("GET", url, scope=scope, max_bytes=max_bytes, headers=headers)
+
+    async def head(self, url: str, *, scope: str | None = None, headers: dict[str, str] | None = None) -> Response:
+        """HEAD `url` under the same rules as `get`: the status and validators of a page without its body."""
+        return await self._request("HEAD", url, scope=scope, max_bytes=0, headers=headers)
+
+    async def _request(
+        self, method: str, url: str, *, scope: str | None, max_bytes: int, headers: dict[str, str] | None
+    ) -> Response:
         scope = scope or self._origin
         for _ in range(_MAX_REDIRECTS + 1):
             if not self.within(url, scope):
                 raise OriginError("refused a request outside the configured origin")
-            response = await self._get_once(url, max_bytes, headers or {})
+            response = await self._once(method, url, max_bytes, headers or {})
             if response.status not in _REDIRECTS:
                 return response
             if not response.redirect:
@@ -117,16 +126,20 @@ class OriginClient:
             raise OriginError("the request's deadline has passed", unreachable=True)
         return aiohttp.ClientTimeout(total=left, sock_connect=min(left, self._timeout.sock_connect or left))
 
-    async def _get_once(self, url: str, max_bytes: int, headers: dict[str, str]) -> Response:
+    async def _once(self, method: str, url: str, max_bytes: int, headers: dict[str, str]) -> Response:
         timeout = self._timeout_now()
+        session = self._client()
         try:
-            async with self._client().get(url, allow_redirects=False, headers=headers, timeout=timeout) as resp:
+            async with session.request(method, url, allow_redirects=False, headers=headers, timeout=timeout) as resp:
                 if resp.status in _REDIRECTS:
                     return Response(url, resp.status, b"", "", redirect=resp.headers.get("Location"))
                 declared = resp.content_length
-                if declared is not None and declared > max_bytes:
+                if method == "HEAD":
+                    body = b""  # a HEAD answer's Content-Length describes the GET's body, which never comes
+                elif declared is not None and declared > max_bytes:
                     raise OriginError("response too large", status=resp.status)
-                body = await _read_bounded(resp, max_bytes)
+                else:
+                    body = await _read_bounded(resp, max_bytes)
                 return Response(
                     url=url,
                     status=resp.status,

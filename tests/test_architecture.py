@@ -23,6 +23,7 @@ PURE = {
     "shared.providers.mkdocs.convert",
     "shared.providers.mkdocs.index",
     "shared.providers.mkdocs.kinds",
+    "shared.providers.mkdocs.missing",
     "shared.providers.mkdocs.ranking",
     "shared.providers.mkdocs.resolution",
     "shared.providers.mkdocs.text",

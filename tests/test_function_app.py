@@ -160,7 +160,9 @@ async def test_the_timer_warms_the_blob_cache(
     await timer(SimpleNamespace(past_due=True))
     with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
         names = {blob.name for blob in service.get_container_client(blob_container).list_blobs()}
-    assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES}
+    assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES} | {
+        f"embeddings/{site}/missing/pages.json" for site in PUBLISHED_SITES
+    }
 
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}

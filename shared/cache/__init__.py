@@ -3,7 +3,15 @@ or memory when no storage is configured."""
 
 from shared.cache.configured import open_store
 from shared.cache.memory import MemoryIndexStore
-from shared.cache.store import CachedIndex, CacheStat, IndexStore, index_name, store_newest, vectors_name
+from shared.cache.store import (
+    CachedIndex,
+    CacheStat,
+    IndexStore,
+    index_name,
+    missing_name,
+    store_newest,
+    vectors_name,
+)
 
 __all__ = [
     "CacheStat",
@@ -11,6 +19,7 @@ __all__ = [
     "IndexStore",
     "MemoryIndexStore",
     "index_name",
+    "missing_name",
     "open_store",
     "store_newest",
     "vectors_name",

@@ -1,9 +1,9 @@
 """What a cache store is: named copies with versions and conditional writes, and the names of what it holds.
 
 A store holds named entries: each site's search index under the spec's cache file name (`index_name`), and
-artifacts derived from an index under their own reserved prefix (`vectors_name`), so no site name can ever
-collide with another site's artifacts. `version` is the store's own opaque version (a blob's ETag); writes are
-conditional on it, so an older copy never replaces a newer one. A store that cannot be reached raises
+artifacts derived from an index under their own reserved prefix (`vectors_name`, `missing_name`), so no site name
+can ever collide with another site's artifacts. `version` is the store's own opaque version (a blob's ETag);
+writes are conditional on it, so an older copy never replaces a newer one. A store that cannot be reached raises
 `StoreError`; callers treat that as "no cached copy" and carry on from the origin.
 """
 
@@ -92,6 +92,12 @@ class IndexStore(Protocol):
 def vectors_name(site: str, model_id: str) -> str:
     """Where a site's entry embeddings from one model are kept: `embeddings/{site}/{model}.json`."""
     return f"{ARTIFACTS_PREFIX}{safe_name(site)}/{safe_name(model_id)}.json"
+
+
+def missing_name(site: str) -> str:
+    """Where a site's record of pages its index lists but the origin does not serve is kept:
+    `embeddings/{site}/missing/pages.json` (one level deeper than any `vectors_name`, so no model id can collide)."""
+    return f"{ARTIFACTS_PREFIX}{safe_name(site)}/missing/pages.json"
 
 
 async def store_newest(store: IndexStore, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:

@@ -141,6 +141,20 @@ def test_phantom_entry_resolves_then_fails_to_fetch(api: httpx.Client) -> None:
     assert body["resolution"]["location"] == f"{PHANTOM_PAGE}/"
 
 
+def test_a_phantom_found_by_get_leaves_search_and_health_counts_it(api: httpx.Client) -> None:
+    phantom = f"{PHANTOM_PAGE}/"
+    assert phantom in {result["location"] for result in search(api, "legacy phantom removed")["results"]}
+
+    assert get(api, PHANTOM_PAGE, status=502)["error"]["code"] == "fetch_failed"
+
+    assert phantom not in {result["location"] for result in search(api, "legacy phantom removed")["results"]}
+    assert phantom not in {result["location"] for result in search(api, "*", limit=25, site=DEFAULT_SITE)["results"]}
+    assert get(api, PHANTOM_PAGE, status=502)["error"]["code"] == "fetch_failed"  # still, when asked by location
+    sites = api.get("/api/health").json()["providers"]["mkdocs"]["sites"]
+    assert sites[DEFAULT_SITE]["missingPages"] == 1
+    assert {sites[site]["missingPages"] for site in PUBLISHED_SITES if site != DEFAULT_SITE} == {0}
+
+
 @pytest.mark.parametrize(
     ("location", "status", "reason", "rule", "site", "resolved"),
     [

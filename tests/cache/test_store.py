@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.cache import CachedIndex, MemoryIndexStore, index_name, store_newest, vectors_name
+from shared.cache import CachedIndex, MemoryIndexStore, index_name, missing_name, store_newest, vectors_name
 from shared.errors import ConfigurationError
 from shared.settings import PREFIX, load_settings
 
@@ -106,8 +106,16 @@ def test_no_site_index_name_collides_with_another_sites_artifacts(template: str)
         assert template == "{site}/x.json" and "'embeddings'" in str(exc)
         return
     indexes = {index_name(template, site) for site in sites}
-    artifacts = {vectors_name(site, "model") for site in sites}
-    assert len(indexes) == len(sites) and len(artifacts) == len(sites)
+    artifacts = {vectors_name(site, "model") for site in sites} | {missing_name(site) for site in sites}
+    assert len(indexes) == len(sites) and len(artifacts) == 2 * len(sites)
     assert not indexes & artifacts
     assert all(name.startswith("embeddings/") for name in artifacts)
     assert not any(name.startswith("embeddings/") for name in indexes)
+
+
+@pytest.mark.parametrize("model", ["missing", "missing/pages", "pages", "missing-pages", "model"])
+@pytest.mark.parametrize("site", ["x", "x/missing", "missing", "embeddings"])
+def test_a_missing_pages_record_never_shares_a_name_with_embeddings(site: str, model: str) -> None:
+    names = {vectors_name(other, model) for other in ("x", "x/missing", "missing", "embeddings")}
+    assert missing_name(site) not in names
+    assert missing_name(site).startswith("embeddings/") and missing_name(site).endswith("/missing/pages.json")

@@ -1,4 +1,9 @@
-"""The MkDocs provider: lexical and semantic search over every site's published index, and page fetch as Markdown."""
+"""The MkDocs provider: lexical and semantic search over every site's published index, and page fetch as Markdown.
+
+Pages an index lists but the origin does not serve (`SiteRegistry.missing`) are left out of every answer; a `get`
+that finds one (404 or 410 for both the raw Markdown and the HTML page) still answers `fetch_failed` and tells the
+registry, which remembers it with the cached index for every instance.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from shared.preview import make_preview
 from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html, unconvertible
 from shared.providers.mkdocs.index import page_key
 from shared.providers.mkdocs.loading import LoadedSite
+from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.ranking import RankedHit
 from shared.providers.mkdocs.resolution import Resolver, qualify
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -63,10 +69,18 @@ class MkDocsProvider:
             await self._registry.looked_up([entry.index.site for entry in loaded])
             loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]  # a swap meanwhile
         vector = await self._query_vector(query, loaded)
-        hits = [(entry, hit) for entry in loaded for hit in entry.ranker.search(query, limit, vector)]
+        hits = [(entry, hit) for entry in loaded for hit in self._search_site(entry, query, limit, vector)]
         hits = [pair for pair in hits if pair[1].score >= self._settings.search.min_score]
         hits.sort(key=lambda pair: pair[1].score, reverse=True)
         return [self._result(loaded_site.index.site, hit, query) for loaded_site, hit in hits[:limit]]
+
+    def _search_site(
+        self, loaded: LoadedSite, query: str, limit: int, vector: npt.NDArray[np.float32] | None
+    ) -> list[RankedHit]:
+        """The site's best `limit` pages, leaving out those the origin does not serve (asked for enough more)."""
+        missing = self._registry.missing(loaded)
+        hits = loaded.ranker.search(query, limit + len(missing), vector)
+        return [hit for hit in hits if hit.entry.page not in missing][:limit]
 
     async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
         """The query's embedding when every site searched ranks semantically; None ranks them all lexically.
@@ -103,9 +117,13 @@ class MkDocsProvider:
 
     def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
         """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""
-        per_site = [[(entry.index.site, hit) for hit in entry.ranker.listing()] for entry in loaded]
+        per_site = [self._listed(entry) for entry in loaded]
         interleaved = [pair for pair in chain.from_iterable(zip_longest(*per_site)) if pair is not None]
         return [self._result(site, hit, "") for site, hit in interleaved[:limit]]
+
+    def _listed(self, loaded: LoadedSite) -> list[tuple[str, RankedHit]]:
+        missing = self._registry.missing(loaded)
+        return [(loaded.index.site, hit) for hit in loaded.ranker.listing() if hit.entry.page not in missing]
 
     def _result(self, site: str, hit: RankedHit, query: str) -> SearchResult:
         entry = hit.entry
@@ -157,6 +175,8 @@ class MkDocsProvider:
             failed = resolution.model_copy(update={"reason": Reason.FETCH_FAILED, "detail": str(exc)})
             raise ResolutionError(failed) from None
 
+        if fetched.missing:
+            self._registry.page_missing(site, path)  # recorded in the background; the answer does not wait
         extra: dict[str, str] = {}
         if not fetched.markdown.strip() and fetched.origin_down:
             fetched = _Fetched(await self._from_index(site, path), origin_down=True)
@@ -176,8 +196,10 @@ class MkDocsProvider:
         )
 
     async def _fetch_markdown(self, site: str, path: str, html_url: str) -> _Fetched:
-        """Raw Markdown first, then the HTML page converted; notes whether the origin itself was unreachable."""
+        """Raw Markdown first, then the HTML page converted; notes whether the origin itself was unreachable, and
+        whether it says the page does not exist (404 or 410 for both, or for the HTML page without raw Markdown)."""
         raw_url = self._raw_url(site, path)
+        raw_gone = raw_url is None
         if raw_url is not None:
             try:
                 # The pattern is configuration and may point anywhere under the origin, not only under the site.
@@ -185,6 +207,7 @@ class MkDocsProvider:
                 text = response.text()
                 if response.status == 200 and text.strip() and not looks_like_html(text, response.content_type):
                     return _Fetched(text)
+                raw_gone = response.status in GONE
             except OriginError as exc:
                 log.info("raw Markdown unavailable for site %s (%s); converting the HTML page", site, exc)
         try:
@@ -196,6 +219,8 @@ class MkDocsProvider:
             if response.status == 200:
                 return _Fetched(await self._convert(response.text()))
             html_down = response.status >= 500
+            if raw_gone and response.status in GONE:
+                return _Fetched("", missing=True)
         # The HTML page is what the site serves: when it fails with a 5xx or not at all, the origin is down for this
         # page whatever the raw Markdown said (a 404 there only means the site publishes no .md twins).
         return _Fetched("", origin_down=html_down)
@@ -226,18 +251,7 @@ class MkDocsProvider:
         return "\n\n".join(parts) + "\n" if parts else ""
 
     def _raw_url(self, site: str, path: str) -> str | None:
-        pattern = self._settings.raw_markdown_url_pattern
-        if pattern is None:
-            return None
-        values = {
-            "base": self._settings.base_url(site),
-            "path": page_key(path) or "index",
-            "site": site,
-            "origin": self._settings.origin,
-        }
-        for name, value in values.items():
-            pattern = pattern.replace("{" + name + "}", value)
-        return pattern
+        return raw_markdown_url(self._settings, site, path)
 
     def health(self) -> dict[str, object]:
         """The origin, each site's load state and how it ranks, without loading anything."""
@@ -262,10 +276,28 @@ class MkDocsProvider:
         self._converter.shutdown(wait=False, cancel_futures=True)
 
 
+def raw_markdown_url(settings: DocumentationSettings, site: str, path: str) -> str | None:
+    """Where a page's raw Markdown is published (`RawMarkdownUrlPattern`); None when that is disabled."""
+    pattern = settings.raw_markdown_url_pattern
+    if pattern is None:
+        return None
+    values = {
+        "base": settings.base_url(site),
+        "path": page_key(path) or "index",
+        "site": site,
+        "origin": settings.origin,
+    }
+    for name, value in values.items():
+        pattern = pattern.replace("{" + name + "}", value)
+    return pattern
+
+
 @dataclass(frozen=True, slots=True)
 class _Fetched:
     markdown: str
     origin_down: bool = False
+    missing: bool = False
+    """The origin says the page does not exist: neither raw Markdown nor an HTML page (404 or 410)."""
 
 
 def _unreachable(exc: OriginError) -> bool:

@@ -13,6 +13,10 @@ store holds a copy newer than the failure (the warm-up wrote one), checked at mo
 With semantic matching on, each index's embeddings are attached in the background (`embeddings.EmbeddingJobs`):
 a first load is served at once, and a newer index for a site that ranks semantically is served only once it has
 its vectors, so a republish never drops a warm instance back to lexical ranking.
+
+Pages an index lists but the origin does not serve (`phantoms.MissingPages`) are looked up in the store beside
+the index while a site first loads (waited for at most `RECORD_WAIT` more), re-checked with each periodic store
+check, and added to by `get`s that find one; searches leave them out and health counts them.
 """
 
 from __future__ import annotations
@@ -33,9 +37,13 @@ from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import EmbeddingJobs, Semantic
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.loading import LoadedSite, build, fetch_index, try_parse
+from shared.providers.mkdocs.phantoms import MissingPages
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
+
+RECORD_WAIT = 1.0
+"""Seconds a first load waits, beyond its own, for the site's missing-pages record to be looked up."""
 
 
 class SiteState(StrEnum):
@@ -85,6 +93,7 @@ class SiteRegistry:
         self._loaded: dict[str, LoadedSite] = {}
         self._checked: dict[str, float] = {}
         self._failed: dict[str, Failure] = {}
+        self._missing = MissingPages(store, self._name)
 
     @property
     def embedding(self) -> EmbeddingModel | None:
@@ -118,10 +127,13 @@ class SiteRegistry:
             if current is None:
                 return await self._first_load(site)
             if self._check_due(site):
-                try:
-                    await self._refresh(site, current)
-                except Exception as exc:  # a bad newer copy must not cost the site the index it has
-                    log.warning("site %s: checking for a newer index failed (%s)", site, type(exc).__name__)
+                refreshed, _ = await asyncio.gather(
+                    self._refresh(site, current), self._missing.refresh(site), return_exceptions=True
+                )
+                if isinstance(refreshed, Exception):  # a bad newer copy must not cost the site the index it has
+                    log.warning("site %s: checking for a newer index failed (%s)", site, type(refreshed).__name__)
+                elif isinstance(refreshed, BaseException):
+                    raise refreshed
             return self._loaded[site]
 
     def _check_due(self, site: str) -> bool:
@@ -156,6 +168,7 @@ class SiteRegistry:
         return stat is not None and stat.fetched_at > failure.failed_at
 
     async def _first_load(self, site: str) -> LoadedSite | None:
+        lookup = self._missing.lookup(site)  # beside the index's own load, so it rarely adds a wait
         try:
             loaded = await self._load(site)
         except SiteUnavailableError as exc:
@@ -169,6 +182,7 @@ class SiteRegistry:
         self._install(site, loaded)
         if self._jobs is not None:
             self._jobs.start(site, loaded)
+        await asyncio.wait([lookup], timeout=RECORD_WAIT)
         return loaded
 
     def _fail(self, site: str, reason: str, *, unpublished: bool) -> None:
@@ -201,15 +215,30 @@ class SiteRegistry:
         if self._jobs is not None:
             await self._jobs.looked_up(sites)
 
+    def missing(self, loaded: LoadedSite) -> frozenset[str]:
+        """The pages of this loaded index that the origin is known not to serve (no I/O)."""
+        return self._missing.pages(loaded.index.site, loaded.digest)
+
+    def page_missing(self, site: str, page: str) -> None:
+        """A `get` found a page of the served index missing: searches drop it now, the store learns it soon."""
+        loaded = self._loaded.get(site)
+        if loaded is not None:
+            self._missing.found(site, loaded.digest, page)
+
+    async def recorded(self) -> None:
+        """Wait until missing pages found or looked up are settled with the store (tests and tools use it)."""
+        await self._missing.settled()
+
     async def embedded(self, site: str) -> None:
         """Wait until the site's embedding job has finished, whatever its outcome (tests and tools use it)."""
         if self._jobs is not None:
             await self._jobs.finished(site)
 
     async def aclose(self) -> None:
-        """Stop embedding work still running (its thread stops at the next batch)."""
+        """Stop embedding work still running (its thread stops at the next batch); let findings reach the store."""
         if self._jobs is not None:
             await self._jobs.aclose()
+        await self._missing.aclose()
 
     async def _load(self, site: str) -> LoadedSite:
         name = self._name(site)
@@ -309,6 +338,7 @@ class SiteRegistry:
                     "entries": len(loaded.index.entries),
                     "pages": len(loaded.index.pages),
                     "fetchedAt": loaded.fetched_at.isoformat(),
+                    "missingPages": len(self.missing(loaded)),
                     **self._ranking(site, loaded),
                 }
             else:

@@ -6,11 +6,15 @@ origin gave last time, and then
     200       validate (parses, has entries) and write it, conditionally                      -> refreshed
               (or -> unchanged when the content is the same as the stored copy's)
     failure   leave the stored copy alone                                                      -> failed, reason
-One site's failure never stops the others. With semantic matching on (an embedding model given) and shared
-storage, a site whose stored index has no embeddings from this model for exactly its entries gets them computed
-here (only entries whose text changed since the stored ones, on the process's one bulk embedding lane, shared
-with the requests' own embedding work) and stored, so serving instances load them instead of computing them
-(`semantic` in the report: computed, current, or why not).
+One site's failure never stops the others. With shared storage, the stored index version's pages are then
+checked against the origin unless its missing-pages record is already complete (`pagecheck`: bounded
+concurrency, conditional requests, a time budget), and what is found is merged into the record beside the index,
+so every instance leaves those pages out of its searches (`pages` in the report: checked, partial, current, or
+why not). With semantic matching on (an embedding model given) and shared storage, a site whose stored index
+has no embeddings from this model for exactly its entries gets them computed here (only entries whose text
+changed since the stored ones, on the process's one bulk embedding lane, shared with the requests' own embedding
+work) and stored, so serving instances load them instead of computing them (`semantic` in the report: computed,
+current, or why not).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.loading import fetch_index
+from shared.providers.mkdocs.missing import MissingRecord, start
+from shared.providers.mkdocs.pagecheck import PageCheck
+from shared.providers.mkdocs.phantoms import read_record, save
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -41,9 +48,13 @@ async def warm_site(
     site: str,
     *,
     embedding: EmbeddingModel | None = None,
+    check: PageCheck | None = None,
 ) -> dict[str, str]:
-    """One site's refresh, then its embeddings; never raises for an origin or storage failure, it reports them."""
+    """One site's refresh, then its pages and embeddings; never raises for an origin or storage failure, it
+    reports them. `check` is the warm-up's page check, shared by its sites (one lane of requests)."""
     outcome = await _warm_index(client, settings, store, site)
+    if outcome["outcome"] != FAILED:
+        outcome["pages"] = await warm_pages(settings, store, site, check or PageCheck(client, settings))
     if embedding is not None and outcome["outcome"] != FAILED:
         outcome["semantic"] = await warm_vectors(settings, store, site, embedding)
     return outcome
@@ -65,6 +76,43 @@ async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site:
         log.exception("warm-up %s: embedding failed", site)
         return f"failed: {type(exc).__name__}"
     return "computed" if computed else "current"
+
+
+async def warm_pages(settings: DocumentationSettings, store: IndexStore, site: str, check: PageCheck) -> str:
+    """Check the stored index version's pages unless its record is complete; what was found, or why not.
+
+    Never raises. Only counts are reported: page paths stay out of reports and logs.
+    """
+    if store.kind == "memory":
+        return "skipped: no shared storage to keep the record in"
+    name = index_name(settings.cache_file_name_template, site)
+    try:
+        stat = await store.stat(name)
+        previous = (await read_record(store, site)).record
+        if stat is not None and previous is not None and previous.index == stat.digest and previous.complete:
+            return f"current: {len(previous.missing)} missing"
+        cached = await store.read(name)
+        if cached is None:
+            return "skipped: no stored index"
+        index = await asyncio.to_thread(parse_index, site, cached.payload)
+        checked = await check.site(site, index, start(previous, cached.digest))
+        saved = await save(store, site, checked, index_name=name)
+    except (StoreError, IndexFormatError) as exc:
+        return f"failed: {exc}"
+    except Exception as exc:  # one site's check must not cost the other sites their warm-up
+        log.exception("warm-up %s: checking its pages failed", site)
+        return f"failed: {type(exc).__name__}"
+    if saved is None:
+        return "skipped: the stored index changed meanwhile; checked again next time"
+    return _pages_summary(checked, saved.record or checked, len(index.pages))
+
+
+def _pages_summary(checked: MissingRecord, stored: MissingRecord, pages: int) -> str:
+    missing = f"{len(stored.missing)} missing"
+    if checked.complete:
+        return f"checked: {missing}"
+    decided = len(checked.checked | checked.missing)
+    return f"partial: {decided} of {pages} pages decided, {missing}; the rest next time"
 
 
 async def _warm_index(
@@ -113,9 +161,10 @@ async def warm_all(
         log.warning("warm-up: no storage is configured, so the refreshed copies are not shared with any instance")
     own_client = client is None
     origin = client or OriginClient(settings.origin)
+    check = PageCheck(origin, settings)
     try:
         outcomes = await asyncio.gather(
-            *(warm_site(origin, settings, store, site, embedding=embedding) for site in settings.sites)
+            *(warm_site(origin, settings, store, site, embedding=embedding, check=check) for site in settings.sites)
         )
     finally:
         if own_client:
@@ -126,6 +175,8 @@ async def warm_all(
             log.warning("warm-up %s: failed: %s", site, outcome["reason"])
         else:
             log.info("warm-up %s: %s %s", site, outcome["outcome"], outcome.get("detail", ""))
+        if "pages" in outcome:
+            log.info("warm-up %s: pages %s", site, outcome["pages"])
         if "semantic" in outcome:
             log.info("warm-up %s: embeddings %s", site, outcome["semantic"])
     counts = {kind: sum(1 for item in outcomes if item["outcome"] == kind) for kind in OUTCOMES}

@@ -264,7 +264,8 @@ async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_an
     assert swapped is not None and swapped is not first and swapped.source == "cache"
     assert len(swapped.index.entries) == entries_before + 1
     assert len(first.index.entries) == entries_before  # a request still holding the old index sees it whole
-    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (1, 1)
+    # One property check each for the index and its missing-pages record (there is none); one index download.
+    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (2, 1)
 
 
 async def test_an_unchanged_blob_costs_one_property_check_and_no_download(
@@ -288,7 +289,8 @@ async def test_an_unchanged_blob_costs_one_property_check_and_no_download(
     await registry.get(SITE)
 
     assert after_touch is not None and after_touch.index is first.index
-    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (3, 0)
+    # Per check, one property check each for the index and its missing-pages record.
+    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (3 * 2, 0)
 
 
 async def test_an_older_blob_never_replaces_the_index_in_hand(
@@ -310,7 +312,5 @@ async def test_an_older_blob_never_replaces_the_index_in_hand(
     loaded = await registry.get(SITE)
 
     assert loaded is not None and loaded.index is first.index
-    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (
-        2,
-        0,
-    )  # judged from its properties, never downloaded
+    # Judged from its properties, never downloaded (each check also looks at the missing-pages record's).
+    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (2 * 2, 0)

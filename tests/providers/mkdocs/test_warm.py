@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.cache import MemoryIndexStore, index_name, open_store, vectors_name
+from shared.cache import CachedIndex, MemoryIndexStore, index_name, missing_name, open_store, vectors_name
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.vectors import SiteVectors
@@ -51,6 +52,15 @@ def blob_name(site: str) -> str:
     return index_name("{site}-docs-search-index.json", site)
 
 
+def stored_names(*, embeddings: str | None = None) -> set[str]:
+    """What a warm-up leaves in the container: each published site's index and missing-pages record (and its
+    embeddings from the model `embeddings`)."""
+    names = {blob_name(site) for site in PUBLISHED_SITES} | {missing_name(site) for site in PUBLISHED_SITES}
+    if embeddings is not None:
+        names |= {vectors_name(site, embeddings) for site in PUBLISHED_SITES}
+    return names
+
+
 async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpublished_one(
     blob_settings: DocumentationSettings,
     counting_store: CountingStore,
@@ -65,8 +75,12 @@ async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpub
         UNPUBLISHED_SITE: FAILED,
     }
     assert report[UNPUBLISHED_SITE]["status"] == "404" and "404" in report[UNPUBLISHED_SITE]["reason"]
+    assert {site: report[site]["pages"] for site in PUBLISHED_SITES} == {
+        **dict.fromkeys(PUBLISHED_SITES, "checked: 0 missing"),
+        "alpha": "checked: 1 missing",  # the phantom entry
+    }
     stored = blobs(azurite, blob_container)
-    assert set(stored) == {blob_name(site) for site in PUBLISHED_SITES}
+    assert set(stored) == stored_names()
     assert stored[blob_name("alpha")] == (built_origin / "alpha" / "search" / "search_index.json").read_bytes()
     stat = await counting_store.inner.stat(blob_name("alpha"))
     assert stat is not None and stat.origin_etag and stat.complete
@@ -78,16 +92,27 @@ async def test_a_304_only_refreshes_the_metadata(
     static_origin: StaticOrigin,
     azurite: Azurite,
     blob_container: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     await warm_all(blob_settings, counting_store)
     before = {site: await counting_store.inner.stat(blob_name(site)) for site in PUBLISHED_SITES}
     payloads = blobs(azurite, blob_container)
     static_origin.clear_requests()
     counting_store.calls.clear()
+    downloaded: list[str] = []
+    read = counting_store.inner.read
+
+    async def recording_read(name: str) -> CachedIndex | None:
+        downloaded.append(name)
+        return await read(name)
+
+    monkeypatch.setattr(counting_store.inner, "read", recording_read)
 
     report = await warm_all(blob_settings, counting_store)
 
     assert all(report[site]["outcome"] == UNCHANGED for site in PUBLISHED_SITES)
+    assert report["alpha"]["pages"] == "current: 1 missing"  # the record is complete for this version
+    assert set(static_origin.paths()) == {index_path(site) for site in (*PUBLISHED_SITES, UNPUBLISHED_SITE)}
     for site in PUBLISHED_SITES:
         [request] = static_origin.requests_for(index_path(site))
         earlier = before[site]
@@ -96,7 +121,8 @@ async def test_a_304_only_refreshes_the_metadata(
         after = await counting_store.inner.stat(blob_name(site))
         assert after is not None and after.fetched_at > earlier.fetched_at and after.version != earlier.version
     assert counting_store.calls["write"] == 0 and counting_store.calls["touch"] == len(PUBLISHED_SITES)
-    assert counting_store.calls["read"] == 0  # properties only: no payload is downloaded to decide
+    # Properties only: no index is downloaded to decide, only each site's small missing-pages record.
+    assert sorted(downloaded) == sorted(missing_name(site) for site in PUBLISHED_SITES)
     assert blobs(azurite, blob_container) == payloads
 
 
@@ -113,7 +139,7 @@ async def test_changed_origin_content_is_validated_and_written(
 
     report = await warm_all(blob_settings, counting_store)
 
-    assert report["beta-docs"] == {"outcome": REFRESHED, "entries": "1"}
+    assert report["beta-docs"] == {"outcome": REFRESHED, "entries": "1", "pages": "checked: 0 missing"}
     assert report["alpha"]["outcome"] == UNCHANGED
     assert blobs(azurite, blob_container)[blob_name("beta-docs")] == changed
 
@@ -194,7 +220,7 @@ def test_cli_warm_leaves_one_blob_per_site_and_serve_answers_from_them_with_the_
     assert warm.returncode == 0, warm.stderr
     printed = json.loads(warm.stdout)
     assert printed["cache"]["kind"] == "blob" and printed["cache"]["status"] == "ok"
-    assert set(blobs(azurite, blob_container)) == {blob_name(site) for site in PUBLISHED_SITES}
+    assert set(blobs(azurite, blob_container)) == stored_names()
 
     static_origin.stop()
     blob_settings = fixture_settings(
@@ -242,10 +268,8 @@ async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_ind
     assert {site: first[site].get("semantic") for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, "computed")
     assert {site: second[site].get("semantic") for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, "current")
     assert "semantic" not in first[UNPUBLISHED_SITE]  # no index, nothing to embed
-    assert set(blobs(azurite, blob_container)) == {
-        *(blob_name(site) for site in PUBLISHED_SITES),
-        *(f"embeddings/{site}/{model.model_id}.json" for site in PUBLISHED_SITES),
-    }
+    assert set(blobs(azurite, blob_container)) == stored_names(embeddings=model.model_id)
+    assert vectors_name("alpha", model.model_id) == f"embeddings/alpha/{model.model_id}.json"
     assert index is not None and vectors is not None
     parsed = parse_index("alpha", index.payload)
     stored = SiteVectors.loads(vectors.payload, model.model_id)
@@ -265,7 +289,7 @@ async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_war
 
     assert {site: report[site]["outcome"] for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, REFRESHED)
     assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {"failed: RuntimeError"}
-    assert set(blobs(azurite, blob_container)) == {blob_name(site) for site in PUBLISHED_SITES}
+    assert set(blobs(azurite, blob_container)) == stored_names()
 
 
 async def test_without_shared_storage_the_warm_up_does_not_embed(static_origin: StaticOrigin) -> None:
