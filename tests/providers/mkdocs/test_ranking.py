@@ -50,7 +50,7 @@ def test_a_title_counts_each_written_word_once(title: str, expected: list[str]) 
 
 def test_title_coverage_is_shared_among_the_words_a_title_writes() -> None:
     index = ranker(page("peering/", "VNet Peering", "Network setup notes."), *FILLER)
-    shares = {term: share for term, postings in index.titles.items() for number, share in postings if number == 0}
+    shares = {term: share for term in index.titles.terms for number, share in index.titles.of(term) if number == 0}
     assert set(shares) == {"vnet", "peer"}  # not also `v` and `net`: a query writing "VNet" covers half the title
     assert sum(shares.values()) == pytest.approx(1.0)
 
