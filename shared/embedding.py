@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from shared import memory
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.model_graph import REWRITE, int8_compute
 
@@ -43,7 +44,8 @@ T = TypeVar("T")
 RECORD = Path(__file__).parent / "data" / "model.json"
 MAX_TOKENS = 64
 """Word pieces embedded per text, special tokens included: a heading plus the opening sentences."""
-BATCH = 32
+BATCH = 16
+"""Texts per model run: as fast as 32 on two cores (forge: 30.7 s against 31.4 s), half the activations in memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,7 @@ class MiniLM:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise EmbeddingUnavailableError(f"semantic runtime not installed: {exc.name}") from None
+        memory.tune()
         try:
             content, tokenizer_path = record.verified()
             options = onnxruntime.SessionOptions()
@@ -140,6 +143,7 @@ class MiniLM:
             raise EmbeddingUnavailableError(f"the model could not be loaded ({type(exc).__name__})") from exc
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.no_padding()
+        memory.trim()  # the rewrite's copies of the graph
         log.info("semantic model %s loaded", record.model_id)
         return cls(session, tokenizer)
 
@@ -147,12 +151,13 @@ class MiniLM:
         import numpy as np
 
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda n: len(texts[n]))  # similar lengths pad less
+        every = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda n: len(every[n].ids))  # equal lengths: no padding to compute
         for start in range(0, len(order), BATCH):
             if stop is not None and stop.is_set():
                 raise EmbeddingStopped
             batch = order[start : start + BATCH]
-            encodings = self._tokenizer.encode_batch([texts[n] for n in batch])
+            encodings = [every[n] for n in batch]
             width = max(len(encoding.ids) for encoding in encodings)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -165,6 +170,14 @@ class MiniLM:
             pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
             out[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
+
+
+def _trimmed(work: Callable[[Encoder], T], encoder: Encoder) -> T:
+    """Bulk work, then its freed activations and tokens handed back to the system (`shared.memory`)."""
+    try:
+        return work(encoder)
+    finally:
+        memory.trim()
 
 
 class EmbeddingModel:
@@ -216,7 +229,7 @@ class EmbeddingModel:
         """Run `work(encoder)` on the bulk lane, after any bulk work queued before it; cancelling a queued call
         drops it before it starts (a running one stops at its `stop` event)."""
         encoder = await self.ready()
-        return await asyncio.get_running_loop().run_in_executor(self._bulk, work, encoder)
+        return await asyncio.get_running_loop().run_in_executor(self._bulk, _trimmed, work, encoder)
 
     def describe(self) -> dict[str, object]:
         """What health says about the model, without loading it."""

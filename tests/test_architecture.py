@@ -53,7 +53,7 @@ IO_STDLIB = {
 PURE_EXCEPTIONS = {"shared.providers.mkdocs.resolution": {"asyncio"}}
 """The resolver awaits the site loader it is handed (gathering several sites at once); it opens nothing itself."""
 
-BASE = {"shared", "shared.settings", "shared.telemetry", "shared.deadline", *PURE}
+BASE = {"shared", "shared.settings", "shared.telemetry", "shared.deadline", "shared.memory", *PURE}
 """What every layer may import: the settings, telemetry, and the pure modules."""
 SERVICES = {"shared.fetch", "shared.embedding", "shared.identity", "shared.cache"}
 """Shared services with I/O that providers and the composition root use."""
@@ -75,6 +75,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.identity", BASE),
     ("shared.telemetry", {"shared.identity", *BASE}),  # the exporter authenticates as the app's identity
     ("shared.deadline", BASE),
+    ("shared.memory", BASE),
     ("shared.settings", {"shared.errors", "shared.providers.mkdocs.kinds"}),  # PathWeights is parsed at start-up
 ]
 

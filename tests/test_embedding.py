@@ -51,7 +51,7 @@ def test_the_same_text_always_gets_the_same_vector(minilm: MiniLM) -> None:
 
 
 def test_rows_come_back_in_input_order_across_batches_of_mixed_lengths(minilm: MiniLM) -> None:
-    # encode sorts by length and works in batches of 32: every row must still land where its text was.
+    # encode sorts by length and works in batches of 16: every row must still land where its text was.
     texts = [f"entry {n} " + "about deny windows " * (n % 5) for n in range(40)]
     together = minilm.encode(texts)
     alone = np.stack([unit(minilm, text) for text in texts])
@@ -152,3 +152,33 @@ async def test_a_model_that_is_not_the_one_named_is_refused() -> None:
     model = EmbeddingModel(WordEncoder, model_id="another-model")
     with pytest.raises(EmbeddingUnavailableError, match="expected another-model"):
         await model.ready()
+
+
+# -- memory handed back after bulk work
+
+
+def test_bulk_work_hands_its_freed_memory_back_even_when_it_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared import memory
+
+    trims: list[str] = []
+    monkeypatch.setattr(memory, "trim", lambda: trims.append(threading.current_thread().name))
+    model = model_of(WordEncoder())
+
+    async def scenario() -> None:
+        assert await model.bulk(lambda encoder: encoder.model_id) == model.model_id
+        with pytest.raises(ZeroDivisionError):
+            await model.bulk(lambda encoder: 1 / 0)
+
+    asyncio.run(scenario())
+    model.close(wait=True)
+    assert len(trims) == 2 and all(name.startswith("embedding") for name in trims)  # on the bulk lane
+
+
+def test_memory_controls_are_harmless_no_ops_without_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared import memory
+
+    memory.tune()
+    memory.trim()  # the real glibc calls on this machine
+    monkeypatch.setattr(memory, "_libc", lambda: None)
+    memory.tune()
+    memory.trim()

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from shared import memory
 from shared.cache import CachedIndex, CacheStat
 from shared.errors import IndexFormatError, OriginError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
@@ -90,7 +91,14 @@ async def try_parse(site: str, cached: CachedIndex) -> SiteIndex | None:
         return None
 
 
+def _build(index: SiteIndex, weights: PathWeights) -> Ranker:
+    try:
+        return Ranker.build(index, weights)
+    finally:
+        memory.trim()  # the build's working lists
+
+
 async def build(entry: CachedIndex, source: str, index: SiteIndex, weights: PathWeights) -> LoadedSite:
     """Rank off the event loop, so a cold load does not stall requests for sites already loaded."""
-    ranker = await asyncio.to_thread(Ranker.build, index, weights)
+    ranker = await asyncio.to_thread(_build, index, weights)
     return LoadedSite(index, ranker, entry.version, source, entry.fetched_at, entry.digest)
