@@ -37,7 +37,6 @@ cosines stay below the threshold.
 
 from __future__ import annotations
 
-import heapq
 import math
 from array import array
 from collections import Counter
@@ -284,7 +283,7 @@ class Ranker:
         page_of = np.zeros(len(self.entries), dtype=np.intp)
         for number, page in enumerate(self.pages):
             page_of[page.sections] = number
-        self.semantic = _Semantic(vectors, page_of, len(self.pages))
+        self.semantic = _Semantic.of(vectors, page_of)
 
     def listing(self) -> list[RankedHit]:
         """Pages in index order (the `*` query), one unscored hit per page entry.
@@ -317,25 +316,24 @@ class Ranker:
         credit: dict[int, float] = {}
         cosines = None
         if semantic is not None and vector is not None:
-            close, cosines = semantic.close_pages(vector)
-            credit = {n: close[n] * float(boosts[n]) for n in close}
-            if close:
+            close, closeness, cosines = semantic.close_pages(vector)
+            if len(close):
                 # The best by meaning, and the best by both (the page score standing in for the section score),
                 # so a page good on both counts but top of neither is still weighed whole.
-                page_score, page_prior = scores.tolist(), prior.tolist()
-                both = {
-                    n: page_score[n] * page_prior[n] * fit + credit.get(n, 0.0)
-                    for n in dict.fromkeys((*scored.tolist(), *close))
-                }
+                credits = np.zeros(len(scores))
+                credits[close] = closeness * boosts[close]
+                candidates = np.concatenate((scored, close[~np.isin(close, scored)]))
+                both = scores[candidates] * prior[candidates] * fit + credits[candidates]
                 shortlist = list(
                     dict.fromkeys(
                         (
                             *shortlist,
-                            *heapq.nlargest(limit + CANDIDATES, close, key=close.__getitem__),
-                            *heapq.nlargest(limit + CANDIDATES, both, key=both.__getitem__),
+                            *close[np.argsort(-closeness, kind="stable")[: limit + CANDIDATES]].tolist(),
+                            *candidates[np.argsort(-both, kind="stable")[: limit + CANDIDATES]].tolist(),
                         )
                     )
                 )
+                credit = dict(zip(close.tolist(), credits[close].tolist(), strict=True))
         sections = self.section_view.postings.coordinated(self.section_view.weights(wanted))
         hits = [
             self._hit(n, float(scores[n]), fit * float(prior[n]), sections, credit.get(n, 0.0), cosines)
@@ -388,19 +386,29 @@ class Ranker:
 @dataclass(frozen=True, slots=True)
 class _Semantic:
     vectors: SiteVectors
-    page_of: npt.NDArray[np.intp]
-    """Entry number -> page number."""
-    pages: int
+    order: npt.NDArray[np.intp]
+    """Entry numbers grouped by page, pages in order."""
+    starts: npt.NDArray[np.intp]
+    """Where each page's entries start in `order`."""
 
-    def close_pages(self, query: npt.NDArray[np.float32]) -> tuple[dict[int, float], npt.NDArray[np.float32]]:
-        """Pages whose best entry is above the threshold, with their credit; and every entry's cosine."""
+    @classmethod
+    def of(cls, vectors: SiteVectors, page_of: npt.NDArray[np.intp]) -> _Semantic:
+        import numpy as np
+
+        order = np.argsort(page_of, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(page_of[order]) != 0])
+        return cls(vectors, order, starts)
+
+    def close_pages(
+        self, query: npt.NDArray[np.float32]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
+        """Pages whose best entry is above the threshold and their credit, and every entry's cosine."""
         import numpy as np
 
         cosines = self.vectors.similarities(query)
-        best = np.full(self.pages, -1.0, dtype=np.float32)
-        np.maximum.at(best, self.page_of, cosines)
+        best = np.maximum.reduceat(cosines[self.order], self.starts)
         close = np.flatnonzero(best > THRESHOLD)
-        return {int(n): WEIGHT * (float(best[n]) - THRESHOLD) for n in close}, cosines
+        return close, WEIGHT * (best[close].astype(np.float64) - THRESHOLD), cosines
 
 
 def _nonzero(scores: npt.NDArray[np.float64]) -> dict[int, float]:
