@@ -1,12 +1,14 @@
 """Benchmark the MkDocs ranker against two peers over the same index entries, in one run, and print ratios.
 
     python tools/bench.py --corpus ../shared/corpus/origin --eval ../shared/evals/dev-set.json \
-        --eval tools/evals/holdout-set.json
+        --eval tools/evals/holdout-set.json --eval tools/evals/blind-set.json [--path-weights JSON]
 
-Ours, twice: `ranker` is the lexical ranker alone (`Search__Semantic=false`), `ranker+semantic` the service's
-default (the lexical score plus MiniLM entry embeddings, shared/providers/mkdocs/vectors.py; its build time includes
-embedding every entry, which the service does once per index version off the request path, and its latency
-includes embedding the query). Peers, built over exactly the entries the ranker sees:
+Ours, three times: `ranker` is the lexical ranker alone (`Search__Semantic=false`), `ranker+semantic` the
+service's default (the lexical score plus MiniLM entry embeddings, shared/providers/mkdocs/vectors.py; its
+latency includes embedding the query), both with the page-kind rules (`--path-weights`, default: the service's
+default), and `semantic, no kinds` the default without them (`Search__PathWeights=[]`, the spec's ranking).
+Embedding every entry (what the service does once per index version, off the request path) is timed once and
+its vectors shared by both semantic systems. Peers, built over exactly the entries the ranker sees:
 
 - lunr.py, the algorithm MkDocs Material's search runs: title boost 1000 as Material configures it, lunr's
   default English pipeline, every query word an optional term;
@@ -15,16 +17,22 @@ includes embedding the query). Peers, built over exactly the entries the ranker 
 Every system answers per site; results are merged across sites by score and, like the service, kept to one
 result per page at the page's location (a peer's best entry stands for its page). Locations are qualified the
 way the service returns them: bare on the default site, `{site}/{path}` elsewhere, the site root as the bare
-site name. Quality uses the harness's own scoring (tools/eval.py); latency is warm, in-process, per query over
-all sites including the merge.
+site name. Quality uses the harness's own scoring (tools/eval.py), per set and per failure mode; latency is
+warm, in-process, per query over all sites including the merge. Resident memory is measured per system in a
+fresh process that builds (or, for ours, loads the stored vectors like the service) and answers every query:
+VmRSS after, less the same process before building, and the whole process's VmHWM.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,8 +40,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.embedding import MiniLM  # noqa: E402
+from shared.embedding import MINILM_ID, MiniLM  # noqa: E402
 from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
+from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
+from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
 from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
 from shared.providers.mkdocs.vectors import SiteVectors  # noqa: E402
 from tools.eval import Case, discovery, hit_rank, page_of, parse_eval_set  # noqa: E402
@@ -79,33 +89,57 @@ def one_per_page(hits: list[tuple[float, str]]) -> list[tuple[float, str]]:
     return sorted(((score, page) for page, score in seen.items()), reverse=True)
 
 
-def build_ours(index: SiteIndex) -> Search:
-    ranker = Ranker.build(index)
-    return lambda query: [(hit.score, hit.entry.location) for hit in ranker.search(query, LIMIT)]
-
-
+KINDS = [PathWeights.parse(DEFAULT_KINDS)]
+"""The page-kind rules ours rank with (`--path-weights`)."""
+VECTORS: dict[str, SiteVectors] = {}
+"""Each site's entry vectors, computed once (`embed_all`) and shared by the semantic systems."""
+_ENCODER: list[MiniLM] = []
 _QUERY_VECTOR: dict[str, object] = {}
 """The last query's embedding: every site is asked the same query in turn, and the service embeds it once."""
 
 
-_ENCODER: list[MiniLM] = []
-
-
-def build_semantic(index: SiteIndex) -> Search:
+def encoder() -> MiniLM:
     if not _ENCODER:
         _ENCODER.append(MiniLM.load())
-    encoder = _ENCODER[0]
-    ranker = Ranker.build(index)
-    ranker.attach(SiteVectors.compute(encoder, index.entries))
+    return _ENCODER[0]
+
+
+def embed_all(indexes: dict[str, SiteIndex]) -> dict[str, float]:
+    """Embed every site's entries as the service does; seconds per site."""
+    seconds = {}
+    for site, index in indexes.items():
+        start = time.perf_counter()
+        VECTORS[site] = SiteVectors.compute(encoder(), index.entries)
+        seconds[site] = time.perf_counter() - start
+    return seconds
+
+
+def build_ours(index: SiteIndex) -> Search:
+    ranker = Ranker.build(index, KINDS[0])
+    return lambda query: [(hit.score, hit.entry.location) for hit in ranker.search(query, LIMIT)]
+
+
+def _semantic(index: SiteIndex, kinds: PathWeights) -> Search:
+    model = encoder()
+    ranker = Ranker.build(index, kinds)
+    ranker.attach(VECTORS[index.site])
 
     def search(query: str) -> list[tuple[float, str]]:
         vector = _QUERY_VECTOR.get(query)
         if vector is None:
             _QUERY_VECTOR.clear()
-            vector = _QUERY_VECTOR[query] = encoder.encode([query])[0]
+            vector = _QUERY_VECTOR[query] = model.encode([query])[0]
         return [(hit.score, hit.entry.location) for hit in ranker.search(query, LIMIT, vector)]  # type: ignore[arg-type]
 
     return search
+
+
+def build_semantic(index: SiteIndex) -> Search:
+    return _semantic(index, KINDS[0])
+
+
+def build_semantic_spec(index: SiteIndex) -> Search:
+    return _semantic(index, PathWeights())
 
 
 def build_bm25s(index: SiteIndex) -> Search:
@@ -147,8 +181,14 @@ def build_lunr(index: SiteIndex) -> Search:
     return search
 
 
-SYSTEMS = {"ranker": build_ours, "ranker+semantic": build_semantic, "lunr.py": build_lunr, "bm25s": build_bm25s}
-OURS = ("ranker", "ranker+semantic")
+SYSTEMS = {
+    "ranker": build_ours,
+    "ranker+semantic": build_semantic,
+    "semantic, no kinds": build_semantic_spec,
+    "lunr.py": build_lunr,
+    "bm25s": build_bm25s,
+}
+OURS = ("ranker", "ranker+semantic", "semantic, no kinds")
 
 
 def merged(searches: dict[str, Search], query: str) -> list[tuple[float, str]]:
@@ -156,12 +196,20 @@ def merged(searches: dict[str, Search], query: str) -> list[tuple[float, str]]:
     return sorted(hits, key=lambda hit: hit[0], reverse=True)[:LIMIT]
 
 
-def quality(searches: dict[str, Search], cases: list[Case]) -> dict[str, float]:
+def scored(searches: dict[str, Search], cases: list[Case]) -> list[dict[str, float]]:
     rows = []
     for case in cases:
         returned = [location for _, location in merged(searches, case.query)]
         rows.append(discovery(hit_rank(returned, case.acceptable)))
         rows[-1]["page"] = discovery(hit_rank(returned, case.acceptable, page_of))["hitAt1"]
+    return rows
+
+
+def quality(searches: dict[str, Search], cases: list[Case]) -> dict[str, float]:
+    return summary(scored(searches, cases))
+
+
+def summary(rows: list[dict[str, float]]) -> dict[str, float]:
     count = len(rows)
     return {
         "hit@1": sum(r["hitAt1"] for r in rows) / count,
@@ -225,16 +273,33 @@ def ratio(ours: float, peer: float) -> str:
 
 
 def row(label: str, values: list[str]) -> str:
-    return f"{label:<26}" + "".join(f"{value:>16}" for value in values)
+    return f"{label:<26}" + "".join(f"{value:>19}" for value in values)
+
+
+def mode_of(case: Case) -> str:
+    """A case's failure mode without its note: `cross-site (iac-okta-modules)` is `cross-site`."""
+    return case.failure_mode.split(" ", 1)[0] or "unlabelled"
 
 
 def quality_table(systems: dict[str, dict[str, Search]], label: str, cases: list[Case]) -> list[str]:
-    """One eval set's quality for every system, and each of ours against each peer."""
-    metrics = {name: quality(searches, cases) for name, searches in systems.items()}
+    """One eval set's quality for every system, each of ours against each peer, and hit@1 / MRR@10 per failure
+    mode."""
+    rows = {name: scored(searches, cases) for name, searches in systems.items()}
+    metrics = {name: summary(found) for name, found in rows.items()}
     names = list(systems)
     lines = [f"{label}: {len(cases)} cases", row("metric", names)]
     for metric in metrics[names[0]]:
         lines.append(row(metric, [f"{metrics[name][metric]:.3f}" for name in names]))
+    modes: dict[str, list[int]] = {}
+    for number, case in enumerate(cases):
+        modes.setdefault(mode_of(case), []).append(number)
+    lines.append(row("by failure mode", [f"{name[:11]} h1/MRR" for name in names]))
+    for mode, numbers in sorted(modes.items(), key=lambda item: -len(item[1])):
+        cells = []
+        for name in names:
+            subset = summary([rows[name][n] for n in numbers])
+            cells.append(f"{subset['hit@1']:.2f}/{subset['MRR@10']:.2f}")
+        lines.append(row(f"  {mode[:20]} ({len(numbers)})", cells))
     for ours in OURS:
         for peer in (name for name in names if name not in OURS):
             ratios = ", ".join(
@@ -255,7 +320,10 @@ def report(
     repeat: int,
 ) -> list[str]:
     names = list(systems)
-    lines = [f"{len(indexes)} sites, limit {LIMIT}, results merged across sites", ""]
+    lines = [
+        f"{len(indexes)} sites, limit {LIMIT}, results merged across sites; page-kind rules: {len(KINDS[0].rules)}",
+        "",
+    ]
     for label, cases in sets.items():
         lines += quality_table(systems, label, cases)
     queries = [case.query for cases in sets.values() for case in cases]
@@ -266,26 +334,100 @@ def report(
     lines.append(row("p95 ms", [f"{timings[name][1]:.2f}" for name in names]))
     for site in indexes:
         lines.append(row(f"build {site}", [f"{build_ms[name][site]:.0f}ms" for name in names]))
-    for ours in OURS:
+    for ours in OURS[:2]:
         for peer in (name for name in names if name not in OURS):
             lines.append(f"  {ours} p50 latency {ratio(timings[ours][0], timings[peer][0])}x {peer}'s")
+    return lines
+
+
+MEMORY_SYSTEMS = ("ranker", "ranker+semantic", "lunr.py", "bm25s")
+
+
+def memory_mb(field: str = "VmRSS") -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def resident(corpus: Path, vectors: Path, queries: list[str]) -> dict[str, dict[str, float]]:
+    """Each system's resident memory, each in a fresh process (`--memory-probe`), side by side."""
+    found = {}
+    for name in MEMORY_SYSTEMS:
+        command = [sys.executable, __file__, "--corpus", str(corpus), "--memory-probe", name, "--vectors", str(vectors)]
+        done = subprocess.run(command, input=json.dumps(queries), capture_output=True, text=True, check=True)
+        found[name] = json.loads(done.stdout)
+    return found
+
+
+def probe(corpus: Path, name: str, vectors: Path, queries: list[str]) -> dict[str, float]:
+    """In a fresh process: build one system over the corpus, answer every query, and say what it holds.
+
+    Ours load the stored vectors (as a warm service instance does) and load the model for queries; the peers
+    import their library when they build, so their import is counted like ours.
+    """
+    indexes = {site: parse_index(site, (corpus / path).read_bytes()) for site, path in SITES.items()}
+    before = memory_mb()
+    if name in ("ranker+semantic", "semantic, no kinds"):
+        for site, payload in json.loads(vectors.read_text()).items():
+            loaded = SiteVectors.loads(payload.encode(), MINILM_ID)
+            assert loaded is not None, "stored vectors of another model"
+            VECTORS[site] = loaded
+    searches = {site: SYSTEMS[name](index) for site, index in indexes.items()}
+    for query in queries:
+        merged(searches, query)
+    return {"rss_mb": memory_mb() - before, "process_peak_mb": memory_mb("VmHWM")}
+
+
+def memory_lines(found: dict[str, dict[str, float]]) -> list[str]:
+    names = list(found)
+    lines = ["resident memory, each system in a fresh process: its indexes (and model) after answering every query"]
+    lines.append(row("", names))
+    lines.append(row("MB over the process", [f"{found[name]['rss_mb']:.0f}" for name in names]))
+    lines.append(row("process peak MB", [f"{found[name]['process_peak_mb']:.0f}" for name in names]))
+    for ours in ("ranker", "ranker+semantic"):
+        for peer in ("lunr.py", "bm25s"):
+            mine, theirs = found[ours]["rss_mb"], found[peer]["rss_mb"]
+            lines.append(f"  {ours} holds {ratio(mine, theirs)}x {peer}'s memory")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="the documentation origin directory")
-    parser.add_argument("--eval", type=Path, required=True, action="append", help="eval set JSON (repeatable)")
+    parser.add_argument("--eval", type=Path, action="append", default=[], help="eval set JSON (repeatable)")
     parser.add_argument("--repeat", type=int, default=20, help="timed passes over the eval queries")
+    parser.add_argument("--path-weights", default=DEFAULT_KINDS, help="page-kind rules of ours (JSON)")
+    parser.add_argument("--memory-probe", help=argparse.SUPPRESS)
+    parser.add_argument("--vectors", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    KINDS[0] = PathWeights.parse(args.path_weights)
+    if args.memory_probe:
+        print(json.dumps(probe(args.corpus, args.memory_probe, args.vectors, json.loads(sys.stdin.read()))))
+        return 0
+    if not args.eval:
+        parser.error("at least one --eval is required")
     from shared.settings import SearchSettings
 
     indexes = {site: parse_index(site, (args.corpus / path).read_bytes()) for site, path in SITES.items()}
     sets = {path.name: parse_eval_set(path.read_text(encoding="utf-8")).cases for path in args.eval}
+    embedded = embed_all(indexes)
     systems, build_ms = build_all(indexes)
     lines = report(indexes, systems, build_ms, sets, args.repeat)
+    entries = sum(len(index.entries) for index in indexes.values())
+    lines += [
+        "",
+        f"embedding the corpus ({entries} entries, {os.cpu_count()} cores, model {MINILM_ID}): "
+        f"{sum(embedded.values()):.1f} s ({', '.join(f'{site} {sec:.1f} s' for site, sec in embedded.items())})",
+        "",
+    ]
+    queries = [case.query for cases in sets.values() for case in cases]
+    with tempfile.TemporaryDirectory() as scratch:
+        stored = Path(scratch) / "vectors.json"
+        stored.write_text(json.dumps({site: VECTORS[site].dumps(MINILM_ID).decode() for site in indexes}))
+        lines += memory_lines(resident(args.corpus, stored, queries))
     all_cases = [case for cases in sets.values() for case in cases]
-    for name in OURS:
+    for name in OURS[:2]:
         lines += ["", *floor_table(name, systems[name], all_cases, SearchSettings().min_score)]
     print("\n".join(lines))
     return 0
