@@ -1,6 +1,6 @@
 """A bounded load run: the service under uvicorn over a documentation origin, hit by concurrent clients.
 
-    python tools/load.py --corpus ../shared/corpus/origin [--requests 2000] [--clients 50] [--lexical]
+    python tools/load.py --corpus ../shared/corpus/origin [--requests 2000] [--clients 50] [--lexical | --both]
 
 Starts a static origin over `--corpus` and `python -m shared serve` in its own process (no storage: the cache
 lives in memory), waits until every site is loaded and, with semantic matching on, embedded (so what is measured
@@ -138,17 +138,9 @@ async def measure(args: argparse.Namespace, base: str, pid: int) -> dict[str, ob
     return summary | {"rss_mb_before": before["VmRSS"], "rss_mb_after": after["VmRSS"], "peak_mb": after["VmHWM"]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, required=True, help="directory of built sites ({dir}/{site}/)")
-    parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--lexical", action="store_true", help="Search__Semantic=false")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--ready-timeout", type=float, default=900.0)
-    args = parser.parse_args(argv)
+def serve_and_measure(args: argparse.Namespace, corpus: Path, lexical: bool) -> dict[str, object]:
     port = free_port()
-    with StaticOrigin(args.corpus) as origin:
+    with StaticOrigin(corpus) as origin:
         env = {
             key: value
             for key, value in os.environ.items()
@@ -158,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             "Forge__Documentation__Origin": origin.url,
             "Forge__Documentation__Sites": SITES,
             "Forge__Documentation__SearchIndexOverrides": OVERRIDES,
-            "Forge__Documentation__Search__Semantic": "false" if args.lexical else "true",
+            "Forge__Documentation__Search__Semantic": "false" if lexical else "true",
         }
         command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
         server = subprocess.Popen(command, cwd=REPO, env=env)
@@ -167,9 +159,31 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             server.terminate()
             server.wait(30)
-    summary = {"mode": "lexical" if args.lexical else "semantic"} | summary
-    print(json.dumps(summary, indent=2))
-    return 1 if summary["5xx"] or summary["errors"] else 0
+    return {"mode": "lexical" if lexical else "semantic"} | summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="directory of built sites ({dir}/{site}/)")
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--lexical", action="store_true", help="Search__Semantic=false")
+    parser.add_argument("--both", action="store_true", help="semantic, then lexical, and the ratios between them")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--ready-timeout", type=float, default=900.0)
+    args = parser.parse_args(argv)
+    modes = [False, True] if args.both else [args.lexical]
+    runs = [serve_and_measure(args, args.corpus, lexical) for lexical in modes]
+    for summary in runs:
+        print(json.dumps(summary, indent=2))
+    if args.both:
+        semantic, lexical = runs
+        print(
+            f"semantic against lexical: resident after {semantic['rss_mb_after']} / {lexical['rss_mb_after']} MB "
+            f"(x{int(semantic['rss_mb_after']) / int(lexical['rss_mb_after']):.2f}), throughput "
+            f"x{float(semantic['throughput_rps']) / float(lexical['throughput_rps']):.2f}"
+        )
+    return 1 if any(summary["5xx"] or summary["errors"] for summary in runs) else 0
 
 
 if __name__ == "__main__":
