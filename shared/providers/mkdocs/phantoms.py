@@ -1,15 +1,16 @@
 """Missing pages in the shared store: a site's record read and merged into, and one instance's view of every site's.
 
 The record (`missing.MissingRecord`) lives under `shared.cache.missing_name(site)`. Writers merge: they read the
-stored record, add their findings (a record for another index version is replaced, keeping its validators) and
+stored record, add their findings (a record for another index version is replaced by theirs) and
 write conditionally on the version they read, trying again on a conflict, so two instances never lose each
 other's findings. Findings are written only while the stored index is the version they were made in: a record
 must describe the index every instance loads next.
 
 `MissingPages` is what a serving instance knows: the stored record as last read (refreshed with the registry's
 periodic store check, downloaded only when its version changed) plus what its own `get`s found, which are written
-in the background, one writer per site; a storage failure leaves them to the next store check. Nothing here ever
-makes a request wait on storage or fail because of it.
+in the background, one writer per site; a storage failure, or conflicts outlasting the retries, leaves them to
+the next store check. No request fails because of the store; a site's first load waits at most a second
+(`sites.RECORD_WAIT`) for the record beside its index, and no later request waits for it at all.
 """
 
 from __future__ import annotations
@@ -51,21 +52,25 @@ async def save(store: IndexStore, site: str, findings: MissingRecord, *, index_n
     """Merge `findings` into the stored record, conditionally, merging again on a conflict.
 
     Returns what the store holds afterwards, or None when the stored index is another version than the one the
-    findings were made in (they are not written) or the conflicts outlasted `WRITE_ATTEMPTS`. Raises StoreError.
+    findings were made in (they are not written). Raises StoreError, also when conflicts outlast `WRITE_ATTEMPTS`
+    (the caller keeps the findings and writes them at its next store check).
     """
     stat = await store.stat(index_name)
     if stat is not None and stat.digest is not None and stat.digest != findings.index:
         return None
     for _ in range(WRITE_ATTEMPTS):
         current = await read_record(store, site)
-        merged = start(current.record, findings.index).merge(findings)
+        same_version = current.record is not None and current.record.index == findings.index
+        # A record of another index version is replaced, not merged: its pages' validators would otherwise pile up
+        # version after version.
+        merged = current.record.merge(findings) if same_version and current.record is not None else findings
         if merged == current.record:
             return current
         entry = CachedIndex(merged.dumps(), datetime.now(UTC), entries=len(merged.missing))
         written = await store.write(missing_name(site), entry, expected_version=current.version)
         if written is not None:
             return StoredRecord(merged, written)
-    return None
+    raise StoreError(f"the record changed under {WRITE_ATTEMPTS} writes in a row")
 
 
 class MissingPages:

@@ -127,13 +127,11 @@ class SiteRegistry:
             if current is None:
                 return await self._first_load(site)
             if self._check_due(site):
-                refreshed, _ = await asyncio.gather(
-                    self._refresh(site, current), self._missing.refresh(site), return_exceptions=True
-                )
-                if isinstance(refreshed, Exception):  # a bad newer copy must not cost the site the index it has
-                    log.warning("site %s: checking for a newer index failed (%s)", site, type(refreshed).__name__)
-                elif isinstance(refreshed, BaseException):
-                    raise refreshed
+                self._missing.lookup(site)  # other instances' findings, in the background: no request waits on it
+                try:
+                    await self._refresh(site, current)
+                except Exception as exc:  # a bad newer copy must not cost the site the index it has
+                    log.warning("site %s: checking for a newer index failed (%s)", site, type(exc).__name__)
             return self._loaded[site]
 
     def _check_due(self, site: str) -> bool:

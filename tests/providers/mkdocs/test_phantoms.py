@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, index_name, missing_name
+from shared.cache import CachedIndex, CacheStat, IndexStore, MemoryIndexStore, index_name, missing_name
 from shared.errors import ResolutionError, StoreError
 from shared.fetch import OriginClient
 from shared.models import Reason
-from shared.providers.mkdocs.missing import MissingRecord
+from shared.providers.mkdocs.missing import MissingRecord, Validators
 from shared.providers.mkdocs.pagecheck import PageCheck
 from shared.providers.mkdocs.phantoms import save
 from shared.providers.mkdocs.provider import MkDocsProvider
@@ -160,14 +160,47 @@ async def test_a_warm_instance_picks_up_another_instances_finding_at_its_next_st
     settings: DocumentationSettings,
 ) -> None:
     store, clock = MemoryIndexStore(), Clock()
-    async with instance(settings, store) as (finder, finder_registry), instance(settings, store, clock) as (other, _):
+    async with (
+        instance(settings, store) as (finder, finder_registry),
+        instance(settings, store, clock) as (other, other_registry),
+    ):
         assert PHANTOM in await found(other)
         await fetch_fails(finder, PHANTOM_PAGE)
         await finder_registry.recorded()
 
         assert PHANTOM in await found(other)  # not checked yet
         clock.now += settings.cache.check_interval_seconds
+        await found(other)  # the check is due: the record is looked up in the background
+        await other_registry.recorded()
         assert PHANTOM not in await found(other)
+
+
+class SlowRecordStore(MemoryIndexStore):
+    """A store that answers at once for the index and takes `delay` seconds for the missing-pages record."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def stat(self, name: str) -> CacheStat | None:
+        if name == missing_name(SITE):
+            await asyncio.sleep(self.delay)
+        return await super().stat(name)
+
+    async def read(self, name: str) -> CachedIndex | None:
+        if name == missing_name(SITE):
+            await asyncio.sleep(self.delay)
+        return await super().read(name)
+
+
+async def test_a_search_whose_store_check_is_due_never_waits_for_the_record(settings: DocumentationSettings) -> None:
+    store, clock = SlowRecordStore(0.0), Clock()
+    async with instance(settings, store, clock) as (provider, registry):
+        await found(provider)
+        await registry.recorded()
+        store.delay = 30.0  # far beyond the test's patience: a search that waited would time out below
+        clock.now += settings.cache.check_interval_seconds
+        assert await asyncio.wait_for(found(provider), timeout=5)
 
 
 class RacingStore(MemoryIndexStore):
@@ -391,3 +424,35 @@ async def test_a_sites_check_stops_at_its_time_budget_and_leaves_the_rest_for_th
     assert [path for _, path, _, _ in page_requests(static_origin)] == [f"/{SITE}/"]  # nothing sent past the budget
     record = await stored_record(counting_store)
     assert record is not None and not record.complete and not record.checked and not record.missing
+
+
+async def test_a_new_index_versions_record_replaces_the_old_one_instead_of_growing() -> None:
+    store = MemoryIndexStore()
+    name = "index.json"
+    for version in range(3):
+        payload = json.dumps({"docs": [{"location": f"v{version}/p{n}/", "title": "t", "text": "x"} for n in range(3)]})
+        entry = CachedIndex(payload.encode(), datetime.now(UTC))
+        held = await store.read(name)
+        await store.write(name, entry, expected_version=held.version if held else None)
+        pages = {f"v{version}/p{n}/": Validators(etag=f'"{version}-{n}"') for n in range(3)}
+        findings = MissingRecord(entry.digest, frozenset({f"v{version}/p0/"}), frozenset(pages), True, pages)
+        saved = await save(store, SITE, findings, index_name=name)
+        assert saved is not None and saved.record == findings  # the old version's pages and validators are gone
+
+
+class ConflictingStore(MemoryIndexStore):
+    """A store where every write of the missing-pages record loses to another instance's."""
+
+    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+        if name == missing_name(SITE):
+            return None
+        return await super().write(name, entry, expected_version=expected_version)
+
+
+async def test_findings_that_lose_every_write_race_are_kept_for_the_next_check(settings: DocumentationSettings) -> None:
+    store = ConflictingStore()
+    async with instance(settings, store) as (provider, registry):
+        await fetch_fails(provider, PHANTOM_PAGE)
+        await registry.recorded()
+        assert PHANTOM not in await found(provider)  # still hidden here
+        assert registry._missing._unsaved == {SITE}  # and written again at the next store check
