@@ -126,8 +126,12 @@ class SearchSettings(_Section):
 
     @field_validator("path_weights", mode="before")
     @classmethod
-    def _path_weights(cls, value: object) -> object:
-        return PathWeights.parse(value) if isinstance(value, str) else value
+    def _path_weights(cls, value: object) -> PathWeights:
+        if isinstance(value, PathWeights):
+            return value
+        if isinstance(value, str):
+            return PathWeights.parse(value)
+        raise ValueError("PathWeights must be one JSON list in one setting (the indexed __0 form is not accepted)")
 
 
 class AiSearchSettings(_Section):
@@ -401,6 +405,9 @@ class DocumentationSettings(BaseSettings):
         for site in self.sites:
             if index_name(self.cache_file_name_template, site).lower().startswith(ARTIFACTS_PREFIX):
                 raise ValueError(f"CacheFileNameTemplate: site {site!r} would be cached under {ARTIFACTS_PREFIX!r}")
+        for number, rule in enumerate(self.search.path_weights.rules):
+            if rule.site is not None and rule.site.lower() not in seen:
+                raise ValueError(f"Search__PathWeights rule {number}: {rule.site!r} is not a configured site")
         return self
 
     def _same_origin(self, target: str, site: str) -> str:

@@ -12,15 +12,17 @@ site-wide knob a docs owner sets once in `Forge__Documentation__Search__PathWeig
      {"pattern": "release/notes/", "weight": 0.5, "site": "cloud-foundations"}]
 
 - `pattern` is matched against a page's path within its site (`operator-manual/upgrading/2.14-3.0/`, the
-  location a search returns without the site prefix and anchor), case-insensitively. A pattern with `*`, `?` or
+  location a search returns without the site prefix and anchor), decoded (`my page/`, not `my%20page/`) and
+  case-insensitively. A pattern with `*`, `?` or
   `[` is a glob whose `*` also crosses `/`; any other pattern is a path prefix.
-- `weight` multiplies the page's score exactly like its `boost` (both apply): 0 hides the page behind every
-  other match, 0.5 halves it, 2 doubles it.
+- `weight` multiplies the page's score exactly like its `boost` (both apply): 0 drops the page to the bottom (and,
+  with the default relevance floor, out of the results), 0.5 halves it, 2 doubles it.
 - `unless` lists words or phrases that, when the query contains one (every word of a phrase, compared after the
   ranker's own stemming, so `proposal` also waives for `proposals`), switch the rule off for that query: a
   reader asking for "the proposal for sync windows" or "what changed when upgrading to 3.0" gets those pages
   ranked as the spec ranks them.
-- `site` (optional) limits a rule to one site; without it a rule applies to every site.
+- `site` (optional) limits a rule to one configured site (checked at start-up); without it a rule applies to
+  every site.
 - The first matching rule wins, so an exception goes before the general rule.
 
 An empty list (`[]`) restores the spec's ranking exactly.
@@ -33,6 +35,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 from shared.providers.mkdocs.index import MAX_BOOST
 from shared.providers.mkdocs.text import analyze
@@ -67,9 +70,9 @@ class PathRule:
     site: str | None = None
 
     def matches(self, site: str, path: str) -> bool:
-        if self.site is not None and self.site != site:
+        if self.site is not None and self.site != site.lower():
             return False
-        path = path.lower()
+        path = unquote(path).lower()
         if _GLOB.search(self.pattern):
             return fnmatch.fnmatchcase(path, self.pattern)
         return path.startswith(self.pattern)
@@ -127,5 +130,8 @@ def _rule(number: int, raw: object) -> PathRule:
         raise ValueError(f"{where}: 'unless' must be a list of words")
     if site is not None and (not isinstance(site, str) or not site.strip()):
         raise ValueError(f"{where}: 'site' must be a site name")
-    phrases = tuple(phrase for phrase in (frozenset(analyze(words)) for words in unless) if phrase)
-    return PathRule(pattern.strip().lstrip("/").lower(), float(weight), phrases, site.strip() if site else None)
+    phrases = tuple(frozenset(analyze(words)) for words in unless)
+    if not all(phrases):
+        raise ValueError(f"{where}: every 'unless' entry needs a word a query can contain (not only stop words)")
+    site = site.strip().lower() if site else None
+    return PathRule(unquote(pattern.strip()).lstrip("/").lower(), float(weight), phrases, site)

@@ -22,9 +22,11 @@ A page's score, the scale the provider compares across sites and against `min_sc
 - site fit is in [0, 1): how common the query's terms are across this site's pages. A term's IDF is low on
   the site that is *about* it, so without this a site that mentions `external-dns` once would outrank the
   site documenting it;
-- boost is the page's `search.boost` (0 hides the page behind every other match, 2 doubles it).
+- boost is the page's `search.boost` (0 puts the page behind every other match, 2 doubles it), times its
+  page-kind weight (`kinds.py`: the first `Search__PathWeights` rule matching its path, unless the query names
+  that kind of page).
 
-With the site's entry embeddings attached (`semantic.py`) and the query's embedding given, a page also earns
+With the site's entry embeddings attached (`vectors.py`) and the query's embedding given, a page also earns
 
     + WEIGHT * (best entry's cosine - THRESHOLD) * boost        (when the cosine is above THRESHOLD, 0.35)
 

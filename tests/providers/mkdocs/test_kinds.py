@@ -84,6 +84,9 @@ def test_a_zero_weight_puts_the_page_behind_every_other_match() -> None:
         ({"pattern": "*changelog*"}, "docs", "project/CHANGELOG/", True),
         ({"pattern": "release/", "site": "dns"}, "dns", "release/", True),
         ({"pattern": "release/", "site": "dns"}, "docs", "release/", False),
+        ({"pattern": "release/", "site": "DNS"}, "dns", "release/", True),  # site names are case-insensitive
+        ({"pattern": "my page/"}, "docs", "my%20page/x/", True),  # index paths are percent-encoded, patterns not
+        ({"pattern": "caf%C3%A9/"}, "docs", "café/", True),
     ],
 )
 def test_patterns_are_prefixes_or_globs_per_site(rule: dict, site: str, path: str, matches: bool) -> None:  # type: ignore[type-arg]
@@ -125,8 +128,29 @@ def test_the_setting_defaults_to_the_documented_rules_and_an_empty_list_turns_th
         ('[{"pattern": "x", "weight": 0.5, "unless": "x"}]', "'unless'"),
         ('[{"pattern": "x", "weight": 0.5, "boost": 2}]', "unknown keys"),
         (json.dumps([{"pattern": "x", "weight": 1}] * 101), "at most 100"),
+        ('[{"pattern": "x", "weight": 0.5, "unless": ["the"]}]', "stop words"),
+        ('[{"pattern": "x", "weight": 0.5, "site": "nosuchsite"}]', "not a configured site"),
     ],
 )
 def test_a_malformed_setting_stops_start_up_with_a_reason(value: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         load_settings({"Forge__Documentation__Origin": "http://x", "Forge__Documentation__Search__PathWeights": value})
+
+
+def test_the_indexed_list_form_is_refused_rather_than_read_as_no_rules() -> None:
+    indexed = {
+        "Forge__Documentation__Search__PathWeights__0__pattern": "blog/",
+        "Forge__Documentation__Search__PathWeights__0__weight": "0.1",
+    }
+    with pytest.raises(ConfigurationError, match="one JSON list"):
+        load_settings({"Forge__Documentation__Origin": "http://x"} | indexed)
+
+
+def test_a_rule_for_a_configured_site_is_accepted_whatever_its_case() -> None:
+    settings = load_settings(
+        {
+            "Forge__Documentation__Origin": "http://x",
+            "Forge__Documentation__Search__PathWeights": '[{"pattern": "x/", "weight": 0.5, "site": "FORGE"}]',
+        }
+    )
+    assert settings.search.path_weights.rule_for("forge", "x/y/") == 0
