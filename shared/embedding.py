@@ -58,6 +58,7 @@ class ModelRecord:
     """The installed package whose directory holds the weights file."""
     file: str
     sha256: str
+    size: int
     tokenizer: Path
     tokenizer_sha256: str
 
@@ -71,6 +72,7 @@ class ModelRecord:
             weights["package"],
             weights["file"],
             weights["sha256"],
+            int(weights["size"]),
             path.parent / tokenizer["file"],
             tokenizer["sha256"],
         )
@@ -85,8 +87,10 @@ class ModelRecord:
         """The weights' bytes and the tokenizer's path, both checked against the record."""
         package = importlib.import_module(self.package)
         content = (Path(package.__file__ or ".").parent / self.file).read_bytes()
-        if hashlib.sha256(content).hexdigest() != self.sha256:
-            raise EmbeddingUnavailableError(f"the installed {self.file} does not have the SHA-256 in data/model.json")
+        if len(content) != self.size or hashlib.sha256(content).hexdigest() != self.sha256:
+            raise EmbeddingUnavailableError(
+                f"the installed {self.file} does not have the size and SHA-256 in data/model.json"
+            )
         if hashlib.sha256(self.tokenizer.read_bytes()).hexdigest() != self.tokenizer_sha256:
             raise EmbeddingUnavailableError("the tokenizer does not have the SHA-256 in data/model.json")
         return content, self.tokenizer
@@ -110,12 +114,11 @@ class Encoder(Protocol):
 class MiniLM:
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: mean of the token states, as the model was trained."""
 
-    model_id = MINILM_ID
-    dimensions = MINILM.dimensions
-
-    def __init__(self, session: Any, tokenizer: Any) -> None:
+    def __init__(self, session: Any, tokenizer: Any, record: ModelRecord = MINILM) -> None:
         self._session = session
         self._tokenizer = tokenizer
+        self.model_id = record.model_id
+        self.dimensions = record.dimensions
 
     @classmethod
     def load(cls, record: ModelRecord = MINILM) -> MiniLM:
@@ -145,7 +148,7 @@ class MiniLM:
         tokenizer.no_padding()
         memory.trim()  # the rewrite's copies of the graph
         log.info("semantic model %s loaded", record.model_id)
-        return cls(session, tokenizer)
+        return cls(session, tokenizer, record)
 
     def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:
         import numpy as np

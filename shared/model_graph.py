@@ -45,10 +45,15 @@ def int8_compute(model: bytes) -> bytes:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
 
-    replaced: dict[int, list[Any]] = {}
+    taken = {tensor.name for tensor in graph.initializer}
+    taken |= {name for node in graph.node for name in (*node.input, *node.output)}
+    if any(name.startswith("q8_") or "_q8" in name for name in taken):
+        raise ValueError("the model already uses names this rewrite adds (q8_)")
+    shapes = {tensor.name: tuple(tensor.dims) for tensor in graph.initializer}
+
+    dequantized: dict[str, tuple[str, str]] = {}
+    """A `Cast(int8) * scale` product's name -> (int8 weights, scale)."""
     dropped: set[int] = set()
-    quantized: set[str] = set()
-    """Inputs already quantized: attention's query, key and value products share theirs."""
     for cast in graph.node:
         if cast.op_type != "Cast" or cast.input[0] not in int8:
             continue
@@ -59,15 +64,27 @@ def int8_compute(model: bytes) -> bytes:
         scale = next(name for name in mul.input if name != cast.output[0])
         weights = cast.input[0]
         users = consumers.get(mul.output[0], [])
+        rows, columns = shapes[weights] if len(shapes.get(weights, ())) == 2 else (0, 0)
         if users and all(user.op_type == "Gather" and user.input[0] == mul.output[0] for user in users):
-            for user in users:
-                replaced[id(user)] = _gather(helper, TensorProto, weights, scale, user)
+            fits = shapes.get(scale) == (rows, 1)
         elif users and all(user.op_type == "MatMul" and list(user.input).index(mul.output[0]) == 1 for user in users):
-            for user in users:
-                replaced[id(user)] = _matmul(helper, TensorProto, weights, scale, user, quantized)
+            fits = shapes.get(scale) in ((1, columns), (columns,))
         else:
             continue
+        if not fits or mul.output[0] in {output.name for output in graph.output}:
+            continue
+        dequantized[mul.output[0]] = (weights, scale)
         dropped |= {id(cast), id(mul)}
+
+    replaced: dict[int, list[Any]] = {}
+    quantized: set[str] = set()
+    """Inputs already quantized: attention's query, key and value products share theirs (the first product in
+    graph order quantizes, so the graph stays topologically sorted)."""
+    for node in graph.node:
+        if node.op_type == "Gather" and node.input[0] in dequantized:
+            replaced[id(node)] = _gather(helper, TensorProto, *dequantized[node.input[0]], node)
+        elif node.op_type == "MatMul" and node.input[1] in dequantized:
+            replaced[id(node)] = _matmul(helper, TensorProto, *dequantized[node.input[1]], node, quantized)
     if not dropped:
         raise ValueError("the model has no int8 weights dequantized by Cast and Mul")
     renamed = _without_nan_guards(graph.node, consumers, dropped)

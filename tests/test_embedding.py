@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from shared.embedding import EmbeddingModel, Encoder, MiniLM
+from shared.embedding import MINILM_ID, EmbeddingModel, Encoder, MiniLM
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.providers.mkdocs.vectors import THRESHOLD
 from tests.support.encoders import WordEncoder, model_of
@@ -73,7 +73,7 @@ async def test_the_process_model_loads_minilm_once_and_answers_queries(minilm: M
         return minilm
 
     model = EmbeddingModel(load)
-    assert model.describe() == {"model": MiniLM.model_id, "state": "not_loaded"}
+    assert model.describe() == {"model": MINILM_ID, "state": "not_loaded"}
     first, second = await asyncio.gather(model.encode_query("a"), model.encode_query("b"))
     assert loads == [1] and model.describe()["state"] == "loaded"
     assert first.shape == second.shape == (384,)

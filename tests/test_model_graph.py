@@ -100,3 +100,18 @@ def test_a_model_without_int8_weights_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="no int8 weights"):
         int8_compute(onnx.helper.make_model(graph).SerializeToString())
+
+
+def test_an_encoder_names_its_vectors_after_the_record_it_was_loaded_from(tmp_path: Path) -> None:
+    document = json.loads((REPO / "shared" / "data" / "model.json").read_text())
+    document["name"] = "renamed"
+    document["tokenizer"]["file"] = str(MINILM.tokenizer)
+    (tmp_path / "model.json").write_text(json.dumps(document))
+    record = ModelRecord.read(tmp_path / "model.json")
+    encoder = MiniLM.load(record)
+    assert encoder.model_id == record.model_id != MINILM.model_id and encoder.dimensions == 384
+
+
+def test_a_weights_file_of_another_size_is_refused() -> None:
+    with pytest.raises(EmbeddingUnavailableError, match="size and SHA-256"):
+        MiniLM.load(dataclasses.replace(MINILM, size=MINILM.size + 1))

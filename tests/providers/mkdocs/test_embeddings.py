@@ -25,7 +25,7 @@ from azure.storage.blob import BlobServiceClient
 from shared.api import create_app
 from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, index_name, vectors_name
 from shared.compose import Composition, compose
-from shared.embedding import EmbeddingModel, MiniLM
+from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
@@ -397,4 +397,4 @@ async def test_a_paraphrase_finds_the_page_that_answers_it_first(
     assert lexical_states == {"off"} and semantic_states == {"ready"}
     assert lexical[:1] != [answer]
     assert semantic[:1] == [answer]
-    assert MiniLM.model_id in vectors_name(SITE, MiniLM.model_id)
+    assert MINILM_ID in vectors_name(SITE, MINILM_ID)

@@ -14,14 +14,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from shared.embedding import MiniLM
+from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs.index import IndexEntry
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.vectors import FORMAT, THRESHOLD, WEIGHT, SiteVectors, entry_text
 from tests.support.encoders import WordEncoder
 from tests.support.pages import FILLER, page, ranker
 
-MODEL = MiniLM.model_id
+MODEL = MINILM_ID
 SYNC_WINDOWS = "Deny windows block deployments at scheduled times, such as a change freeze at the end of the year."
 HOLIDAY_FREEZE = "forbid pushing updates over the holidays"
 """Means what SYNC_WINDOWS says, in words none of which (stemmed) it uses."""
