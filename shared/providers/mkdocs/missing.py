@@ -79,6 +79,14 @@ class MissingRecord:
     checked: frozenset[str] = frozenset()
     complete: bool = False
     validators: Mapping[str, Validators] = field(default_factory=dict)
+    revived: frozenset[str] = frozenset()
+    """Pages once found missing that a later check found served (a page uploaded after its index, a cached 404):
+    shown again. Recorded beside `missing` because writers merge by union and never remove a finding."""
+
+    @property
+    def hidden(self) -> frozenset[str]:
+        """The pages to leave out of answers: found missing and not found served since."""
+        return self.missing - self.revived
 
     def merge(self, other: MissingRecord) -> MissingRecord:
         """Both records' findings for the same index; `other`'s validators win where both have a page's."""
@@ -90,6 +98,7 @@ class MissingRecord:
             self.checked | other.checked,
             self.complete or other.complete,
             {**self.validators, **other.validators},
+            self.revived | other.revived,
         )
 
     def with_missing(self, pages: Iterable[str]) -> MissingRecord:
@@ -115,6 +124,7 @@ class MissingRecord:
             "checked": sorted(self.checked),
             "complete": self.complete,
             "validators": validators,
+            "revived": sorted(self.revived),
         }
         return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -129,12 +139,13 @@ class MissingRecord:
             return None
         index, complete = document.get("index"), document.get("complete", False)
         missing, checked = _strings(document.get("missing", [])), _strings(document.get("checked", []))
+        revived = _strings(document.get("revived", []))
         validators = _validators(document.get("validators", {}))
         if not isinstance(index, str) or not index or not isinstance(complete, bool):
             return None
-        if missing is None or checked is None or validators is None:
+        if missing is None or checked is None or validators is None or revived is None:
             return None
-        return cls(index, missing, checked, complete, validators)
+        return cls(index, missing, checked, complete, validators, revived)
 
 
 def start(previous: MissingRecord | None, index: str) -> MissingRecord:
@@ -147,7 +158,7 @@ def start(previous: MissingRecord | None, index: str) -> MissingRecord:
 
 def missing_for(record: MissingRecord | None, index: str) -> frozenset[str]:
     """The pages `record` says are missing from the index with this digest (none when it is about another one)."""
-    return record.missing if record is not None and record.index == index else frozenset()
+    return record.hidden if record is not None and record.index == index else frozenset()
 
 
 def _strings(value: object) -> frozenset[str] | None:

@@ -1,6 +1,7 @@
 """The warm-up's check of an index version's pages against the origin: which ones it lists but does not serve.
 
-Each page not yet decided for the version gets one HEAD of its HTML page (a GET once the origin refuses HEAD with
+Each page not yet decided for the version, and each page the record hides (it may have come back: a page uploaded
+after its index, a cached 404), gets one HEAD of its HTML page (a GET once the origin refuses HEAD with
 405 or 501), conditional on the validators it was last served with, so an unchanged page costs a `304`. A 404 or
 410 is confirmed against the raw Markdown, as `get` would fetch it: only a page with neither is missing. Anything
 else (a 5xx, 403, 429, a timeout, a redirect off the site) says nothing about the page, which is checked again by
@@ -14,7 +15,7 @@ honours); what it did not reach is left undecided and checked next time.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shared.deadline import budget
 from shared.errors import OriginError
@@ -58,17 +59,21 @@ class PageCheck:
         """HEAD until the origin refuses it; then GET (conditional still) for the rest of the warm-up."""
 
     async def site(self, site: str, index: SiteIndex, record: MissingRecord) -> MissingRecord:
-        """`record` with the verdicts on every page of `index` it had not decided yet; `complete` when none is left.
+        """`record` with the verdicts on every page of `index` it had not decided yet (`complete` when none is left),
+        and the pages it hides asked again: those served now are `revived`.
 
         Validators are kept only for pages of this index, so the record does not grow with every version.
         """
         paths = [page.path for page in index.pages]
-        pending = record.unchecked(paths)
+        listed = set(paths)
+        fresh = record.unchecked(paths)
+        again = sorted(page for page in record.hidden if page in listed)  # hidden pages may have come back
+        pending = [*fresh, *again]
         with budget(self._seconds):
             probes = await asyncio.gather(*(self._page(site, path, record.validators.get(path)) for path in pending))
         served = {path for path, probe in zip(pending, probes, strict=True) if probe.verdict is Verdict.SERVED}
         missing = {path for path, probe in zip(pending, probes, strict=True) if probe.verdict is Verdict.MISSING}
-        listed = set(paths)
+        decided = sum(1 for path in fresh if path in served or path in missing)
         validators = {path: found for path, found in record.validators.items() if path in listed}
         validators.update(
             {path: probe.validators for path, probe in zip(pending, probes, strict=True) if probe.validators}
@@ -77,9 +82,19 @@ class PageCheck:
             record.index,
             record.missing | missing,
             record.checked | served,
-            complete=len(served) + len(missing) == len(pending),
+            complete=decided == len(fresh),
             validators=validators,
+            revived=record.revived | (served & set(again)),
         )
+
+    async def again(self, site: str, record: MissingRecord) -> MissingRecord:
+        """`record` (complete for its index version) with the pages it hides asked again: those served now are
+        `revived`. Needs no index: every hidden page is one of the version's pages."""
+        hidden = sorted(record.hidden)
+        with budget(self._seconds):
+            probes = await asyncio.gather(*(self._page(site, path, record.validators.get(path)) for path in hidden))
+        served = {path for path, probe in zip(hidden, probes, strict=True) if probe.verdict is Verdict.SERVED}
+        return replace(record, checked=record.checked | served, revived=record.revived | served)
 
     async def _page(self, site: str, path: str, known: Validators | None) -> Probe:
         async with self._lane:

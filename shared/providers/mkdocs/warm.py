@@ -79,7 +79,8 @@ async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site:
 
 
 async def warm_pages(settings: DocumentationSettings, store: IndexStore, site: str, check: PageCheck) -> str:
-    """Check the stored index version's pages unless its record is complete; what was found, or why not.
+    """Check the stored index version's pages unless its record is complete (then only the pages it hides, which
+    may have come back); what was found, or why not.
 
     Never raises. Only counts are reported: page paths stay out of reports and logs.
     """
@@ -90,7 +91,15 @@ async def warm_pages(settings: DocumentationSettings, store: IndexStore, site: s
         stat = await store.stat(name)
         previous = (await read_record(store, site)).record
         if stat is not None and previous is not None and previous.index == stat.digest and previous.complete:
-            return f"current: {len(previous.missing)} missing"
+            if not previous.hidden:
+                return "current: 0 missing"
+            again = await check.again(site, previous)  # pages it hides may have come back; no index download
+            if again == previous:
+                return f"current: {len(previous.hidden)} missing"
+            saved = await save(store, site, again, index_name=name)
+            if saved is None:
+                return "skipped: the stored index changed meanwhile; checked again next time"
+            return f"current: {len((saved.record or again).hidden)} missing"
         cached = await store.read(name)
         if cached is None:
             return "skipped: no stored index"
@@ -108,7 +117,7 @@ async def warm_pages(settings: DocumentationSettings, store: IndexStore, site: s
 
 
 def _pages_summary(checked: MissingRecord, stored: MissingRecord, pages: int) -> str:
-    missing = f"{len(stored.missing)} missing"
+    missing = f"{len(stored.hidden)} missing"
     if checked.complete:
         return f"checked: {missing}"
     decided = len(checked.checked | checked.missing)

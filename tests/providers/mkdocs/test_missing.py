@@ -21,6 +21,7 @@ def test_a_record_survives_its_round_trip_and_is_plain_json() -> None:
         checked=frozenset({"", "guide/install/"}),
         complete=True,
         validators={"guide/install/": Validators('"5f-1a"', "Tue, 01 Jul 2025 10:00:00 GMT"), "": Validators('"x"')},
+        revived=frozenset({"café/"}),
     )
 
     document = json.loads(original.dumps())
@@ -35,8 +36,10 @@ def test_a_record_survives_its_round_trip_and_is_plain_json() -> None:
             "": {"etag": '"x"'},
             "guide/install/": {"etag": '"5f-1a"', "lastModified": "Tue, 01 Jul 2025 10:00:00 GMT"},
         },
+        "revived": ["café/"],
     }
     assert MissingRecord.loads(original.dumps()) == original
+    assert original.hidden == {"legacy/phantom/"}
 
 
 @pytest.mark.parametrize(

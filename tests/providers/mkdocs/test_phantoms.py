@@ -349,10 +349,33 @@ async def test_the_warm_up_finds_a_phantom_in_a_new_index_version_with_condition
     third = await warm_all(blob_settings, counting_store)
 
     assert third[SITE] == third[SITE] | {"outcome": UNCHANGED, "pages": "current: 2 missing"}
-    assert page_requests(static_origin) == []  # an unchanged version costs no page request at all
+    # an unchanged version costs only a look at the pages it hides, in case they came back
+    assert {path for _, path, _, _ in page_requests(static_origin)} == phantoms
     async with instance(blob_settings, counting_store) as (provider, registry):
         assert not {PHANTOM, GHOST} & await listed(provider)
         assert registry.health()[SITE]["missingPages"] == 2
+
+
+async def test_a_hidden_page_that_comes_back_is_shown_again_after_the_next_warm_up(
+    blob_settings: DocumentationSettings, counting_store: CountingStore, static_origin: StaticOrigin
+) -> None:
+    async with instance(blob_settings, counting_store) as (provider, registry):
+        await fetch_fails(provider, PHANTOM_PAGE)  # found missing by a get (a page uploaded after its index)
+        await registry.recorded()
+    first = await warm_all(blob_settings, counting_store)
+    assert first[SITE]["pages"] == "checked: 1 missing"
+    static_origin.respond(f"/{SITE}/{PHANTOM}", body="<html><body><p>Back again.</p></body></html>")
+    second = await warm_all(blob_settings, counting_store)
+
+    assert second[SITE]["pages"] == "current: 0 missing"
+    record = await stored_record(counting_store)
+    assert record is not None and record.revived == {PHANTOM} and not record.hidden
+    async with instance(blob_settings, counting_store) as (provider, registry):
+        assert PHANTOM in await listed(provider)
+        assert registry.health()[SITE]["missingPages"] == 0
+    static_origin.clear_requests()
+    third = await warm_all(blob_settings, counting_store)
+    assert third[SITE]["pages"] == "current: 0 missing" and page_requests(static_origin) == []
 
 
 async def test_a_5xx_or_a_timeout_during_the_check_is_no_evidence_and_is_checked_next_time(
