@@ -297,7 +297,7 @@ class Ranker:
     def search(self, query: str, limit: int, vector: npt.NDArray[np.float32] | None = None) -> list[RankedHit]:
         """The best pages for `query`, best first, one hit per page.
 
-        `vector` is the query's embedding (`semantic.Encoder`); with it, and this site's entry embeddings
+        `vector` is the query's embedding (`shared.embedding.Encoder`); with it, and this site's entry embeddings
         attached, a page also earns `WEIGHT * (cosine - THRESHOLD)` above the threshold, times its boost, and
         pages that share no word with the query can be found.
         """
