@@ -68,16 +68,12 @@ class PageCheck:
         listed = set(paths)
         fresh = record.unchecked(paths)
         again = sorted(page for page in record.hidden if page in listed)  # hidden pages may have come back
-        pending = [*fresh, *again]
-        with budget(self._seconds):
-            probes = await asyncio.gather(*(self._page(site, path, record.validators.get(path)) for path in pending))
-        served = {path for path, probe in zip(pending, probes, strict=True) if probe.verdict is Verdict.SERVED}
-        missing = {path for path, probe in zip(pending, probes, strict=True) if probe.verdict is Verdict.MISSING}
+        probes = await self._probes(site, [*fresh, *again], record)
+        served = {path for path, probe in probes.items() if probe.verdict is Verdict.SERVED}
+        missing = {path for path, probe in probes.items() if probe.verdict is Verdict.MISSING}
         decided = sum(1 for path in fresh if path in served or path in missing)
         validators = {path: found for path, found in record.validators.items() if path in listed}
-        validators.update(
-            {path: probe.validators for path, probe in zip(pending, probes, strict=True) if probe.validators}
-        )
+        validators.update({path: probe.validators for path, probe in probes.items() if probe.validators})
         return MissingRecord(
             record.index,
             record.missing | missing,
@@ -90,11 +86,15 @@ class PageCheck:
     async def again(self, site: str, record: MissingRecord) -> MissingRecord:
         """`record` (complete for its index version) with the pages it hides asked again: those served now are
         `revived`. Needs no index: every hidden page is one of the version's pages."""
-        hidden = sorted(record.hidden)
-        with budget(self._seconds):
-            probes = await asyncio.gather(*(self._page(site, path, record.validators.get(path)) for path in hidden))
-        served = {path for path, probe in zip(hidden, probes, strict=True) if probe.verdict is Verdict.SERVED}
+        probes = await self._probes(site, sorted(record.hidden), record)
+        served = {path for path, probe in probes.items() if probe.verdict is Verdict.SERVED}
         return replace(record, checked=record.checked | served, revived=record.revived | served)
+
+    async def _probes(self, site: str, paths: list[str], record: MissingRecord) -> dict[str, Probe]:
+        """What the origin says about each of `paths`, within the site's time budget."""
+        with budget(self._seconds):
+            probes = await asyncio.gather(*(self._page(site, path, record.validators.get(path)) for path in paths))
+        return dict(zip(paths, probes, strict=True))
 
     async def _page(self, site: str, path: str, known: Validators | None) -> Probe:
         async with self._lane:

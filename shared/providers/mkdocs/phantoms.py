@@ -60,10 +60,10 @@ async def save(store: IndexStore, site: str, findings: MissingRecord, *, index_n
         return None
     for _ in range(WRITE_ATTEMPTS):
         current = await read_record(store, site)
-        same_version = current.record is not None and current.record.index == findings.index
+        held = current.record
         # A record of another index version is replaced, not merged: its pages' validators would otherwise pile up
         # version after version.
-        merged = current.record.merge(findings) if same_version and current.record is not None else findings
+        merged = held.merge(findings) if held is not None and held.index == findings.index else findings
         if merged == current.record:
             return current
         entry = CachedIndex(merged.dumps(), datetime.now(UTC), entries=len(merged.missing))

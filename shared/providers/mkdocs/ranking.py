@@ -413,14 +413,6 @@ class _Semantic:
         return close, WEIGHT * (best[close].astype(np.float64) - THRESHOLD), cosines
 
 
-def _nonzero(scores: npt.NDArray[np.float64]) -> dict[int, float]:
-    """Document number -> score of every document that scored."""
-    import numpy as np
-
-    numbers = np.flatnonzero(scores)
-    return dict(zip(numbers.tolist(), scores[numbers].tolist(), strict=True))
-
-
 def _best(sections: npt.NDArray[np.float64], numbers: list[int]) -> tuple[int, float]:
     """The best-scoring of these sections (the first on a tie, the first section when none scored) and its score."""
     scores = sections[numbers]
