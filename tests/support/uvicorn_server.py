@@ -48,9 +48,10 @@ class UvicornServer:
     def start(self, timeout: float = 15.0) -> UvicornServer:
         if self._server is not None:
             raise RuntimeError("UvicornServer is already running")
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((self._config.host, 0))
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self._config.host, 0))
+        self._socket = sock  # only once bound: another thread may be reading `url` (port 0 before the bind)
         self._server = uvicorn.Server(self._config)
         self._error = None
         self._thread = threading.Thread(target=self._run, name=f"uvicorn-{self.port}", daemon=True)

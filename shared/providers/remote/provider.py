@@ -134,10 +134,11 @@ class RemoteProvider:
             return await call_tool(self._endpoint, tool, arguments, headers=headers, seconds=seconds)
         except RemoteError as error:
             log.warning(
-                "smithy_remote %s failed: %s (%s) after %.0f ms",
+                "smithy_remote %s failed: %s (%s; %s) after %.0f ms",
                 tool,
                 error.kind,
                 error.status or "no status",
+                error,  # our own wording and an exception's type name, never the endpoint, query or location
                 (self._clock() - started) * 1000,
             )
             # Out of the request's time rather than `TimeoutSeconds`: the remote was not necessarily slow.
