@@ -240,7 +240,7 @@ class EmbeddingJobs:
                     expected_version=stored.version,
                     stop=job.stop,
                 )
-            loaded.ranker.attach(vectors)
+            await asyncio.to_thread(loaded.ranker.attach, vectors)  # compares every entry with every other
         except asyncio.CancelledError:
             job.stop.set()
             raise

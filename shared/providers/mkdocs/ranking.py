@@ -28,9 +28,13 @@ A page's score, the scale the provider compares across sites and against `min_sc
 
 With the site's entry embeddings attached (`vectors.py`) and the query's embedding given, a page also earns
 
-    + WEIGHT * (best entry's cosine - THRESHOLD) * boost        (when the cosine is above THRESHOLD, 0.35)
+    + WEIGHT * (best entry's corrected cosine - THRESHOLD) * boost
+                                        (when both it and the uncorrected cosine are above THRESHOLD, 0.35)
 
-which is how a page that answers the question in other words is found at all.
+which is how a page that answers the question in other words is found at all. The correction lowers the
+cosine of entries close to many others of their site (hubs: overviews, installation pages, templated
+sections) and raises it for unusually specific ones (`vectors.py`), so a big generic page does not win on
+weak lexical evidence because one of its many sections is vaguely near every question.
 
 Unboosted scores therefore lie in about [0, 2.6). On the eval sets every acceptable top-5 hit scores at least
 0.02 and the best hits 0.3 to 1.5; questions the corpus does not cover mostly top out below 0.02, and their
@@ -49,7 +53,7 @@ from typing import TYPE_CHECKING
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.text import Query, analyze, analyze_query, written_words
-from shared.providers.mkdocs.vectors import THRESHOLD, WEIGHT, SiteVectors
+from shared.providers.mkdocs.vectors import HUB_WEIGHT, THRESHOLD, WEIGHT, SiteVectors, neighbour_similarity
 
 if TYPE_CHECKING:
     import numpy as np
@@ -277,7 +281,11 @@ class Ranker:
         return cls(entries, pages, page_view, section_view, titles_index, boosts, kinds, rules, weighted)
 
     def attach(self, vectors: SiteVectors) -> None:
-        """Start ranking semantically too; one assignment, so a concurrent search sees all of it or none."""
+        """Start ranking semantically too; one assignment, so a concurrent search sees all of it or none.
+
+        Blocking (the hubness correction compares every entry with every other: 0.2 s for 4,000 entries), so
+        the service calls it off the event loop.
+        """
         import numpy as np
 
         if len(vectors.matrix) != len(self.entries):
@@ -392,6 +400,8 @@ class _Semantic:
     """Entry numbers grouped by page, pages in order."""
     starts: npt.NDArray[np.intp]
     """Where each page's entries start in `order`."""
+    correction: npt.NDArray[np.float32]
+    """Subtracted from each entry's cosine: `HUB_WEIGHT` times its neighbour similarity less the site's median."""
 
     @classmethod
     def of(cls, vectors: SiteVectors, page_of: npt.NDArray[np.intp]) -> _Semantic:
@@ -399,15 +409,23 @@ class _Semantic:
 
         order = np.argsort(page_of, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(page_of[order]) != 0])
-        return cls(vectors, order, starts)
+        hubness = neighbour_similarity(vectors.matrix)
+        correction = (HUB_WEIGHT * (hubness - np.median(hubness))).astype(np.float32)
+        return cls(vectors, order, starts, correction)
 
     def close_pages(
         self, query: npt.NDArray[np.float32]
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
-        """Pages whose best entry is above the threshold and their credit, and every entry's cosine."""
+        """Pages whose best entry is above the threshold and their credit, and every entry's corrected cosine.
+
+        Only an entry whose own cosine is above the threshold can earn credit: the threshold is what keeps
+        off-topic questions out, and the correction only reorders what passes it (raising an unusually specific
+        entry over it would let any question reach a small site's odd page).
+        """
         import numpy as np
 
-        cosines = self.vectors.similarities(query)
+        raw = self.vectors.similarities(query)
+        cosines = np.where(raw > THRESHOLD, raw - self.correction, raw)
         best = np.maximum.reduceat(cosines[self.order], self.starts)
         close = np.flatnonzero(best > THRESHOLD)
         return close, WEIGHT * (best[close].astype(np.float64) - THRESHOLD), cosines

@@ -17,7 +17,16 @@ import pytest
 from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs.index import IndexEntry
 from shared.providers.mkdocs.ranking import Ranker
-from shared.providers.mkdocs.vectors import FORMAT, THRESHOLD, WEIGHT, SiteVectors, entry_text
+from shared.providers.mkdocs.vectors import (
+    FORMAT,
+    HUB_NEIGHBOURS,
+    HUB_WEIGHT,
+    THRESHOLD,
+    WEIGHT,
+    SiteVectors,
+    entry_text,
+    neighbour_similarity,
+)
 from tests.support.encoders import WordEncoder
 from tests.support.pages import FILLER, page, ranker
 
@@ -171,7 +180,7 @@ def test_a_page_sharing_no_word_with_the_query_is_found_by_meaning(encoder: Mini
     index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
     query = unit(encoder, HOLIDAY_FREEZE)
     assert index.semantic is not None and index.entries[0].page == "sync-windows/"
-    cosine = float(index.semantic.vectors.matrix[0] @ query)
+    cosine = float(index.semantic.vectors.matrix[0] @ query) - float(index.semantic.correction[0])
 
     hits = index.search(HOLIDAY_FREEZE, 5, query)
 
@@ -232,3 +241,60 @@ def test_a_page_found_only_by_meaning_carries_its_closest_section(encoder: MiniL
     assert hit.section is not None and hit.section.location == "controls/#sync-windows"
     assert hit.breadcrumb == ("Release controls", "Sync windows")
     assert hit.preview_source == SYNC_WINDOWS
+
+
+# -- hubness
+
+
+def _unit_rows(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+    unit_rows: npt.NDArray[np.float32] = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    return unit_rows
+
+
+def test_neighbour_similarity_is_the_mean_cosine_with_the_nearest_other_rows() -> None:
+    rows = _unit_rows(np.random.default_rng(7).normal(size=(1300, 12)))  # more rows than one block holds
+    products = rows.astype(np.float64) @ rows.T.astype(np.float64)
+    np.fill_diagonal(products, -np.inf)
+    expected = np.sort(products, axis=1)[:, -HUB_NEIGHBOURS:].mean(axis=1)
+
+    assert neighbour_similarity(rows) == pytest.approx(expected, abs=1e-5)
+    assert neighbour_similarity(rows[:3]) == pytest.approx(  # fewer rows than neighbours: every other row
+        [
+            (products[0, 1] + products[0, 2]) / 2,
+            (products[1, 0] + products[1, 2]) / 2,
+            (products[2, 0] + products[2, 1]) / 2,
+        ],
+        abs=1e-5,
+    )
+    assert neighbour_similarity(rows[:1]).tolist() == [0.0]  # alone: nobody to be close to
+
+
+def test_a_page_close_to_everything_on_its_site_loses_its_edge_to_the_specific_page() -> None:
+    """The hub page's best section is nearer the question than the specific page is, but it is as near to every
+    other page of the site: after the correction the specific page ranks first (found by meaning alone here)."""
+    hub_direction, specific_direction, query = np.eye(6)[2], np.eye(6)[1], np.eye(6)[0]
+    specific = page("specific/", "Specific", "alpha")
+    hub = page("overview/", "Overview", "beta")
+    generic = FILLER
+    index = ranker(specific, hub, *generic)
+    rows = []
+    for entry in index.entries:
+        if entry.page == "specific/":
+            rows.append(0.60 * query + 0.80 * specific_direction)
+        elif entry.page == "overview/":
+            rows.append(0.64 * query + 0.768 * hub_direction)
+        else:  # every other page sits near the hub: the kind of section an overview summarises
+            rows.append(0.2 * query + hub_direction + 0.05 * np.eye(6)[3 + len(rows) % 3])
+    matrix = _unit_rows(np.array(rows))
+    index.attach(SiteVectors(matrix, tuple(str(n) for n in range(len(matrix)))))
+    semantic = index.semantic
+    assert semantic is not None
+    raw = matrix @ query.astype(np.float32)
+    assert raw[1] > raw[0] > THRESHOLD  # the premise: uncorrected, the overview is nearer the question
+
+    hits = index.search("unrelated words", 3, query.astype(np.float32))
+
+    assert [hit.entry.location for hit in hits][:2] == ["specific/", "overview/"]
+    hubness = neighbour_similarity(matrix)
+    assert semantic.correction == pytest.approx(HUB_WEIGHT * (hubness - np.median(hubness)), abs=1e-6)
+    assert semantic.correction[0] < semantic.correction[1]  # the lone page is raised more than the one among many
