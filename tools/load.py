@@ -85,6 +85,8 @@ async def run(client: httpx.AsyncClient, requests: int, clients: int, seed: int)
     locations: list[str] = []
     latencies: dict[str, list[float]] = {"search": [], "get": [], "list": []}
     outcome = {"5xx": 0, "errors": 0, "4xx": 0}
+    kinds: dict[str, int] = {}
+    """Transport errors by exception type, so a failed run says what failed."""
     queue: asyncio.Queue[str] = asyncio.Queue()
     for kind in plan:
         queue.put_nowait(kind)
@@ -101,8 +103,9 @@ async def run(client: httpx.AsyncClient, requests: int, clients: int, seed: int)
         started = time.perf_counter()
         try:
             response = await client.get(path, params=params)
-        except httpx.HTTPError:
+        except httpx.HTTPError as exc:
             outcome["errors"] += 1
+            kinds[type(exc).__name__] = kinds.get(type(exc).__name__, 0) + 1
             return
         latencies[kind].append(time.perf_counter() - started)
         if response.status_code >= 500:
@@ -125,11 +128,13 @@ async def run(client: httpx.AsyncClient, requests: int, clients: int, seed: int)
         if values:
             cuts = statistics.quantiles(values, n=100)
             summary[kind] = {"n": len(values), "p50_ms": round(cuts[49] * 1000, 1), "p99_ms": round(cuts[98] * 1000, 1)}
-    return summary | outcome
+    return summary | outcome | ({"error_types": kinds} if kinds else {})
 
 
 async def measure(args: argparse.Namespace, base: str, pid: int) -> dict[str, object]:
-    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    # Idle connections expire on the client first: uvicorn drops a connection idle for 5 s, httpx's default
+    # expiry is the same 5 s, and a request sent on a connection the server is closing ends in a ReadError.
+    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients, keepalive_expiry=1.0)
     async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
         await wait_ready(client, args.ready_timeout)
         before = memory_mb(pid)
