@@ -20,7 +20,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from shared.cache import IndexStore, open_store
-from shared.embedding import EmbeddingModel
+from shared.embedding import EmbeddingModel, load_bulk
 from shared.fetch import OriginClient
 from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider
@@ -32,7 +32,7 @@ from shared.settings import DocumentationSettings
 
 def process_embedding(settings: DocumentationSettings) -> EmbeddingModel | None:
     """The process's embedding model when semantic matching is on (it loads on first use, not here)."""
-    return EmbeddingModel() if settings.search.semantic else None
+    return EmbeddingModel(load_bulk=load_bulk) if settings.search.semantic else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from shared.embedding import MINILM_ID, EmbeddingModel, Encoder, MiniLM
+from shared.embedding import BATCH, MINILM_ID, EmbeddingModel, Encoder, MiniLM
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.providers.mkdocs.vectors import THRESHOLD
 from tests.support.encoders import WordEncoder, model_of
@@ -63,6 +63,22 @@ def test_embedding_stops_between_batches_when_asked(minilm: MiniLM) -> None:
     stop.set()
     with pytest.raises(EmbeddingStopped):
         minilm.encode(["one", "two"], stop=stop)
+
+
+def test_bulk_lanes_give_every_text_the_vector_one_lane_gives_it(minilm: MiniLM) -> None:
+    lanes = MiniLM.load(lanes=2)
+    texts = [f"entry {n} " + "about deny windows and retries " * (n % 7) for n in range(5 * BATCH + 3)]
+
+    np.testing.assert_allclose(lanes.encode(texts), minilm.encode(texts), atol=1e-6)
+    np.testing.assert_allclose(lanes.encode(texts[:2]), minilm.encode(texts[:2]), atol=1e-6)  # one batch: one lane
+
+
+def test_bulk_lanes_stop_between_batches_when_asked() -> None:
+    lanes = MiniLM.load(lanes=2)
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(EmbeddingStopped):
+        lanes.encode([f"text {n}" for n in range(4 * BATCH)], stop=stop)
 
 
 async def test_the_process_model_loads_minilm_once_and_answers_queries(minilm: MiniLM) -> None:
@@ -152,6 +168,77 @@ async def test_a_model_that_is_not_the_one_named_is_refused() -> None:
     model = EmbeddingModel(WordEncoder, model_id="another-model")
     with pytest.raises(EmbeddingUnavailableError, match="expected another-model"):
         await model.ready()
+
+
+class Loads:
+    """A bulk encoder factory that counts its loads."""
+
+    def __init__(self, encoder: Encoder | None = None, failure: Exception | None = None) -> None:
+        self.encoder = encoder or WordEncoder()
+        self.failure = failure
+        self.count = 0
+
+    def __call__(self) -> Encoder:
+        self.count += 1
+        if self.failure is not None:
+            raise self.failure
+        return self.encoder
+
+
+async def test_bulk_work_runs_on_its_own_encoder_loaded_for_a_burst_and_released_after_it() -> None:
+    queries, bulk = WordEncoder(), WordEncoder(hold=True)
+    loads = Loads(bulk)
+    model = EmbeddingModel(lambda: queries, model_id=queries.model_id, load_bulk=loads)
+    await model.ready()
+
+    jobs = [asyncio.ensure_future(model.bulk(lambda e, n=n: e.encode([f"job {n}", "x"]))) for n in range(3)]
+    await asyncio.to_thread(bulk.started.wait, 5)
+    await model.encode_query("while the burst runs")
+    bulk.released.set()
+    await asyncio.gather(*jobs)
+
+    assert loads.count == 1  # one load for the three queued jobs
+    assert bulk.texts == ["job 0", "x", "job 1", "x", "job 2", "x"] and queries.texts == []
+    assert queries.queries == ["while the burst runs"] and bulk.queries == []
+    assert model._bulk_encoder is None  # released once nothing was left to run
+    await model.bulk(lambda e: e.encode(["next", "burst"]))
+    assert loads.count == 2  # loaded again for the next burst
+    model.close(wait=True)
+
+
+async def test_a_dropped_bulk_job_still_lets_the_bulk_encoder_go() -> None:
+    queries, bulk = WordEncoder(), WordEncoder(hold=True)
+    model = EmbeddingModel(lambda: queries, model_id=queries.model_id, load_bulk=Loads(bulk))
+    running = asyncio.ensure_future(model.bulk(lambda e: e.encode(["first", "job"])))
+    await asyncio.to_thread(bulk.started.wait, 5)
+    queued = asyncio.ensure_future(model.bulk(lambda e: e.encode(["never", "run"])))
+    await asyncio.sleep(0)
+    queued.cancel()
+    bulk.released.set()
+    await running
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    await asyncio.to_thread(model.close, wait=True)
+
+    assert "never" not in bulk.texts and model._pending == 0 and model._bulk_encoder is None
+
+
+@pytest.mark.parametrize(
+    "loads",
+    [Loads(failure=EmbeddingUnavailableError("no room")), Loads(WordEncoder.__new__(WordEncoder))],
+    ids=["load fails", "another model"],
+)
+async def test_bulk_work_falls_back_to_the_query_encoder_when_its_own_cannot_be_had(loads: Loads) -> None:
+    if loads.failure is None:
+        loads.encoder = WordEncoder()
+        loads.encoder.model_id = "another-model"  # type: ignore[misc]
+    queries = WordEncoder()
+    model = EmbeddingModel(lambda: queries, model_id=queries.model_id, load_bulk=loads)
+
+    await model.bulk(lambda e: e.encode(["still", "embedded"]))
+
+    assert queries.texts == ["still", "embedded"] and loads.count == 1
+    model.close(wait=True)
 
 
 # -- memory handed back after bulk work

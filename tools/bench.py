@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.embedding import MINILM_ID, MiniLM  # noqa: E402
+from shared.embedding import MINILM_ID, MiniLM, load_bulk  # noqa: E402
 from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
 from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
 from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
@@ -105,12 +105,15 @@ def encoder() -> MiniLM:
 
 
 def embed_all(indexes: dict[str, SiteIndex]) -> dict[str, float]:
-    """Embed every site's entries as the service does; seconds per site."""
+    """Embed every site's entries as the service does (on its bulk session, `load_bulk`); seconds per site, the
+    bulk session's load counted in the first."""
     seconds = {}
+    start = time.perf_counter()
+    bulk = load_bulk()
     for site, index in indexes.items():
-        start = time.perf_counter()
-        VECTORS[site] = SiteVectors.compute(encoder(), index.entries)
+        VECTORS[site] = SiteVectors.compute(bulk, index.entries)
         seconds[site] = time.perf_counter() - start
+        start = time.perf_counter()
     return seconds
 
 
