@@ -11,8 +11,10 @@ only when it loads, so a process with semantic matching off never loads them.
 injected into whatever embeds: the MkDocs sites' background embedding, the warm-up timer and each search's query.
 Bulk work (a whole site's entries, up to a minute of CPU on two cores) runs on a single worker thread, so the
 requests' own sites and the warm-up never embed two sites at once in one worker, and a job waiting for that lane
-holds no thread. A query's one short text does not queue behind bulk work. The model does not depend on the ASGI
-lifespan: the Functions host runs the lifespan on the first HTTP request, and the timer may fire before any.
+holds no thread. A query's one short text does not queue behind bulk work. Bulk work runs on a session of its own
+(`BULK_LANES` single-threaded runs in flight), loaded when bulk work starts and released when none is left. The
+model does not depend on the ASGI lifespan: the Functions host runs the lifespan on the first HTTP request, and the
+timer may fire before any.
 """
 
 from __future__ import annotations
