@@ -7,6 +7,8 @@ freeze" / "deny sync windows"); sentence embeddings can (`shared.embedding`).
   sentences say what a section is about, and the cost grows with the length). A page's similarity is its best
   entry's cosine.
 - The ranker adds `WEIGHT * max(0, cosine - THRESHOLD)` to a page's lexical score (times the page's boost).
+  Off-topic questions stay below the threshold (at most 0.30 on ten of them over the real corpus), so the
+  relevance floor keeps emptying them; on-topic answers mostly score 0.4 to 0.8.
 - The cosine is corrected for hubness first: an entry that sits close to many others of its site (an
   overview, an installation page, templated reference sections) is close to almost any question about the site
   too, and taking a page's best entry over many such sections lifted big generic pages above the specific page
@@ -15,8 +17,6 @@ freeze" / "deny sync windows"); sentence embeddings can (`shared.embedding`).
   cross-domain similarity local scaling (Conneau et al., 2018), with the query's own term left out since it
   does not change a query's order. Only entries whose uncorrected cosine passes the threshold are corrected, so
   off-topic questions still earn nothing. Measured in `tools/bench.py`.
-  Off-topic questions stay below the threshold (at most 0.30 on ten of them over the real corpus), so the
-  relevance floor keeps emptying them; on-topic answers mostly score 0.4 to 0.8.
 - Each row carries a hash of the text it embeds, so stored vectors apply only to exactly those texts and
   unchanged texts are never embedded twice.
 """
