@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -45,7 +46,10 @@ T = TypeVar("T")
 
 RECORD = Path(__file__).parent / "data" / "model.json"
 MAX_TOKENS = 64
-"""Word pieces embedded per text, special tokens included: a heading plus the opening sentences."""
+"""Word pieces embedded per index entry, special tokens included: a heading plus the opening sentences."""
+QUERY_TOKENS = 256
+"""Word pieces embedded of a query: the model's own limit. An agent's question wrapped in a paragraph of framing
+runs past the entries' budget, and cutting it there would drop the question itself."""
 BATCH = 16
 """Texts per model run: as fast as 32 on two cores (forge: 30.7 s against 31.4 s), half the activations in memory."""
 BULK_LANES = 2
@@ -113,8 +117,13 @@ class Encoder(Protocol):
     model_id: str
     dimensions: int
 
-    def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:
-        """One unit row per text; `stop`, checked between batches, ends a long run with EmbeddingStopped."""
+    def encode(
+        self, texts: Sequence[str], *, stop: threading.Event | None = None, query: bool = False
+    ) -> npt.NDArray[np.float32]:
+        """One unit row per text; `stop`, checked between batches, ends a long run with EmbeddingStopped.
+
+        `query`: the texts are questions, embedded up to `QUERY_TOKENS` rather than the entries' `MAX_TOKENS`.
+        """
         ...
 
 
@@ -158,18 +167,21 @@ class MiniLM:
             raise
         except Exception as exc:  # a broken install (missing file, bad model) must not break the service
             raise EmbeddingUnavailableError(f"the model could not be loaded ({type(exc).__name__})") from exc
-        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.enable_truncation(QUERY_TOKENS)  # the longest anything is embedded; entries are cut shorter
         tokenizer.no_padding()
         memory.trim()  # the rewrite's copies of the graph
         log.info("semantic model %s loaded", record.model_id)
         return cls(session, tokenizer, record, lanes=lanes)
 
-    def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:
+    def encode(
+        self, texts: Sequence[str], *, stop: threading.Event | None = None, query: bool = False
+    ) -> npt.NDArray[np.float32]:
         import numpy as np
 
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        every = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda n: len(every[n].ids))  # equal lengths: no padding to compute
+        limit = QUERY_TOKENS if query else MAX_TOKENS
+        every = [_clipped(encoding.ids, limit) for encoding in self._tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda n: len(every[n]))  # equal lengths: no padding to compute
         batches = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
 
         failed = threading.Event()
@@ -195,22 +207,28 @@ class MiniLM:
                 done.result()
         return out
 
-    def _pooled(self, encodings: list[Any]) -> npt.NDArray[np.float32]:
+    def _pooled(self, encodings: list[list[int]]) -> npt.NDArray[np.float32]:
         """One batch's unit vectors: the mean of each text's token states (padding left out)."""
         import numpy as np
 
-        width = max(len(encoding.ids) for encoding in encodings)
+        width = max(len(encoding) for encoding in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
         for row, encoding in enumerate(encodings):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
+            ids[row, : len(encoding)] = encoding
+            mask[row, : len(encoding)] = 1
         inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         states = self._session.run(None, inputs)[0]
         weights = mask.astype(np.float32)[..., None]
         pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
         unit: npt.NDArray[np.float32] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return unit
+
+
+def _clipped(ids: list[int], limit: int) -> list[int]:
+    """Word-piece ids cut to `limit` the way the tokenizer truncates: the text's first pieces, then its closing
+    special token ([SEP]), so an entry's ids are the same whatever the tokenizer's own, longer, truncation."""
+    return ids if len(ids) <= limit else [*ids[: limit - 1], ids[-1]]
 
 
 def load_bulk() -> MiniLM:
@@ -273,7 +291,7 @@ class EmbeddingModel:
     async def encode_query(self, text: str) -> npt.NDArray[np.float32]:
         """One text's vector, off the event loop and beside any bulk work (never queued behind a whole site)."""
         encoder = await self.ready()
-        vectors = await asyncio.to_thread(encoder.encode, [text])
+        vectors = await asyncio.to_thread(partial(encoder.encode, [text], query=True))
         vector: npt.NDArray[np.float32] = vectors[0]
         return vector
 

@@ -10,7 +10,17 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from shared.embedding import BATCH, MINILM_ID, EmbeddingModel, Encoder, MiniLM
+from shared.embedding import (
+    BATCH,
+    MAX_TOKENS,
+    MINILM,
+    MINILM_ID,
+    QUERY_TOKENS,
+    EmbeddingModel,
+    Encoder,
+    MiniLM,
+    _clipped,
+)
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.providers.mkdocs.vectors import THRESHOLD
 from tests.support.encoders import WordEncoder, model_of
@@ -63,6 +73,41 @@ def test_embedding_stops_between_batches_when_asked(minilm: MiniLM) -> None:
     stop.set()
     with pytest.raises(EmbeddingStopped):
         minilm.encode(["one", "two"], stop=stop)
+
+
+FRAMING = (
+    "Hi! I'm an assistant working for a small group of engineers. This week they are busy with planning, hiring "
+    "interviews and a quarterly review, so they asked me to find a few things out for them while they keep going. "
+    "Please answer briefly, quote the page you used, and say if you are unsure. Here is what they would like to know: "
+)
+FREEZE_QUESTION = "How do we forbid pushing updates over the holidays?"
+SYNC_WINDOWS = "Sync windows: deny windows block deployments at scheduled times, such as a change freeze."
+
+
+def test_a_question_after_a_long_framing_paragraph_is_still_embedded_whole(minilm: MiniLM) -> None:
+    tokens = len(minilm._tokenizer.encode(FRAMING + FREEZE_QUESTION).ids)
+    assert MAX_TOKENS < tokens <= QUERY_TOKENS  # the premise: past the entries' budget, within the model's
+    page = unit(minilm, SYNC_WINDOWS)
+
+    whole = float(minilm.encode([FRAMING + FREEZE_QUESTION], query=True)[0] @ page)
+    cut = float(minilm.encode([FRAMING + FREEZE_QUESTION])[0] @ page)  # an entry's budget drops the question
+
+    assert whole > THRESHOLD > cut
+    assert cut == pytest.approx(float(minilm.encode([FRAMING], query=True)[0] @ page), abs=0.02)  # framing only
+
+
+def test_entries_are_cut_exactly_where_the_tokenizer_would_cut_them() -> None:
+    from tokenizers import Tokenizer
+
+    _, path = MINILM.verified()
+    at_budget, at_query = Tokenizer.from_file(str(path)), Tokenizer.from_file(str(path))
+    for tokenizer, limit in ((at_budget, MAX_TOKENS), (at_query, QUERY_TOKENS)):
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(limit)
+    texts = ["short", FRAMING, FRAMING * 5, "x " * (MAX_TOKENS - 2), "x " * (MAX_TOKENS - 1)]
+
+    for text in texts:
+        assert _clipped(at_query.encode(text).ids, MAX_TOKENS) == at_budget.encode(text).ids
 
 
 def test_bulk_lanes_give_every_text_the_vector_one_lane_gives_it(minilm: MiniLM) -> None:

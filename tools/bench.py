@@ -131,7 +131,7 @@ def _semantic(index: SiteIndex, kinds: PathWeights) -> Search:
         vector = _QUERY_VECTOR.get(query)
         if vector is None:
             _QUERY_VECTOR.clear()
-            vector = _QUERY_VECTOR[query] = model.encode([query])[0]
+            vector = _QUERY_VECTOR[query] = model.encode([query], query=True)[0]
         return [(hit.score, hit.entry.location) for hit in ranker.search(query, LIMIT, vector)]  # type: ignore[arg-type]
 
     return search

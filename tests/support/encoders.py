@@ -40,8 +40,10 @@ class WordEncoder:
         """Set when bulk work has started (and is possibly held)."""
         self._lock = threading.Lock()
 
-    def encode(self, texts: Sequence[str], *, stop: threading.Event | None = None) -> npt.NDArray[np.float32]:
-        if len(texts) == 1 and stop is None:
+    def encode(
+        self, texts: Sequence[str], *, stop: threading.Event | None = None, query: bool = False
+    ) -> npt.NDArray[np.float32]:
+        if query or (len(texts) == 1 and stop is None):
             self.queries.append(texts[0])
             if self.fail_queries is not None:
                 raise self.fail_queries
