@@ -20,6 +20,7 @@ timer may fire before any.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import json
@@ -343,7 +344,10 @@ class EmbeddingModel:
                 self._bulk_encoder = None
         if released is not None:
             del released
-            memory.trim()  # its weights and buffers, back to the system
+            # Its weights and buffers back to the system, on the lane: a job dropped from the queue settles on the
+            # event loop's thread, which must not wait for a heap walk.
+            with contextlib.suppress(RuntimeError):  # shut down: the process is ending anyway
+                self._bulk.submit(memory.trim)
 
     def describe(self) -> dict[str, object]:
         """What health says about the model, without loading it."""

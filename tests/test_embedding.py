@@ -268,6 +268,21 @@ async def test_a_dropped_bulk_job_still_lets_the_bulk_encoder_go() -> None:
     assert "never" not in bulk.texts and model._pending == 0 and model._bulk_encoder is None
 
 
+def test_releasing_the_bulk_encoder_hands_memory_back_on_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared import memory
+
+    trims: list[str] = []
+    monkeypatch.setattr(memory, "trim", lambda: trims.append(threading.current_thread().name))
+    queries = WordEncoder()
+    model = EmbeddingModel(lambda: queries, model_id=queries.model_id, load_bulk=Loads())
+
+    asyncio.run(model.bulk(lambda e: e.encode(["one", "job"])))
+    model.close(wait=True)
+
+    assert model._bulk_encoder is None
+    assert len(trims) == 2 and all(name.startswith("embedding") for name in trims)  # after the job, after release
+
+
 @pytest.mark.parametrize(
     "loads",
     [Loads(failure=EmbeddingUnavailableError("no room")), Loads(WordEncoder.__new__(WordEncoder))],
