@@ -171,22 +171,31 @@ async def test_a_query_does_not_queue_behind_bulk_work() -> None:
     model.close()
 
 
-async def test_a_cancelled_job_waiting_for_the_lane_never_embeds() -> None:
-    encoder = WordEncoder(hold=True)
-    model = model_of(encoder)
-    await model.ready()
+async def finish_one_and_drop_the_next(
+    model: EmbeddingModel, held: WordEncoder, *, stop: threading.Event | None = None
+) -> None:
+    """A job runs (held) while a second waits for the lane; the second is dropped (its `stop` set first, if
+    given), the first released and finished, and the model closed once its lane is idle."""
     running = asyncio.ensure_future(model.bulk(lambda e: e.encode(["first", "job"])))
-    await asyncio.to_thread(encoder.started.wait, 5)
-    stop = threading.Event()
+    await asyncio.to_thread(held.started.wait, 5)
     queued = asyncio.ensure_future(model.bulk(lambda e: e.encode(["never", "run"], stop=stop)))
     await asyncio.sleep(0)
-    stop.set()  # what the registry does with a superseded job: it may already have left the queue
+    if stop is not None:
+        stop.set()
     queued.cancel()
-    encoder.released.set()
+    held.released.set()
     await running
     with pytest.raises(asyncio.CancelledError):
         await queued
     await asyncio.to_thread(model.close, wait=True)
+
+
+async def test_a_cancelled_job_waiting_for_the_lane_never_embeds() -> None:
+    encoder = WordEncoder(hold=True)
+    model = model_of(encoder)
+    await model.ready()
+    # The stop event is what the registry sets for a superseded job: it may already have left the queue.
+    await finish_one_and_drop_the_next(model, encoder, stop=threading.Event())
     assert "never" not in encoder.texts
 
 
@@ -254,16 +263,8 @@ async def test_bulk_work_runs_on_its_own_encoder_loaded_for_a_burst_and_released
 async def test_a_dropped_bulk_job_still_lets_the_bulk_encoder_go() -> None:
     queries, bulk = WordEncoder(), WordEncoder(hold=True)
     model = EmbeddingModel(lambda: queries, model_id=queries.model_id, load_bulk=Loads(bulk))
-    running = asyncio.ensure_future(model.bulk(lambda e: e.encode(["first", "job"])))
-    await asyncio.to_thread(bulk.started.wait, 5)
-    queued = asyncio.ensure_future(model.bulk(lambda e: e.encode(["never", "run"])))
-    await asyncio.sleep(0)
-    queued.cancel()
-    bulk.released.set()
-    await running
-    with pytest.raises(asyncio.CancelledError):
-        await queued
-    await asyncio.to_thread(model.close, wait=True)
+
+    await finish_one_and_drop_the_next(model, bulk)
 
     assert "never" not in bulk.texts and model._pending == 0 and model._bulk_encoder is None
 
