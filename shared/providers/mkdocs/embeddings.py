@@ -9,6 +9,9 @@ every instance (`ensure_vectors`); a serving instance attaches them to the index
 - a newer index for a site that already ranks semantically is embedded before it is served, then index and
   vectors are installed together; if embedding it fails, it is installed anyway and ranks lexically;
 - every job computes on the model's one bulk lane, and a superseded job stops at its next batch;
+- a long computation stores the rows it has so far about once a minute (`PROGRESS_SECONDS`), so a run cut short
+  (the warm-up's time limit, a recycled or scaled-in instance, a newer index) leaves its work in the store, and
+  the next run, in any instance, embeds only the rest;
 - a job that fails (not for want of the model) is tried again after `SiteRetrySeconds`, doubling per consecutive
   failure up to an hour, with jitter.
 """
@@ -19,6 +22,7 @@ import asyncio
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +33,7 @@ from shared.embedding import EmbeddingModel
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError, StoreError
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.loading import LoadedSite
-from shared.providers.mkdocs.vectors import SiteVectors
+from shared.providers.mkdocs.vectors import PROGRESS_ENTRIES, SiteVectors
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,10 @@ MAX_RETRY_SECONDS = 3600.0
 """The longest wait between two tries at embedding a site whose embedding keeps failing."""
 STORED_VECTORS_WAIT = 1.0
 """Seconds a search waits for a just-loaded site's stored vectors to be looked up and attached (one download)."""
+PROGRESS_SECONDS = 60.0
+"""While a site is embedded, the rows computed so far are stored at most this often: a run cut short loses less."""
+PROGRESS_WRITE_SECONDS = 30.0
+"""The longest the embedding waits for one progress write before going on without it."""
 
 
 class Semantic(StrEnum):
@@ -82,21 +90,84 @@ async def compute_and_store(
     reuse: SiteVectors | None,
     expected_version: str | None,
     stop: threading.Event | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    progress_entries: int = PROGRESS_ENTRIES,
 ) -> SiteVectors:
-    """Embed the entries `reuse` does not cover (on the bulk lane), then store the result conditionally.
+    """Embed the entries `reuse` does not cover (on the bulk lane), then store the result conditionally; a long
+    run also stores its progress (`_Saver`), which `read_stored` offers the next run as `reusable`.
 
     Raises EmbeddingUnavailableError when the model cannot load; a storage failure only costs the next instance
     a recompute.
     """
     entries = index.entries
-    vectors = await model.bulk(lambda encoder: SiteVectors.compute(encoder, entries, reuse=reuse, stop=stop))
+    saved = _Saver(store, site, model.model_id, expected_version, asyncio.get_running_loop(), clock)
+    vectors = await model.bulk(
+        lambda encoder: SiteVectors.compute(
+            encoder, entries, reuse=reuse, stop=stop, progress=saved.progress, every=progress_entries
+        )
+    )
     payload = await asyncio.to_thread(vectors.dumps, model.model_id)
-    entry = CachedIndex(payload, datetime.now(UTC), entries=len(entries))
-    try:
-        await store.write(vectors_name(site, model.model_id), entry, expected_version=expected_version)
-    except StoreError as exc:
-        log.info("site %s: could not store the embeddings (%s)", site, exc)
+    await saved.write(payload, len(entries))
     return vectors
+
+
+class _Saver:
+    """Stores a site's vectors, and the rows computed so far at most every `PROGRESS_SECONDS` while they are
+    computed (each write conditional on the one before), so a run cut short (a timeout, a recycled instance) leaves
+    its work for the next run to reuse instead of starting over."""
+
+    def __init__(
+        self,
+        store: IndexStore,
+        site: str,
+        model_id: str,
+        version: str | None,
+        loop: asyncio.AbstractEventLoop,
+        clock: Callable[[], float],
+    ) -> None:
+        self._store, self._site, self._model_id, self._version = store, site, model_id, version
+        self._loop, self._clock = loop, clock
+        self._last = clock()
+        self._lock = asyncio.Lock()
+        self._lost = False
+        """Another writer replaced the stored vectors meanwhile: this run stops writing (its copy is not newer)."""
+
+    def progress(self, snapshot: Callable[[], SiteVectors]) -> None:
+        """On the bulk lane, between chunks: store the rows known so far when the last write is long enough ago."""
+        if self._lost or self._clock() - self._last < PROGRESS_SECONDS:
+            return
+        self._last = self._clock()
+        vectors = snapshot()
+        writing = self.write(vectors.dumps(self._model_id), len(vectors.keys))
+        try:
+            done = asyncio.run_coroutine_threadsafe(writing, self._loop)
+        except RuntimeError:  # the loop has closed: shutting down, nothing left to store for
+            writing.close()
+            return
+        try:  # the lane waits for the upload (well under a second, once a minute): writes land in order
+            done.result(timeout=PROGRESS_WRITE_SECONDS)
+        except Exception as exc:  # progress is a bonus: the run goes on whatever happened to it
+            done.cancel()
+            log.info("site %s: could not store the embedding progress (%s)", self._site, type(exc).__name__)
+
+    async def write(self, payload: bytes, rows: int) -> None:
+        async with self._lock:  # one write at a time, each expecting the version the one before left
+            if self._lost:
+                return
+            try:
+                version = await self._store.write(
+                    vectors_name(self._site, self._model_id),
+                    CachedIndex(payload, datetime.now(UTC), entries=rows),
+                    expected_version=self._version,
+                )
+            except StoreError as exc:
+                log.info("site %s: could not store the embeddings (%s)", self._site, exc)
+                return
+            if version is None:
+                self._lost = True
+                log.info("site %s: stored embeddings were replaced meanwhile; keeping those", self._site)
+                return
+            self._version = version
 
 
 async def ensure_vectors(

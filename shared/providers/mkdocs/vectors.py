@@ -27,8 +27,9 @@ import base64
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.index import IndexEntry
@@ -57,6 +58,9 @@ Any value from 0.15 to 0.35, with 5 to 20 neighbours, ranked better than none on
 
 FORMAT = 3
 """Version of the stored vectors' layout; a different one is recomputed, never misread."""
+
+PROGRESS_ENTRIES = 1024
+"""Entries embedded between two progress reports of `SiteVectors.compute` (about 20 to 50 s of two cores)."""
 
 
 def text_key(text: str) -> str:
@@ -90,10 +94,15 @@ class SiteVectors:
         *,
         reuse: SiteVectors | None = None,
         stop: threading.Event | None = None,
+        progress: Callable[[Callable[[], SiteVectors]], None] | None = None,
+        every: int = PROGRESS_ENTRIES,
     ) -> SiteVectors:
         """Embed every entry; rows of `reuse` whose text is unchanged are copied instead of computed.
 
         A republished site usually changes a few pages, so a new index version costs milliseconds, not a minute.
+        `progress` is called after every `every` embedded entries but the last with a function that
+        returns the vectors known so far (only the rows already reused or computed), so a caller can keep the
+        work done when a long run is cut short.
         """
         import numpy as np
 
@@ -108,9 +117,18 @@ class SiteVectors:
         else:
             known = {}
         missing = [number for number, key in enumerate(keys) if key not in known]
-        if missing:
-            matrix[missing] = encoder.encode([texts[number] for number in missing], stop=stop)
+        for start in range(0, len(missing), every):
+            chunk = missing[start : start + every]
+            matrix[chunk] = encoder.encode([texts[number] for number in chunk], stop=stop)
+            if progress is not None and start + len(chunk) < len(missing):
+                progress(partial(cls._known, matrix, keys, frozenset(missing[start + len(chunk) :])))
         return cls(matrix, keys)
+
+    @classmethod
+    def _known(cls, matrix: npt.NDArray[np.float32], keys: tuple[str, ...], pending: frozenset[int]) -> SiteVectors:
+        """The rows of `matrix` other than the `pending` ones, copied."""
+        rows = [row for row in range(len(keys)) if row not in pending]
+        return cls(matrix[rows], tuple(keys[row] for row in rows))
 
     def matches(self, entries: Sequence[IndexEntry]) -> bool:
         """True when these vectors were computed from exactly these entries' texts, in this order."""

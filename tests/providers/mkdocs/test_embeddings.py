@@ -9,8 +9,10 @@ paraphrase runs the real model.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import numpy.typing as npt
 import pytest
 from asgi_lifespan import LifespanManager
 from azure.storage.blob import BlobServiceClient
@@ -26,12 +29,13 @@ from shared.api import create_app
 from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, index_name, vectors_name
 from shared.compose import Composition, compose
 from shared.embedding import MINILM_ID, EmbeddingModel
+from shared.errors import EmbeddingStopped
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.embeddings import ensure_vectors
+from shared.providers.mkdocs.embeddings import compute_and_store, ensure_vectors
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.vectors import SiteVectors, entry_text
+from shared.providers.mkdocs.vectors import SiteVectors, entry_text, text_key
 from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
@@ -354,6 +358,63 @@ async def test_vectors_are_written_to_the_blob_store_once_under_their_own_name_a
 
     assert computed is False and counting_store.calls["write"] == 1
     assert np.array_equal(again.matrix, in_blob.matrix)
+
+
+class StopAfter(WordEncoder):
+    """Sets `stop` once it has embedded `chunks` chunks of bulk work: a run cut short (a timeout, a recycled
+    instance) at a known point."""
+
+    def __init__(self, stop: threading.Event, chunks: int) -> None:
+        super().__init__()
+        self._stop, self._left = stop, chunks
+
+    def encode(
+        self, texts: Sequence[str], *, stop: threading.Event | None = None, query: bool = False
+    ) -> npt.NDArray[np.float32]:
+        vectors = super().encode(texts, stop=stop, query=query)
+        self._left -= 1
+        if self._left == 0:
+            self._stop.set()
+        return vectors
+
+
+async def test_a_run_cut_short_stores_its_progress_and_the_next_run_embeds_only_the_rest(
+    counting_store: CountingStore, published_index: SiteIndex
+) -> None:
+    entries = published_index.entries
+    stop = threading.Event()
+    ticks = itertools.count(step=100.0)  # every progress report is due
+
+    with pytest.raises(EmbeddingStopped):
+        await compute_and_store(
+            counting_store,
+            model_of(StopAfter(stop, chunks=2)),
+            SITE,
+            published_index,
+            reuse=None,
+            expected_version=None,
+            stop=stop,
+            clock=lambda: next(ticks),
+            progress_entries=8,
+        )
+
+    stored = await counting_store.read(VECTORS)
+    assert stored is not None and stored.entries == 16
+    progress = SiteVectors.loads(stored.payload, MODEL)
+    assert progress is not None and not progress.matches(entries)
+    assert set(progress.keys) <= {text_key(entry_text(entry)) for entry in entries} and len(progress.keys) == 16
+
+    encoder = WordEncoder()
+    vectors, computed = await ensure_vectors(counting_store, model_of(encoder), SITE, published_index)
+
+    assert computed is True and len(encoder.texts) == len(entries) - 16  # the first run's rows were reused
+    again = await counting_store.read(VECTORS)
+    assert again is not None
+    finished = SiteVectors.loads(again.payload, MODEL)
+    assert finished is not None and finished.matches(entries)
+    whole = SiteVectors.compute(WordEncoder(), entries)
+    np.testing.assert_allclose(finished.matrix, whole.matrix, atol=1e-3)
+    np.testing.assert_allclose(vectors.matrix, whole.matrix, atol=1e-3)
 
 
 # -- end to end through the API, with the real model

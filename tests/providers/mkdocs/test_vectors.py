@@ -26,6 +26,7 @@ from shared.providers.mkdocs.vectors import (
     SiteVectors,
     entry_text,
     neighbour_similarity,
+    text_key,
 )
 from tests.support.encoders import WordEncoder
 from tests.support.pages import FILLER, page, ranker
@@ -94,6 +95,28 @@ def test_a_new_index_version_embeds_only_the_entries_whose_text_changed() -> Non
     assert refreshed.matches(after) and not refreshed.matches(PAGES)
     np.testing.assert_array_equal(refreshed.matrix[1], previous.matrix[0])
     np.testing.assert_allclose(refreshed.matrix, SiteVectors.compute(WordEncoder(), after).matrix, atol=1e-5)
+
+
+def test_progress_reports_every_row_known_so_far_reused_or_computed() -> None:
+    before = entries_of(page("sync-windows/", "Sync windows", SYNC_WINDOWS))
+    after = entries_of(
+        *(page(f"p{number}/", f"Page {number}", f"Text number {number}.") for number in range(5)),
+        page("sync-windows/", "Sync windows", SYNC_WINDOWS),  # unchanged: reused, never embedded
+    )
+    previous = SiteVectors.compute(WordEncoder(), before)
+    reports: list[SiteVectors] = []
+
+    whole = SiteVectors.compute(
+        WordEncoder(), after, reuse=previous, progress=lambda known: reports.append(known()), every=2
+    )
+
+    reused = text_key(entry_text(after[-1]))
+    # Reports after the first and second chunks of two; none after the last, whose rows the result carries.
+    assert [len(report.keys) for report in reports] == [1 + 2, 1 + 4]
+    for report in reports:
+        assert reused in report.keys
+        for key, row in zip(report.keys, report.matrix, strict=True):
+            np.testing.assert_array_equal(row, whole.matrix[whole.keys.index(key)])
 
 
 def test_vectors_of_another_size_lend_no_rows() -> None:
