@@ -117,6 +117,7 @@ class SiteVectors:
         else:
             known = {}
         missing = [number for number, key in enumerate(keys) if key not in known]
+        every = every if progress is not None else max(1, len(missing))  # one run when nobody is told
         for start in range(0, len(missing), every):
             chunk = missing[start : start + every]
             matrix[chunk] = encoder.encode([texts[number] for number in chunk], stop=stop)
