@@ -99,6 +99,12 @@ param cacheCheckIntervalSeconds string = '60'
 @description('Forge__Documentation__Warmup__Schedule: NCRONTAB schedule of the warm-up timer.')
 param warmupSchedule string = '0 */30 * * * *'
 
+@description('Forge__Documentation__Warmup__PageCheckConcurrency: page requests the warm-up keeps in flight while checking which indexed pages the origin no longer serves (1-64).')
+param warmupPageCheckConcurrency string = '8'
+
+@description('Forge__Documentation__Warmup__PageCheckSeconds: how long that check may take per site and run.')
+param warmupPageCheckSeconds string = '120'
+
 @description('Forge__Documentation__Search__MinScore: relevance floor of the MkDocs provider.')
 param searchMinScore string = '0.015'
 
@@ -231,6 +237,8 @@ var coreSettings = {
   Forge__Documentation__Cache__BlobServiceUri: cacheBlobServiceUri
   Forge__Documentation__Cache__CheckIntervalSeconds: cacheCheckIntervalSeconds
   Forge__Documentation__Warmup__Schedule: warmupSchedule
+  Forge__Documentation__Warmup__PageCheckConcurrency: warmupPageCheckConcurrency
+  Forge__Documentation__Warmup__PageCheckSeconds: warmupPageCheckSeconds
   Forge__Documentation__Search__MinScore: searchMinScore
   Forge__Documentation__Search__PathWeights: searchPathWeights
   Forge__Documentation__Search__Semantic: searchSemantic

@@ -99,6 +99,10 @@ class WarmupSettings(_Section):
     """`Forge__Documentation__Warmup__*`: the scheduled cache refresh."""
 
     schedule: str = Field("0 */30 * * * *", alias="Schedule")
+    page_check_concurrency: int = Field(8, alias="PageCheckConcurrency", ge=1, le=64)
+    """Page requests the warm-up's check of an index's pages keeps in flight at once, across all sites."""
+    page_check_seconds: float = Field(120.0, alias="PageCheckSeconds", gt=0, le=1800)
+    """How long one site's page check may take per warm-up; what it does not reach is checked next time."""
 
 
 class SearchSettings(_Section):

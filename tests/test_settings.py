@@ -80,6 +80,8 @@ def test_search_index_overrides_accept_paths_and_same_origin_urls() -> None:
         ({P + "Cache__Container": "Bad_Name"}, "Cache__Container", "container name"),
         ({P + "Sites": "ok,bad/name"}, "Sites", "not a site name"),
         ({P + "Sites__x": "a"}, "Sites", "numbered"),
+        ({P + "Warmup__PageCheckConcurrency": "0"}, "Warmup__PageCheckConcurrency", "greater than or equal to 1"),
+        ({P + "Warmup__PageCheckSeconds": "0"}, "Warmup__PageCheckSeconds", "greater than 0"),
     ],
 )
 def test_invalid_configuration_fails_with_one_message_naming_the_key(env: dict[str, str], key: str, words: str) -> None:

@@ -7,9 +7,10 @@ after its index, a cached 404), gets one HEAD of its HTML page (a GET once the o
 else (a 5xx, 403, 429, a timeout, a redirect off the site) says nothing about the page, which is checked again by
 the next warm-up.
 
-Bounded twice: at most `CONCURRENCY` requests are in flight for a whole warm-up (one lane shared by every site),
-and a site's check stops at `CHECK_SECONDS` (the request deadline of `shared.deadline`, which the origin client
-honours); what it did not reach is left undecided and checked next time.
+Bounded twice: at most `Warmup__PageCheckConcurrency` requests (default 8) are in flight for a whole warm-up (one
+lane shared by every site), and a site's check stops after `Warmup__PageCheckSeconds` (default 120: the request
+deadline of `shared.deadline`, which the origin client honours); what it did not reach is left undecided and
+checked next time. An origin that rate-limits gets a lower concurrency; a large site on a slow origin, more time.
 """
 
 from __future__ import annotations
@@ -25,10 +26,6 @@ from shared.providers.mkdocs.missing import MissingRecord, Validators, Verdict, 
 from shared.providers.mkdocs.provider import raw_markdown_url
 from shared.settings import DocumentationSettings
 
-CONCURRENCY = 8
-"""Page requests in flight at once for a whole warm-up, across sites (a constant: there is no setting for it)."""
-CHECK_SECONDS = 120.0
-"""How long one site's check may take; the timer runs every 30 minutes by default, and finishes what is left."""
 _NO_HEAD = frozenset({405, 501})
 
 
@@ -41,20 +38,21 @@ class Probe:
 
 
 class PageCheck:
-    """Checks pages against the origin for one warm-up: one lane of `CONCURRENCY` requests for every site."""
+    """Checks pages against the origin for one warm-up: one lane of requests for every site (`concurrency` and
+    `seconds` default to the settings')."""
 
     def __init__(
         self,
         client: OriginClient,
         settings: DocumentationSettings,
         *,
-        concurrency: int = CONCURRENCY,
-        seconds: float = CHECK_SECONDS,
+        concurrency: int | None = None,
+        seconds: float | None = None,
     ) -> None:
         self._client = client
         self._settings = settings
-        self._lane = asyncio.Semaphore(concurrency)
-        self._seconds = seconds
+        self._lane = asyncio.Semaphore(concurrency or settings.warmup.page_check_concurrency)
+        self._seconds = seconds or settings.warmup.page_check_seconds
         self._head = True
         """HEAD until the origin refuses it; then GET (conditional still) for the rest of the warm-up."""
 

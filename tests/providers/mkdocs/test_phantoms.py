@@ -29,6 +29,7 @@ from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, PHANTOM_PAGE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
 from tests.support.stores import CountingStore
+from tools.azurite import Azurite
 from tools.static_origin import StaticOrigin
 
 SITE = DEFAULT_SITE
@@ -435,13 +436,20 @@ async def test_without_shared_storage_the_warm_up_checks_no_page(static_origin: 
 
 
 async def test_a_sites_check_stops_at_its_time_budget_and_leaves_the_rest_for_the_next_run(
-    blob_settings: DocumentationSettings, counting_store: CountingStore, static_origin: StaticOrigin
+    azurite: Azurite, blob_container: str, counting_store: CountingStore, static_origin: StaticOrigin
 ) -> None:
+    settings = fixture_settings(  # the budget and the lane come from the app settings
+        static_origin.url,
+        {"AzureWebJobsStorage": azurite.connection_string},
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Cache__Container=blob_container,
+        Warmup__PageCheckSeconds="1",
+        Warmup__PageCheckConcurrency="1",
+    )
     static_origin.respond(f"/{SITE}/", body="<html>slow</html>", content_type="text/html", delay=5)
 
-    async with OriginClient(blob_settings.origin) as client:  # its own timeout (10 s) is not what stops it
-        check = PageCheck(client, blob_settings, concurrency=1, seconds=1.0)
-        report = await warm_site(client, blob_settings, counting_store, SITE, check=check)
+    async with OriginClient(settings.origin) as client:  # its own timeout (10 s) is not what stops it
+        report = await warm_site(client, settings, counting_store, SITE)
 
     assert report["pages"].startswith("partial: 0 of ") and report["pages"].endswith(", 0 missing; the rest next time")
     assert [path for _, path, _, _ in page_requests(static_origin)] == [f"/{SITE}/"]  # nothing sent past the budget
