@@ -45,11 +45,11 @@ MAX_RULES = 100
 
 DEFAULT = json.dumps(
     [
-        {"pattern": "proposals/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement"]},
-        {"pattern": "proposal/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement"]},
-        {"pattern": "enhancements/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement"]},
-        {"pattern": "*/upgrading/*", "weight": 0.5, "unless": ["upgrade", "upgrading", "migrate", "migration"]},
-        {"pattern": "upgrading/", "weight": 0.5, "unless": ["upgrade", "upgrading", "migrate", "migration"]},
+        {"pattern": "proposals/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]},
+        {"pattern": "proposal/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]},
+        {"pattern": "enhancements/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]},
+        {"pattern": "*/upgrading/*", "weight": 0.5, "unless": ["upgrade", "upgrading", "migrate", "migration", "release"]},
+        {"pattern": "upgrading/", "weight": 0.5, "unless": ["upgrade", "upgrading", "migrate", "migration", "release"]},
         {"pattern": "*release-notes*", "weight": 0.5, "unless": ["release notes", "released", "changelog"]},
         {"pattern": "*changelog*", "weight": 0.5, "unless": ["release notes", "released", "changelog"]},
         {"pattern": "blog/", "weight": 0.5, "unless": ["blog", "announcement", "announced"]},
