@@ -43,15 +43,18 @@ from shared.providers.mkdocs.text import analyze
 MAX_RULES = 100
 """More rules than any docs owner writes by hand; a bound, so a setting cannot make every page load slow."""
 
+_PROPOSAL = ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]
+_UPGRADE = ["upgrade", "upgrading", "migrate", "migration", "release"]
+_RELEASE = ["release notes", "released", "changelog"]
 DEFAULT = json.dumps(
     [
-        {"pattern": "proposals/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]},
-        {"pattern": "proposal/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]},
-        {"pattern": "enhancements/", "weight": 0.5, "unless": ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]},
-        {"pattern": "*/upgrading/*", "weight": 0.5, "unless": ["upgrade", "upgrading", "migrate", "migration", "release"]},
-        {"pattern": "upgrading/", "weight": 0.5, "unless": ["upgrade", "upgrading", "migrate", "migration", "release"]},
-        {"pattern": "*release-notes*", "weight": 0.5, "unless": ["release notes", "released", "changelog"]},
-        {"pattern": "*changelog*", "weight": 0.5, "unless": ["release notes", "released", "changelog"]},
+        {"pattern": "proposals/", "weight": 0.5, "unless": _PROPOSAL},
+        {"pattern": "proposal/", "weight": 0.5, "unless": _PROPOSAL},
+        {"pattern": "enhancements/", "weight": 0.5, "unless": _PROPOSAL},
+        {"pattern": "*/upgrading/*", "weight": 0.5, "unless": _UPGRADE},
+        {"pattern": "upgrading/", "weight": 0.5, "unless": _UPGRADE},
+        {"pattern": "*release-notes*", "weight": 0.5, "unless": _RELEASE},
+        {"pattern": "*changelog*", "weight": 0.5, "unless": _RELEASE},
         {"pattern": "blog/", "weight": 0.5, "unless": ["blog", "announcement", "announced"]},
         {"pattern": "archive/", "weight": 0.5, "unless": ["archive", "archived", "deprecated", "old"]},
     ],

@@ -52,7 +52,7 @@ def test_the_default_rules_put_the_guide_first() -> None:
         ("the design proposal for sync windows deny schedule", "proposals/sync-windows/"),
         ("sync windows deny schedule proposals", "proposals/sync-windows/"),
         ("what changed about sync windows deny schedule when upgrading to 2.5", "operator-manual/upgrading/2.4-2.5/"),
-        ("which release made sync windows deny manual syncs during a deny window", "operator-manual/upgrading/2.4-2.5/"),
+        ("which release made sync windows deny manual syncs in a deny window", "operator-manual/upgrading/2.4-2.5/"),
         ("the rationale behind the sync windows deny schedule", "proposals/sync-windows/"),
     ],
 )
