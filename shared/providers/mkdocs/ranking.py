@@ -28,10 +28,14 @@ A page's score, the scale the provider compares across sites and against `min_sc
 
 With the site's entry embeddings attached (`vectors.py`) and the query's embedding given, a page also earns
 
-    + WEIGHT * (best entry's corrected cosine - THRESHOLD) * boost
+    + WEIGHT * (best entry's corrected cosine - THRESHOLD) * min(search boost, 1) * page-kind weight
                                         (when both it and the uncorrected cosine are above THRESHOLD, 0.35)
 
-which is how a page that answers the question in other words is found at all. The correction lowers the
+which is how a page that answers the question in other words is found at all. A `search.boost` above 1
+multiplies the term score only (the spec's rule), not this credit: a page its owner promotes is no closer in
+meaning to a question, and doubling its credit made it a near neighbour of every question on its broad topic
+(one boost-2 page of the sample corpus topped 13 of the eval sets' misses). A boost below 1 still demotes it,
+and 0 still hides it. The correction lowers the
 cosine of entries close to many others of their site (hubs: overviews, installation pages, templated
 sections) and raises it for unusually specific ones (`vectors.py`), so a big generic page does not win on
 weak lexical evidence because one of its many sections is vaguely near every question.
@@ -253,6 +257,8 @@ class Ranker:
     """Each page's first matching page-kind rule (`kinds.py`), if any."""
     weighted: npt.NDArray[np.float64]
     """Each page's boost times its rule's weight: the multiplier when the query names no page kind."""
+    credit_scale: npt.NDArray[np.float64]
+    """Each page's multiplier turned into its semantic credit's: a boost above 1 divided out (module docstring)."""
     semantic: _Semantic | None = None
     """Entry embeddings once `attach` has them (computed off the request path); until then ranking is lexical."""
 
@@ -278,7 +284,8 @@ class Ranker:
             dtype=np.float64,
         )
         titles_index = _title_index(page_view, pages)
-        return cls(entries, pages, page_view, section_view, titles_index, boosts, kinds, rules, weighted)
+        credit_scale = 1 / np.maximum(np.array(boosts, dtype=np.float64), 1.0)
+        return cls(entries, pages, page_view, section_view, titles_index, boosts, kinds, rules, weighted, credit_scale)
 
     def attach(self, vectors: SiteVectors) -> None:
         """Start ranking semantically too; one assignment, so a concurrent search sees all of it or none.
@@ -306,8 +313,8 @@ class Ranker:
         """The best pages for `query`, best first, one hit per page.
 
         `vector` is the query's embedding (`shared.embedding.Encoder`); with it, and this site's entry embeddings
-        attached, a page also earns `WEIGHT * (cosine - THRESHOLD)` above the threshold, times its boost, and
-        pages that share no word with the query can be found.
+        attached, a page also earns `WEIGHT * (cosine - THRESHOLD)` above the threshold, times its boost (at most
+        1), and pages that share no word with the query can be found.
         """
         wanted = analyze_query(query)
         if not wanted.words or limit < 1:
@@ -331,7 +338,7 @@ class Ranker:
                 # The best by meaning, and the best by both (the page score standing in for the section score),
                 # so a page good on both counts but top of neither is still weighed whole.
                 credits = np.zeros(len(scores))
-                credits[close] = closeness * boosts[close]
+                credits[close] = closeness * boosts[close] * self.credit_scale[close]
                 candidates = np.concatenate((scored, close[~np.isin(close, scored)]))
                 both = scores[candidates] * prior[candidates] * fit + credits[candidates]
                 shortlist = list(

@@ -225,17 +225,33 @@ def test_an_off_topic_query_gains_nothing_from_meaning(encoder: MiniLM) -> None:
     assert [(hit.entry.location, hit.score) for hit in semantic] == [(hit.entry.location, hit.score) for hit in lexical]
 
 
-def test_semantic_credit_is_multiplied_by_the_page_boost(encoder: MiniLM) -> None:
+def test_semantic_credit_is_demoted_by_a_page_boost_below_one_but_not_promoted_above(encoder: MiniLM) -> None:
     query = unit(encoder, HOLIDAY_FREEZE)
     scores: dict[float, list[float]] = {}
-    for boost in (0.0, 1.0, 2.0):
+    for boost in (0.0, 0.5, 1.0, 2.0):
         index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS, boost=boost), *FILLER)
         scores[boost] = [hit.score for hit in index.search(HOLIDAY_FREEZE, 5, query)]
 
     [credit] = scores[1.0]
     assert credit > 0
-    assert scores[2.0] == [pytest.approx(2 * credit)]
+    assert scores[0.5] == [pytest.approx(credit / 2)]
+    assert scores[2.0] == [pytest.approx(credit)]  # the boost multiplies the term score (none here), not meaning
     assert scores[0.0] == [0.0]  # boost 0: found, but with no semantic credit at all
+
+
+def test_a_boost_above_one_still_doubles_the_term_score_beside_the_credit(encoder: MiniLM) -> None:
+    text = "Sync windows. " + SYNC_WINDOWS
+    plain = semantic_ranker(encoder, page("sync-windows/", "Sync windows", text), *FILLER)
+    boosted = semantic_ranker(encoder, page("sync-windows/", "Sync windows", text, boost=2.0), *FILLER)
+    query = "sync windows freeze"
+    vector = unit(encoder, query)
+    [lexical] = plain.search(query, 1)
+    [both] = plain.search(query, 1, vector)
+    [boosted_both] = boosted.search(query, 1, vector)
+    assert {lexical.entry.page, both.entry.page, boosted_both.entry.page} == {"sync-windows/"}
+    credit = both.score - lexical.score
+    assert lexical.score > 0 and credit > 0
+    assert boosted_both.score == pytest.approx(2 * lexical.score + credit)
 
 
 def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: MiniLM) -> None:
