@@ -11,7 +11,8 @@ every instance (`ensure_vectors`); a serving instance attaches them to the index
 - every job computes on the model's one bulk lane, and a superseded job stops at its next batch;
 - a long computation stores the rows it has so far about once a minute (`PROGRESS_SECONDS`), so a run cut short
   (the warm-up's time limit, a recycled or scaled-in instance, a newer index) leaves its work in the store, and
-  the next run, in any instance, embeds only the rest;
+  the next run, in any instance, embeds only the rest (an instance that still holds the previous index's vectors
+  reuses rows from both);
 - a job that fails (not for want of the model) is tried again after `SiteRetrySeconds`, doubling per consecutive
   failure up to an hour, with jitter.
 """
@@ -178,7 +179,12 @@ async def ensure_vectors(
     if stored.current is not None:
         return stored.current, False
     vectors = await compute_and_store(
-        store, model, site, index, reuse=reuse or stored.reusable, expected_version=stored.version
+        store,
+        model,
+        site,
+        index,
+        reuse=await asyncio.to_thread(SiteVectors.union, reuse, stored.reusable),
+        expected_version=stored.version,
     )
     return vectors, True
 
@@ -307,7 +313,7 @@ class EmbeddingJobs:
                     model,
                     site,
                     loaded.index,
-                    reuse=reuse or stored.reusable,
+                    reuse=await asyncio.to_thread(SiteVectors.union, reuse, stored.reusable),
                     expected_version=stored.version,
                     stop=job.stop,
                 )

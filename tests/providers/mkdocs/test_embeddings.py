@@ -417,6 +417,40 @@ async def test_a_run_cut_short_stores_its_progress_and_the_next_run_embeds_only_
     np.testing.assert_allclose(vectors.matrix, whole.matrix, atol=1e-3)
 
 
+async def test_an_instance_with_the_previous_vectors_also_reuses_a_stored_partial_of_the_new_index(
+    counting_store: CountingStore, published_index: SiteIndex
+) -> None:
+    entries = published_index.entries
+    stop = threading.Event()
+    ticks = itertools.count(step=100.0)
+    with pytest.raises(EmbeddingStopped):  # another run (the warm-up, say) stored the first 16 rows, then stopped
+        await compute_and_store(
+            counting_store,
+            model_of(StopAfter(stop, chunks=2)),
+            SITE,
+            published_index,
+            reuse=None,
+            expected_version=None,
+            stop=stop,
+            clock=lambda: next(ticks),
+            progress_entries=8,
+        )
+    previous = SiteVectors.compute(WordEncoder(), entries[-4:])  # this instance's rows of the unchanged entries
+    stored = await counting_store.read(VECTORS)
+    assert stored is not None
+    partial = SiteVectors.loads(stored.payload, MODEL)
+    assert partial is not None
+    known = set(partial.keys) | set(previous.keys)
+    assert set(previous.keys) - set(partial.keys)  # each source lends rows the other lacks
+
+    encoder = WordEncoder()
+    vectors, computed = await ensure_vectors(counting_store, model_of(encoder), SITE, published_index, reuse=previous)
+
+    assert computed is True
+    assert len(encoder.texts) == sum(1 for entry in entries if text_key(entry_text(entry)) not in known)
+    np.testing.assert_allclose(vectors.matrix, SiteVectors.compute(WordEncoder(), entries).matrix, atol=1e-3)
+
+
 # -- end to end through the API, with the real model
 
 

@@ -119,6 +119,25 @@ def test_progress_reports_every_row_known_so_far_reused_or_computed() -> None:
             np.testing.assert_array_equal(row, whole.matrix[whole.keys.index(key)])
 
 
+def test_a_union_of_sources_lends_each_text_s_row_once_from_the_first_source_holding_it() -> None:
+    retries = entries_of(page("retries/", "Retries", "Failed syncs are retried with a back-off."))
+    first = SiteVectors.compute(WordEncoder(), PAGES)
+    second = SiteVectors.compute(WordEncoder(), [*retries, PAGES[0]])
+    second.matrix[1] = 0.0  # the text both hold: the first source's row wins
+    wide = WordEncoder()
+    wide.dimensions = 32
+
+    union = SiteVectors.union(None, first, second, SiteVectors.compute(wide, retries))
+
+    assert union is not None and union.keys == (*first.keys, second.keys[0])
+    np.testing.assert_array_equal(union.matrix[: len(first.keys)], first.matrix)
+    np.testing.assert_array_equal(union.matrix[-1], second.matrix[0])
+    assert SiteVectors.union(None, first) is first and SiteVectors.union(None, None) is None
+    counting = WordEncoder()
+    SiteVectors.compute(counting, [*PAGES, *retries], reuse=union)
+    assert counting.texts == []
+
+
 def test_vectors_of_another_size_lend_no_rows() -> None:
     small = SiteVectors.compute(WordEncoder(), PAGES)
     counting = WordEncoder()
