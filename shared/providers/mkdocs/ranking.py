@@ -28,17 +28,22 @@ A page's score, the scale the provider compares across sites and against `min_sc
 
 With the site's entry embeddings attached (`vectors.py`) and the query's embedding given, a page also earns
 
-    + WEIGHT * (best entry's corrected cosine - THRESHOLD) * min(search boost, 1) * page-kind weight
+    + WEIGHT * (best entry's corrected cosine - THRESHOLD) * min(search boost, 1) * page-kind weight * say
                                         (when both it and the uncorrected cosine are above THRESHOLD, 0.35)
 
-which is how a page that answers the question in other words is found at all. A `search.boost` above 1
-multiplies the term score only (the spec's rule), not this credit: a page its owner promotes is no closer in
-meaning to a question, and doubling its credit made it a near neighbour of every question on its broad topic
-(one boost-2 page of the sample corpus topped 13 of the eval sets' misses). A boost below 1 still demotes it,
-and 0 still hides it. The correction lowers the
-cosine of entries close to many others of their site (hubs: overviews, installation pages, templated
-sections) and raises it for unusually specific ones (`vectors.py`), so a big generic page does not win on
-weak lexical evidence because one of its many sections is vaguely near every question.
+which is how a page that answers the question in other words is found at all.
+
+- A `search.boost` above 1 multiplies the term score only (the spec's rule), not this credit: a page its owner
+  promotes is no closer in meaning to a question, and doubling its credit made it a near neighbour of every
+  question on its broad topic (one boost-2 page of the sample corpus topped 13 of the eval sets' misses). A boost
+  below 1 still demotes it, and 0 still hides it.
+- `say` is `1 - IDENTIFIER_SCALE * the share of the query's tokens that are identifiers` (at least 0): a query
+  quoting `resource.respectRBAC`, a pasted error naming `applicationsets.argoproj.io`, or Terraform attributes,
+  is matched exactly by terms, and the embedding, which knows such names only vaguely, used to pull a page about
+  the general topic above the one naming them. A long question mentioning one file name keeps most of the credit.
+- The correction lowers the cosine of entries close to many others of their site (hubs: overviews, installation
+  pages, templated sections) and raises it for unusually specific ones (`vectors.py`), so a big generic page does
+  not win on weak lexical evidence because one of its many sections is vaguely near every question.
 
 Unboosted scores therefore lie in about [0, 2.6). On the eval sets every acceptable top-5 hit scores at least
 0.02 and the best hits 0.3 to 1.5; questions the corpus does not cover mostly top out below 0.02, and their
@@ -56,7 +61,7 @@ from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
-from shared.providers.mkdocs.text import Query, analyze, analyze_query, written_words
+from shared.providers.mkdocs.text import Query, analyze, analyze_query, identifier_share, written_words
 from shared.providers.mkdocs.vectors import HUB_WEIGHT, THRESHOLD, WEIGHT, SiteVectors, neighbour_similarity
 
 if TYPE_CHECKING:
@@ -77,6 +82,11 @@ SECTION_SHARE = 0.85
 
 SITE_FIT_HALF = 0.05
 """A query term found on this share of a site's pages gives half the site fit (see the module docstring)."""
+
+IDENTIFIER_SCALE = 10.0
+"""How fast identifiers in a query take the semantic credit away: it is multiplied by `1 - IDENTIFIER_SCALE *
+identifier share` (`text.identifier_share`), so a query a tenth or more of whose tokens are identifiers ranks by
+terms alone, and a long question naming one file keeps most of it."""
 
 CANDIDATES = 5
 """Pages searched for their best section beyond the requested limit, so section evidence can reorder them."""
@@ -332,8 +342,10 @@ class Ranker:
         semantic = self.semantic
         credit: dict[int, float] = {}
         cosines = None
-        if semantic is not None and vector is not None:
+        say = 1.0 - IDENTIFIER_SCALE * identifier_share(query)
+        if semantic is not None and vector is not None and say > 0:
             close, closeness, cosines = semantic.close_pages(vector)
+            closeness = closeness * say
             if len(close):
                 # The best by meaning, and the best by both (the page score standing in for the section score),
                 # so a page good on both counts but top of neither is still weighed whole.

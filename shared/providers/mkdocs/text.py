@@ -77,6 +77,35 @@ def analyze_query(query: str) -> Query:
     return Query(words, tuple(term for term in dict.fromkeys(joined) if term not in words and term not in STOP_WORDS))
 
 
+@lru_cache(maxsize=256)
+def identifier_share(query: str) -> float:
+    """The share of a query's tokens that are identifiers a reader copied: a name with `_`, a dotted, slashed or
+    `=`/`:`-joined name (`resource.respectRBAC`, `applicationsets.argoproj.io`, `CN=k8s_admins`), or a lowerCamel
+    key (`insteadOf`); version numbers (`2.14`, `v1.2.x`) and abbreviations (`e.g.`) are not.
+
+    An identifier is matched exactly by terms and only vaguely by meaning, so the ranker gives meaning less say
+    the more of a query is identifiers. Plain hyphenated words (`built-in`) and product names (`GitHub`) are
+    words, not identifiers. Cached: the provider asks every site in turn.
+    """
+    tokens = _RAW.findall(query)
+    if not tokens:
+        return 0.0
+    found = sum(1 for token in tokens if _is_identifier(token))
+    return found / len(tokens)
+
+
+def _is_identifier(token: str) -> bool:
+    if _VERSION.match(token) or token.lower() in _ABBREVIATIONS:
+        return False
+    return "_" in token or _JOINED_NAME.search(token) is not None or _LOWER_CAMEL.match(token) is not None
+
+
+_JOINED_NAME = re.compile(r"[A-Za-z0-9][.=:/][A-Za-z]")
+_LOWER_CAMEL = re.compile(r"[a-z]+[A-Z][a-z]")
+_VERSION = re.compile(r"v?\d+(?:\.(?:\d+|x))+$", re.IGNORECASE)
+_ABBREVIATIONS = frozenset({"e.g", "i.e"})
+
+
 def written_words(text: str) -> list[str]:
     """The words a reader would type for `text` (a title), one term each, spelled as `analyze` spells them.
 

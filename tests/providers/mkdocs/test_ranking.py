@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.providers.mkdocs.text import analyze, analyze_query, written_words
+from shared.providers.mkdocs.text import analyze, analyze_query, identifier_share, written_words
 from tests.support.pages import FILLER, page, ranker
 
 
@@ -33,6 +33,23 @@ def test_query_terms_are_distinct_and_adjacent_words_also_join() -> None:
     assert query.words == ("back", "backup", "log")
     assert "login" in query.joined
     assert "backup" not in query.joined
+
+
+@pytest.mark.parametrize(
+    ("query", "share"),
+    [
+        ("resource.respectRBAC strict vs normal", 1 / 4),
+        ("set password_history_count on the default policy", 1 / 6),
+        ("git ignores insteadOf", 1 / 3),
+        ('The CustomResourceDefinition "applicationsets.argoproj.io" is invalid', 1 / 5),
+        ("CN=k8s_admins,CN=Users", 2 / 2),
+        ("built-in GitHub app, e.g. for 2.14 or v1.2.x", 0.0),  # words, names, abbreviations, versions
+        ("how do I sync", 0.0),
+        ("", 0.0),
+    ],
+)
+def test_the_identifier_share_counts_names_a_reader_copied_not_words(query: str, share: float) -> None:
+    assert identifier_share(query) == pytest.approx(share)
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,10 @@ import numpy.typing as npt
 import pytest
 
 from shared.embedding import MINILM_ID, MiniLM
+from shared.providers.mkdocs import ranking
 from shared.providers.mkdocs.index import IndexEntry
 from shared.providers.mkdocs.ranking import Ranker
+from shared.providers.mkdocs.text import identifier_share
 from shared.providers.mkdocs.vectors import (
     FORMAT,
     HUB_NEIGHBOURS,
@@ -271,6 +273,35 @@ def test_a_boost_above_one_still_doubles_the_term_score_beside_the_credit(encode
     credit = both.score - lexical.score
     assert lexical.score > 0 and credit > 0
     assert boosted_both.score == pytest.approx(2 * lexical.score + credit)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "block deploys over the holidays with deny_window",  # 1 identifier in 7 tokens: no credit at all
+        f"{HOLIDAY_FREEZE} while the deny_window setting is on",  # 1 in 12: a sixth of it
+        # 1 in 21: about half
+        f"{HOLIDAY_FREEZE}, since our whole team is away then and nobody should be paged about a deploy_window",
+        HOLIDAY_FREEZE,  # none: the whole credit
+    ],
+)
+def test_identifiers_in_a_query_take_the_semantic_credit_away_in_proportion(
+    encoder: MiniLM, monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
+    vector = unit(encoder, query)
+
+    def credit() -> float:
+        lexical = {hit.entry.location: hit.score for hit in index.search(query, 5)}
+        both = {hit.entry.location: hit.score for hit in index.search(query, 5, vector)}
+        return both.get("sync-windows/", 0.0) - lexical.get("sync-windows/", 0.0)
+
+    said = credit()
+    monkeypatch.setattr(ranking, "IDENTIFIER_SCALE", 0.0)
+    whole = credit()
+
+    assert whole > 0
+    assert said == pytest.approx(whole * max(0.0, 1 - 10 * identifier_share(query)))
 
 
 def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: MiniLM) -> None:
