@@ -25,7 +25,7 @@ param location string
 @description('Resource group to create or update; empty: rg-<environmentName>.')
 param resourceGroupName string = ''
 
-@description('Memory of each instance in MB. Semantic matching (the default) needs 2048: measured peaks are 473 MB serving and 594-686 MB while embedding; 512 holds lexical search only (about 210 MB). See docs/deployment.md.')
+@description('Memory of each instance in MB. Semantic matching (the default) needs 2048: measured peaks are 322 MB serving and 380-465 MB while embedding, too close to 512 to rely on; 512 holds lexical search only (about 180 MB). See docs/deployment.md.')
 @allowed([
   512
   2048
