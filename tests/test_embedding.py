@@ -278,6 +278,12 @@ def test_releasing_the_bulk_encoder_hands_memory_back_on_the_lane(monkeypatch: p
     model = EmbeddingModel(lambda: queries, model_id=queries.model_id, load_bulk=Loads())
 
     asyncio.run(model.bulk(lambda e: e.encode(["one", "job"])))
+    # The release's trim is queued by the job's done-callback on the lane, which may still be running when the loop
+    # returns; `close` would cancel it if still queued. Drain the one-worker lane until it has run (bounded).
+    for _ in range(100):
+        if len(trims) == 2:
+            break
+        model._bulk.submit(lambda: None).result()
     model.close(wait=True)
 
     assert model._bulk_encoder is None
