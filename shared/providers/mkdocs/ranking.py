@@ -324,7 +324,8 @@ class Ranker:
 
         `vector` is the query's embedding (`shared.embedding.Encoder`); with it, and this site's entry embeddings
         attached, a page also earns `WEIGHT * (cosine - THRESHOLD)` above the threshold, times its boost (at most
-        1), and pages that share no word with the query can be found.
+        1) and the query's say (less the more of it is identifiers), and pages that share no word with the query
+        can be found.
         """
         wanted = analyze_query(query)
         if not wanted.words or limit < 1:

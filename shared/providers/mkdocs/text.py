@@ -25,6 +25,11 @@ _UNICODE_WORDS = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _HIERARCHY = re.compile(r"[/:=@]+")
 _JOINERS = re.compile(r"[._/:=@+-]")
+_JOINED_NAME = re.compile(r"[A-Za-z0-9][.=:/][A-Za-z]")
+_LOWER_CAMEL = re.compile(r"[a-z]+[A-Z][a-z]")
+_VERSION = re.compile(r"v?\d+(?:\.(?:\d+|x))+$", re.IGNORECASE)
+_ABBREVIATIONS = frozenset({"e.g", "i.e"})
+"""What `identifier_share` counts as identifiers, and what it does not."""
 
 STOP_WORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below between
@@ -98,12 +103,6 @@ def _is_identifier(token: str) -> bool:
     if _VERSION.match(token) or token.lower() in _ABBREVIATIONS:
         return False
     return "_" in token or _JOINED_NAME.search(token) is not None or _LOWER_CAMEL.match(token) is not None
-
-
-_JOINED_NAME = re.compile(r"[A-Za-z0-9][.=:/][A-Za-z]")
-_LOWER_CAMEL = re.compile(r"[a-z]+[A-Z][a-z]")
-_VERSION = re.compile(r"v?\d+(?:\.(?:\d+|x))+$", re.IGNORECASE)
-_ABBREVIATIONS = frozenset({"e.g", "i.e"})
 
 
 def written_words(text: str) -> list[str]:

@@ -378,25 +378,29 @@ class StopAfter(WordEncoder):
         return vectors
 
 
-async def test_a_run_cut_short_stores_its_progress_and_the_next_run_embeds_only_the_rest(
-    counting_store: CountingStore, published_index: SiteIndex
-) -> None:
-    entries = published_index.entries
+async def store_a_run_cut_short(store: IndexStore, index: SiteIndex) -> None:
+    """Embed `index` in chunks of 8, every progress report due, and stop after two chunks: 16 rows stored."""
     stop = threading.Event()
     ticks = itertools.count(step=100.0)  # every progress report is due
-
     with pytest.raises(EmbeddingStopped):
         await compute_and_store(
-            counting_store,
+            store,
             model_of(StopAfter(stop, chunks=2)),
             SITE,
-            published_index,
+            index,
             reuse=None,
             expected_version=None,
             stop=stop,
             clock=lambda: next(ticks),
             progress_entries=8,
         )
+
+
+async def test_a_run_cut_short_stores_its_progress_and_the_next_run_embeds_only_the_rest(
+    counting_store: CountingStore, published_index: SiteIndex
+) -> None:
+    entries = published_index.entries
+    await store_a_run_cut_short(counting_store, published_index)
 
     stored = await counting_store.read(VECTORS)
     assert stored is not None and stored.entries == 16
@@ -421,20 +425,7 @@ async def test_an_instance_with_the_previous_vectors_also_reuses_a_stored_partia
     counting_store: CountingStore, published_index: SiteIndex
 ) -> None:
     entries = published_index.entries
-    stop = threading.Event()
-    ticks = itertools.count(step=100.0)
-    with pytest.raises(EmbeddingStopped):  # another run (the warm-up, say) stored the first 16 rows, then stopped
-        await compute_and_store(
-            counting_store,
-            model_of(StopAfter(stop, chunks=2)),
-            SITE,
-            published_index,
-            reuse=None,
-            expected_version=None,
-            stop=stop,
-            clock=lambda: next(ticks),
-            progress_entries=8,
-        )
+    await store_a_run_cut_short(counting_store, published_index)  # another run (the warm-up, say) stored 16 rows
     previous = SiteVectors.compute(WordEncoder(), entries[-4:])  # this instance's rows of the unchanged entries
     stored = await counting_store.read(VECTORS)
     assert stored is not None
