@@ -80,6 +80,21 @@ class SiteIndex:
         return index
 
 
+def page_groups(entries: list[IndexEntry]) -> list[tuple[int, list[int]]]:
+    """Pages in index order, each as (the entry that represents it, all its entries' numbers in index order).
+
+    The representative is the page's first page entry (no anchor), or its first entry when it has none. The
+    ranker's pages and the embedded page outlines (`vectors.py`) are both this grouping, so their rows line up.
+    """
+    grouped: dict[str, list[int]] = {}
+    for number, entry in enumerate(entries):
+        grouped.setdefault(entry.page, []).append(number)
+    return [
+        (next((n for n in sections if entries[n].anchor is None), sections[0]), sections)
+        for sections in grouped.values()
+    ]
+
+
 def page_key(path: str) -> str:
     """A page path as resolution compares it: surrounding slashes trimmed."""
     return path.strip("/")

@@ -26,10 +26,12 @@ A page's score, the scale the provider compares across sites and against `min_sc
   page-kind weight (`kinds.py`: the first `Search__PathWeights` rule matching its path, unless the query names
   that kind of page).
 
-With the site's entry embeddings attached (`vectors.py`) and the query's embedding given, a page also earns
+With the site's embeddings attached (`vectors.py`: entries and page outlines) and the query's embedding given, a
+page also earns
 
-    + WEIGHT * (best entry's corrected cosine - THRESHOLD) * min(search boost, 1) * page-kind weight * say
-                                        (when both it and the uncorrected cosine are above THRESHOLD, 0.35)
+    + WEIGHT * (similarity - THRESHOLD) * min(search boost, 1) * page-kind weight * say   (when above THRESHOLD)
+
+    similarity = (1 - OUTLINE_SHARE) * best entry's corrected cosine + OUTLINE_SHARE * outline's cosine
 
 which is how a page that answers the question in other words is found at all.
 
@@ -59,10 +61,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shared.providers.mkdocs.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.text import Query, analyze, analyze_query, identifier_share, written_words
-from shared.providers.mkdocs.vectors import HUB_WEIGHT, THRESHOLD, WEIGHT, SiteVectors, neighbour_similarity
+from shared.providers.mkdocs.vectors import (
+    HUB_WEIGHT,
+    OUTLINE_SHARE,
+    THRESHOLD,
+    WEIGHT,
+    SiteVectors,
+    neighbour_similarity,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -305,8 +314,10 @@ class Ranker:
         """
         import numpy as np
 
-        if len(vectors.matrix) != len(self.entries):
-            raise ValueError(f"{len(vectors.matrix)} vectors for {len(self.entries)} entries")
+        if len(vectors.matrix) != len(self.entries) + len(self.pages):
+            raise ValueError(
+                f"{len(vectors.matrix)} vectors for {len(self.entries)} entries and {len(self.pages)} page outlines"
+            )
         page_of = np.zeros(len(self.entries), dtype=np.intp)
         for number, page in enumerate(self.pages):
             page_of[page.sections] = number
@@ -416,6 +427,9 @@ class Ranker:
 @dataclass(frozen=True, slots=True)
 class _Semantic:
     vectors: SiteVectors
+    """The entries' rows, then the page outlines' (`vectors.embedded_texts`)."""
+    entries: int
+    """How many of the rows are entries."""
     order: npt.NDArray[np.intp]
     """Entry numbers grouped by page, pages in order."""
     starts: npt.NDArray[np.intp]
@@ -429,26 +443,29 @@ class _Semantic:
 
         order = np.argsort(page_of, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(page_of[order]) != 0])
-        hubness = neighbour_similarity(vectors.matrix)
+        hubness = neighbour_similarity(vectors.matrix[: len(page_of)])
         correction = (HUB_WEIGHT * (hubness - np.median(hubness))).astype(np.float32)
-        return cls(vectors, order, starts, correction)
+        return cls(vectors, len(page_of), order, starts, correction)
 
     def close_pages(
         self, query: npt.NDArray[np.float32]
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
-        """Pages whose best entry is above the threshold and their credit, and every entry's corrected cosine.
+        """Pages whose similarity is above the threshold and their credit, and every entry's corrected cosine.
 
-        Only an entry whose own cosine is above the threshold can earn credit: the threshold is what keeps
-        off-topic questions out, and the correction only reorders what passes it (raising an unusually specific
-        entry over it would let any question reach a small site's odd page).
+        A page's similarity is its best entry's corrected cosine blended with its outline's (`OUTLINE_SHARE`). Only
+        an entry whose own cosine is above the threshold is corrected: the threshold is what keeps off-topic
+        questions out, and the correction only reorders what passes it (raising an unusually specific entry over
+        it would let any question reach a small site's odd page).
         """
         import numpy as np
 
-        raw = self.vectors.similarities(query)
+        similarities = self.vectors.similarities(query)
+        raw, outlines = similarities[: self.entries], similarities[self.entries :]
         cosines = np.where(raw > THRESHOLD, raw - self.correction, raw)
-        best = np.maximum.reduceat(cosines[self.order], self.starts)
-        close = np.flatnonzero(best > THRESHOLD)
-        return close, WEIGHT * (best[close].astype(np.float64) - THRESHOLD), cosines
+        best = np.maximum.reduceat(cosines[self.order], self.starts).astype(np.float64)
+        blended = (1 - OUTLINE_SHARE) * best + OUTLINE_SHARE * outlines.astype(np.float64)
+        close = np.flatnonzero(blended > THRESHOLD)
+        return close, WEIGHT * (blended[close] - THRESHOLD), cosines
 
 
 def _best(sections: npt.NDArray[np.float64], numbers: list[int]) -> tuple[int, float]:
@@ -475,12 +492,8 @@ def _title_index(view: _View, pages: list[_Page]) -> Postings:
 
 def _pages(entries: list[IndexEntry]) -> list[_Page]:
     """Pages in index order with their entries; the first page entry seen represents the page."""
-    grouped: dict[str, list[int]] = {}
-    for number, entry in enumerate(entries):
-        grouped.setdefault(entry.page, []).append(number)
     pages = []
-    for sections in grouped.values():
-        head = next((n for n in sections if entries[n].anchor is None), sections[0])
+    for head, sections in page_groups(entries):
         text = " ".join(entries[n].text for n in sections if entries[n].text.strip())
         pages.append(_Page(entries[head], sections, text))
     return pages

@@ -35,7 +35,7 @@ from shared.providers.mkdocs.embeddings import compute_and_store, ensure_vectors
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.vectors import SiteVectors, entry_text, text_key
+from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts, entry_text, page_outline, text_key
 from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
@@ -159,7 +159,9 @@ async def test_a_newer_index_is_embedded_before_it_replaces_the_one_served(setti
     assert swapped is not None and swapped is not served
     assert swapped.ranker.semantic is not None  # index and vectors arrived together
     assert len(swapped.index.entries) == len(served.index.entries) + 1
-    assert encoder.texts == [entry_text(swapped.index.entries[-1])]  # the unchanged entries were reused
+    new_page = swapped.index.entries[-1]
+    # the unchanged entries and outlines were reused: only the new page's entry and outline were embedded
+    assert encoder.texts == [entry_text(new_page), page_outline([new_page], 0, [0])]
     assert registry.health()[SITE]["semantic"] == "ready"
     await stored_vectors(store, swapped)
 
@@ -406,12 +408,14 @@ async def test_a_run_cut_short_stores_its_progress_and_the_next_run_embeds_only_
     assert stored is not None and stored.entries == 16
     progress = SiteVectors.loads(stored.payload, MODEL)
     assert progress is not None and not progress.matches(entries)
-    assert set(progress.keys) <= {text_key(entry_text(entry)) for entry in entries} and len(progress.keys) == 16
+    assert set(progress.keys) <= {text_key(text) for text in embedded_texts(entries)} and len(progress.keys) == 16
 
     encoder = WordEncoder()
     vectors, computed = await ensure_vectors(counting_store, model_of(encoder), SITE, published_index)
 
-    assert computed is True and len(encoder.texts) == len(entries) - 16  # the first run's rows were reused
+    assert (
+        computed is True and len(encoder.texts) == len(embedded_texts(entries)) - 16
+    )  # the first run's rows were reused
     again = await counting_store.read(VECTORS)
     assert again is not None
     finished = SiteVectors.loads(again.payload, MODEL)
@@ -438,7 +442,7 @@ async def test_an_instance_with_the_previous_vectors_also_reuses_a_stored_partia
     vectors, computed = await ensure_vectors(counting_store, model_of(encoder), SITE, published_index, reuse=previous)
 
     assert computed is True
-    assert len(encoder.texts) == sum(1 for entry in entries if text_key(entry_text(entry)) not in known)
+    assert len(encoder.texts) == sum(1 for text in embedded_texts(entries) if text_key(text) not in known)
     np.testing.assert_allclose(vectors.matrix, SiteVectors.compute(WordEncoder(), entries).matrix, atol=1e-3)
 
 

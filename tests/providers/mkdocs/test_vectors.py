@@ -1,4 +1,4 @@
-"""Entry embeddings of an index (stored form, reuse, validation) and the ranker's semantic credit.
+"""Entry and page-outline embeddings of an index (stored form, reuse, validation) and the ranker's semantic credit.
 
 The ranker's tests run the real MiniLM model, since what they prove is that meaning connects a question to its page;
 the stored form's tests use the small word encoder.
@@ -23,17 +23,22 @@ from shared.providers.mkdocs.vectors import (
     FORMAT,
     HUB_NEIGHBOURS,
     HUB_WEIGHT,
+    OUTLINE_SHARE,
+    OUTLINE_WORDS,
     THRESHOLD,
     WEIGHT,
     SiteVectors,
+    embedded_texts,
     entry_text,
     neighbour_similarity,
+    page_outline,
     text_key,
 )
 from tests.support.encoders import WordEncoder
 from tests.support.pages import FILLER, page, ranker
 
 MODEL = MINILM_ID
+FILLER_WORDS = " ".join(f"word{number}" for number in range(40))
 SYNC_WINDOWS = "Deny windows block deployments at scheduled times, such as a change freeze at the end of the year."
 HOLIDAY_FREEZE = "forbid pushing updates over the holidays"
 """Means what SYNC_WINDOWS says, in words none of which (stemmed) it uses."""
@@ -76,7 +81,7 @@ def vectors(encoder: MiniLM) -> SiteVectors:
 def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> None:
     loaded = SiteVectors.loads(vectors.dumps(MODEL), MODEL)
     assert loaded is not None and loaded.keys == vectors.keys and loaded.matches(PAGES)
-    assert loaded.matrix.shape == (2, 384) and loaded.matrix.dtype == np.float32
+    assert loaded.matrix.shape == (2 + 2, 384) and loaded.matrix.dtype == np.float32  # two entries, two outlines
     np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16
     assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
 
@@ -93,7 +98,12 @@ def test_a_new_index_version_embeds_only_the_entries_whose_text_changed() -> Non
 
     refreshed = SiteVectors.compute(counting, after, reuse=previous)
 
-    assert counting.texts == [entry_text(after[0]), entry_text(after[2])]
+    # the changed and the new entry, and their pages' outlines (the changed page's introduction changed too)
+    assert counting.texts == [
+        entry_text(after[0]),
+        entry_text(after[2]),
+        *(page_outline(after, n, [n]) for n in (0, 2)),
+    ]
     assert refreshed.matches(after) and not refreshed.matches(PAGES)
     np.testing.assert_array_equal(refreshed.matrix[1], previous.matrix[0])
     np.testing.assert_allclose(refreshed.matrix, SiteVectors.compute(WordEncoder(), after).matrix, atol=1e-5)
@@ -112,11 +122,12 @@ def test_progress_reports_every_row_known_so_far_reused_or_computed() -> None:
         WordEncoder(), after, reuse=previous, progress=lambda known: reports.append(known()), every=2
     )
 
-    reused = text_key(entry_text(after[-1]))
-    # Reports after the first and second chunks of two; none after the last, whose rows the result carries.
-    assert [len(report.keys) for report in reports] == [1 + 2, 1 + 4]
+    reused = {text_key(entry_text(after[-1])), text_key(page_outline(after, 5, [5]))}
+    # Ten rows to embed (five entries, five outlines): reports after each chunk of two but the last, whose rows
+    # the result carries.
+    assert [len(report.keys) for report in reports] == [2 + 2, 2 + 4, 2 + 6, 2 + 8]
     for report in reports:
-        assert reused in report.keys
+        assert reused <= set(report.keys)
         for key, row in zip(report.keys, report.matrix, strict=True):
             np.testing.assert_array_equal(row, whole.matrix[whole.keys.index(key)])
 
@@ -131,9 +142,10 @@ def test_a_union_of_sources_lends_each_text_s_row_once_from_the_first_source_hol
 
     union = SiteVectors.union(None, first, second, SiteVectors.compute(wide, retries))
 
-    assert union is not None and union.keys == (*first.keys, second.keys[0])
+    # second's rows: the changed retries entry, the sync windows entry, their two outlines; two are new texts
+    assert union is not None and union.keys == (*first.keys, second.keys[0], second.keys[2])
     np.testing.assert_array_equal(union.matrix[: len(first.keys)], first.matrix)
-    np.testing.assert_array_equal(union.matrix[-1], second.matrix[0])
+    np.testing.assert_array_equal(union.matrix[-2:], second.matrix[[0, 2]])
     assert SiteVectors.union(None, first) is first and SiteVectors.union(None, None) is None
     counting = WordEncoder()
     SiteVectors.compute(counting, [*PAGES, *retries], reuse=union)
@@ -147,7 +159,7 @@ def test_vectors_of_another_size_lend_no_rows() -> None:
 
     again = SiteVectors.compute(counting, PAGES, reuse=small)
 
-    assert again.matrix.shape == (2, 32) and len(counting.texts) == 2
+    assert again.matrix.shape == (4, 32) and len(counting.texts) == 4
 
 
 @pytest.mark.parametrize(
@@ -224,13 +236,16 @@ def test_a_page_sharing_no_word_with_the_query_is_found_by_meaning(encoder: Mini
     index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
     query = unit(encoder, HOLIDAY_FREEZE)
     assert index.semantic is not None and index.entries[0].page == "sync-windows/"
-    cosine = float(index.semantic.vectors.matrix[0] @ query) - float(index.semantic.correction[0])
+    matrix = index.semantic.vectors.matrix
+    cosine = float(matrix[0] @ query) - float(index.semantic.correction[0])
+    outline = float(matrix[len(index.entries)] @ query)  # the first page's outline row, after every entry's
 
     hits = index.search(HOLIDAY_FREEZE, 5, query)
 
-    assert cosine > THRESHOLD + 0.05  # the premise: the model does connect them
+    assert cosine > THRESHOLD + 0.05 and outline > THRESHOLD  # the premise: the model does connect them
     assert [hit.entry.location for hit in hits] == ["sync-windows/"]
-    assert hits[0].score == pytest.approx(WEIGHT * (cosine - THRESHOLD))
+    similarity = (1 - OUTLINE_SHARE) * cosine + OUTLINE_SHARE * outline
+    assert hits[0].score == pytest.approx(WEIGHT * (similarity - THRESHOLD))
     assert index.search(HOLIDAY_FREEZE, 5) == []  # without the query's vector: lexical only, and no word matches
     assert ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER).search(HOLIDAY_FREEZE, 5, query) == []
 
@@ -308,9 +323,27 @@ def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: Min
     index = ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS, ("deny", "Deny windows", "Block syncs.")))
     fewer = SiteVectors.compute(encoder, index.entries[:1])
 
-    with pytest.raises(ValueError, match="1 vectors for 2 entries"):
+    with pytest.raises(ValueError, match="2 vectors for 2 entries and 1 page outlines"):
         index.attach(fewer)
     assert index.semantic is None
+
+
+def test_every_page_is_embedded_once_more_from_its_title_headings_and_introduction() -> None:
+    controls = page(
+        "controls/",
+        "Release controls",
+        "How releases are held back and retried. " + FILLER_WORDS,
+        ("retries", "Retries", "Failed operations are retried."),
+        ("sync-windows", "Sync windows", SYNC_WINDOWS),
+    )
+    entries = entries_of(controls, page("hooks/", "Hooks", "Hooks run."))
+
+    texts = embedded_texts(entries)
+
+    assert texts[: len(entries)] == [entry_text(entry) for entry in entries]
+    introduction = " ".join(entries[0].text.split()[:OUTLINE_WORDS])
+    assert texts[len(entries) :] == [f"Release controls: Retries; Sync windows\n{introduction}", "Hooks: \nHooks run."]
+    assert len(introduction.split()) == OUTLINE_WORDS < len(entries[0].text.split())
 
 
 def test_a_page_found_only_by_meaning_carries_its_closest_section(encoder: MiniLM) -> None:
@@ -374,6 +407,7 @@ def test_a_page_close_to_everything_on_its_site_loses_its_edge_to_the_specific_p
             rows.append(0.64 * query + 0.768 * hub_direction)
         else:  # every other page sits near the hub: the kind of section an overview summarises
             rows.append(0.2 * query + hub_direction + 0.05 * np.eye(6)[3 + len(rows) % 3])
+    rows += rows[: len(index.pages)]  # each page's outline: one entry each, so its entry's direction
     matrix = _unit_rows(np.array(rows))
     index.attach(SiteVectors(matrix, tuple(str(n) for n in range(len(matrix)))))
     semantic = index.semantic
@@ -384,6 +418,6 @@ def test_a_page_close_to_everything_on_its_site_loses_its_edge_to_the_specific_p
     hits = index.search("unrelated words", 3, query.astype(np.float32))
 
     assert [hit.entry.location for hit in hits][:2] == ["specific/", "overview/"]
-    hubness = neighbour_similarity(matrix)
+    hubness = neighbour_similarity(matrix[: len(index.entries)])  # among entries: outlines are not corrected
     assert semantic.correction == pytest.approx(HUB_WEIGHT * (hubness - np.median(hubness)), abs=1e-6)
     assert semantic.correction[0] < semantic.correction[1]  # the lone page is raised more than the one among many
