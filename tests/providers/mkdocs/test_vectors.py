@@ -18,7 +18,7 @@ from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs import ranking
 from shared.providers.mkdocs.index import IndexEntry
 from shared.providers.mkdocs.ranking import Ranker
-from shared.providers.mkdocs.text import identifier_share
+from shared.providers.mkdocs.text import analyze_query, identifier_share
 from shared.providers.mkdocs.vectors import (
     FORMAT,
     HUB_NEIGHBOURS,
@@ -317,6 +317,36 @@ def test_identifiers_in_a_query_take_the_semantic_credit_away_in_proportion(
 
     assert whole > 0
     assert said == pytest.approx(whole * max(0.0, 1 - 10 * identifier_share(query)))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        HOLIDAY_FREEZE,  # four terms: the whole credit
+        # thirteen terms: 8/13 of it, as its term score would shrink about as much against an eight-term question's
+        f"{HOLIDAY_FREEZE}: how can we stop every release to production during the yearly freeze at december's end",
+    ],
+)
+def test_a_long_question_s_credit_shrinks_as_its_term_score_does(
+    encoder: MiniLM, monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
+    vector = unit(encoder, query)
+    terms = len(analyze_query(query).words)
+
+    def credit() -> float:
+        lexical = {hit.entry.location: hit.score for hit in index.search(query, 5)}
+        both = {hit.entry.location: hit.score for hit in index.search(query, 5, vector)}
+        return both.get("sync-windows/", 0.0) - lexical.get("sync-windows/", 0.0)
+
+    balance = ranking.BALANCE_WORDS
+    said = credit()
+    monkeypatch.setattr(ranking, "BALANCE_WORDS", 1_000)
+    whole = credit()
+
+    assert whole > 0 and identifier_share(query) == 0
+    assert said == pytest.approx(whole * min(1.0, balance / terms))
+    assert (said < whole) == (terms > balance)
 
 
 def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: MiniLM) -> None:
