@@ -18,9 +18,10 @@ Every system answers per site; results are merged across sites by score and, lik
 result per page at the page's location (a peer's best entry stands for its page). Locations are qualified the
 way the service returns them: bare on the default site, `{site}/{path}` elsewhere, the site root as the bare
 site name. Quality uses the harness's own scoring (tools/eval.py), per set and per failure mode; latency is
-warm, in-process, per query over all sites including the merge. Resident memory is measured per system in a
-fresh process that builds (or, for ours, loads the stored vectors like the service) and answers every query:
-VmRSS after, less the same process before building, and the whole process's VmHWM.
+warm, in-process, per query over all sites including the merge, each query timed on every system in turn (so the
+machine's slow spells fall on all alike). Resident memory is measured per system in a fresh process that builds
+(or, for ours, loads the stored vectors like the service) and answers every query: VmRSS after, less the same
+process before building, and the whole process's VmHWM.
 """
 
 from __future__ import annotations
@@ -223,15 +224,25 @@ def summary(rows: list[dict[str, float]]) -> dict[str, float]:
     }
 
 
-def latency(searches: dict[str, Search], queries: list[str], repeat: int) -> tuple[float, float]:
-    for query in queries:
-        merged(searches, query)  # warm caches before timing
-    times = []
+def latencies(systems: dict[str, dict[str, Search]], queries: list[str], repeat: int) -> dict[str, tuple[float, float]]:
+    """Each system's p50 and p95 milliseconds per query, timed interleaved: every query on every system in turn, so
+    a slow spell of the machine (a shared VM's vary by a third from minute to minute) falls on all of them alike
+    and their ratios hold even when the absolute figures move."""
+    for searches in systems.values():
+        for query in queries:
+            merged(searches, query)  # warm caches before timing
+    times: dict[str, list[float]] = {name: [] for name in systems}
     for _ in range(repeat):
         for query in queries:
-            start = time.perf_counter()
-            merged(searches, query)
-            times.append((time.perf_counter() - start) * 1000)
+            for name, searches in systems.items():
+                _QUERY_VECTOR.clear()  # each system embeds the query itself, as the service would
+                start = time.perf_counter()
+                merged(searches, query)
+                times[name].append((time.perf_counter() - start) * 1000)
+    return {name: _percentiles(found) for name, found in times.items()}
+
+
+def _percentiles(times: list[float]) -> tuple[float, float]:
     times.sort()
     return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]
 
@@ -330,8 +341,11 @@ def report(
     for label, cases in sets.items():
         lines += quality_table(systems, label, cases)
     queries = [case.query for cases in sets.values() for case in cases]
-    timings = {name: latency(searches, queries, repeat) for name, searches in systems.items()}
-    lines.append(f"latency over {len(queries)} queries x {repeat}, warm, in-process, all sites and the merge")
+    timings = latencies(systems, queries, repeat)
+    lines.append(
+        f"latency over {len(queries)} queries x {repeat}, warm, in-process, all sites and the merge, "
+        "every query timed on each system in turn"
+    )
     lines.append(row("", names))
     lines.append(row("p50 ms", [f"{timings[name][0]:.2f}" for name in names]))
     lines.append(row("p95 ms", [f"{timings[name][1]:.2f}" for name in names]))

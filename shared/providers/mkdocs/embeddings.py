@@ -108,7 +108,7 @@ async def compute_and_store(
         )
     )
     payload = await asyncio.to_thread(vectors.dumps, model.model_id)
-    await saved.write(payload, len(entries))
+    await saved.write(payload, len(vectors.keys))  # rows: the entries and the page outlines
     return vectors
 
 

@@ -12,7 +12,7 @@ freeze" / "deny sync windows"); sentence embeddings can (`shared.embedding`).
   matches any one of its sections). It costs one row per page (a sixth of the entries on the sample corpus, about
   2 s of its 30 s embedding).
 - A page's similarity is `(1 - OUTLINE_SHARE) * its best entry's cosine + OUTLINE_SHARE * its outline's`.
-- The ranker adds `WEIGHT * max(0, cosine - THRESHOLD)` to a page's lexical score (times the page's boost).
+- The ranker adds `WEIGHT * max(0, similarity - THRESHOLD)` to a page's lexical score (times the page's boost).
   Off-topic questions stay below the threshold (at most 0.30 on ten of them over the real corpus), so the
   relevance floor keeps emptying them; on-topic answers mostly score 0.4 to 0.8.
 - The cosine is corrected for hubness first: an entry that sits close to many others of its site (an
