@@ -18,7 +18,7 @@ Every system answers per site; results are merged across sites by score and, lik
 result per page at the page's location (a peer's best entry stands for its page). Locations are qualified the
 way the service returns them: bare on the default site, `{site}/{path}` elsewhere, the site root as the bare
 site name. Quality uses the harness's own scoring (tools/eval.py), per set and per failure mode; latency is
-warm, in-process, per query over all sites including the merge, each query timed on every system in turn (so the
+warm, in-process, per query over all sites including the merge, in passes that time every system in turn (so the
 machine's slow spells fall on all alike). Resident memory is measured per system in a fresh process that builds
 (or, for ours, loads the stored vectors like the service) and answers every query: VmRSS after, less the same
 process before building, and the whole process's VmHWM.
@@ -225,17 +225,18 @@ def summary(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 def latencies(systems: dict[str, dict[str, Search]], queries: list[str], repeat: int) -> dict[str, tuple[float, float]]:
-    """Each system's p50 and p95 milliseconds per query, timed interleaved: every query on every system in turn, so
-    a slow spell of the machine (a shared VM's vary by a third from minute to minute) falls on all of them alike
-    and their ratios hold even when the absolute figures move."""
+    """Each system's p50 and p95 milliseconds per query, timed in interleaved passes: every pass times each system
+    over all the queries in turn, so a slow spell of the machine (a shared VM's speed varies by a third from one
+    minute to the next) falls on all of them alike and their ratios hold even when the absolute figures move.
+    Whole passes, not query by query: one system's allocations would evict another's caches between queries
+    (lunr.py's made every other system a third slower)."""
     for searches in systems.values():
         for query in queries:
             merged(searches, query)  # warm caches before timing
     times: dict[str, list[float]] = {name: [] for name in systems}
     for _ in range(repeat):
-        for query in queries:
-            for name, searches in systems.items():
-                _QUERY_VECTOR.clear()  # each system embeds the query itself, as the service would
+        for name, searches in systems.items():
+            for query in queries:
                 start = time.perf_counter()
                 merged(searches, query)
                 times[name].append((time.perf_counter() - start) * 1000)
@@ -344,7 +345,7 @@ def report(
     timings = latencies(systems, queries, repeat)
     lines.append(
         f"latency over {len(queries)} queries x {repeat}, warm, in-process, all sites and the merge, "
-        "every query timed on each system in turn"
+        "each pass timing every system in turn"
     )
     lines.append(row("", names))
     lines.append(row("p50 ms", [f"{timings[name][0]:.2f}" for name in names]))
@@ -432,9 +433,11 @@ def main(argv: list[str] | None = None) -> int:
     systems, build_ms = build_all(indexes)
     lines = report(indexes, systems, build_ms, sets, args.repeat)
     entries = sum(len(index.entries) for index in indexes.values())
+    outlines = sum(len(VECTORS[site].keys) for site in indexes) - entries
     lines += [
         "",
-        f"embedding the corpus ({entries} entries, {os.cpu_count()} cores, model {MINILM_ID}): "
+        f"embedding the corpus ({entries} entries and {outlines} page outlines, {os.cpu_count()} cores, "
+        f"model {MINILM_ID}): "
         f"{sum(embedded.values()):.1f} s ({', '.join(f'{site} {sec:.1f} s' for site, sec in embedded.items())})",
         "",
     ]
