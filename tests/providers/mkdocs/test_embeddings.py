@@ -413,9 +413,8 @@ async def test_a_run_cut_short_stores_its_progress_and_the_next_run_embeds_only_
     encoder = WordEncoder()
     vectors, computed = await ensure_vectors(counting_store, model_of(encoder), SITE, published_index)
 
-    assert (
-        computed is True and len(encoder.texts) == len(embedded_texts(entries)) - 16
-    )  # the first run's rows were reused
+    # the first run's rows were reused
+    assert computed is True and len(encoder.texts) == len(embedded_texts(entries)) - 16
     again = await counting_store.read(VECTORS)
     assert again is not None
     finished = SiteVectors.loads(again.payload, MODEL)

@@ -152,6 +152,19 @@ def test_a_union_of_sources_lends_each_text_s_row_once_from_the_first_source_hol
     assert counting.texts == []
 
 
+def test_vectors_stored_before_page_outlines_existed_lend_every_entry_row() -> None:
+    entries_only = SiteVectors.compute(WordEncoder(), PAGES)
+    before = SiteVectors(entries_only.matrix[: len(PAGES)], entries_only.keys[: len(PAGES)])  # the old layout
+    stored = SiteVectors.loads(before.dumps(MODEL), MODEL)
+    assert stored is not None and not stored.matches(PAGES)  # not applied as they are
+    counting = WordEncoder()
+
+    upgraded = SiteVectors.compute(counting, PAGES, reuse=stored)
+
+    assert counting.texts == embedded_texts(PAGES)[len(PAGES) :]  # only the outlines are embedded
+    assert upgraded.matches(PAGES)
+
+
 def test_vectors_of_another_size_lend_no_rows() -> None:
     small = SiteVectors.compute(WordEncoder(), PAGES)
     counting = WordEncoder()
