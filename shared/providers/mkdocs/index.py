@@ -7,7 +7,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
@@ -80,7 +80,7 @@ class SiteIndex:
         return index
 
 
-def page_groups(entries: list[IndexEntry]) -> list[tuple[int, list[int]]]:
+def page_groups(entries: Sequence[IndexEntry]) -> list[tuple[int, list[int]]]:
     """Pages in index order, each as (the entry that represents it, all its entries' numbers in index order).
 
     The representative is the page's first page entry (no anchor), or its first entry when it has none. The

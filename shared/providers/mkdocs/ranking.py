@@ -438,10 +438,9 @@ class Ranker:
 class _Semantic:
     vectors: SiteVectors
     """The entries' rows, then the page outlines' (`vectors.embedded_texts`)."""
-    entries: int
-    """How many of the rows are entries."""
     order: npt.NDArray[np.intp]
-    """Entry numbers grouped by page, pages in order."""
+    """Entry numbers grouped by page, pages in order: one per entry, so its length is where the outlines' rows
+    start."""
     starts: npt.NDArray[np.intp]
     """Where each page's entries start in `order`."""
     correction: npt.NDArray[np.float32]
@@ -455,7 +454,7 @@ class _Semantic:
         starts = np.flatnonzero(np.r_[True, np.diff(page_of[order]) != 0])
         hubness = neighbour_similarity(vectors.matrix[: len(page_of)])
         correction = (HUB_WEIGHT * (hubness - np.median(hubness))).astype(np.float32)
-        return cls(vectors, len(page_of), order, starts, correction)
+        return cls(vectors, order, starts, correction)
 
     def close_pages(
         self, query: npt.NDArray[np.float32]
@@ -470,7 +469,8 @@ class _Semantic:
         import numpy as np
 
         similarities = self.vectors.similarities(query)
-        raw, outlines = similarities[: self.entries], similarities[self.entries :]
+        entries = len(self.order)
+        raw, outlines = similarities[:entries], similarities[entries:]
         cosines = np.where(raw > THRESHOLD, raw - self.correction, raw)
         best = np.maximum.reduceat(cosines[self.order], self.starts).astype(np.float64)
         blended = (1 - OUTLINE_SHARE) * best + OUTLINE_SHARE * outlines.astype(np.float64)

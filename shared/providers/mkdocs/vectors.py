@@ -9,8 +9,8 @@ freeze" / "deny sync windows"); sentence embeddings can (`shared.embedding`).
   introduction. A section's text sees only that section; the outline sees what the page as a whole is for,
   which is often what a question in the reader's own words is about (a question about keeping releases out over
   the holidays matches a page whose title and headings say sync windows, deny and schedule better than it
-  matches any one of its sections). It costs one row per page (a sixth of the entries on the sample corpus, about
-  2 s of its 30 s embedding).
+  matches any one of its sections). It costs one row per page (724 beside the sample corpus's 6,482 entries, about
+  2 s of its 25 s embedding).
 - A page's similarity is `(1 - OUTLINE_SHARE) * its best entry's cosine + OUTLINE_SHARE * its outline's`.
 - The ranker adds `WEIGHT * max(0, similarity - THRESHOLD)` to a page's lexical score (times the page's boost).
   Off-topic questions stay below the threshold (at most 0.30 on ten of them over the real corpus), so the
@@ -99,9 +99,8 @@ def page_outline(entries: Sequence[IndexEntry], head: int, sections: Sequence[in
 def embedded_texts(entries: Sequence[IndexEntry]) -> list[str]:
     """Every text embedded for a site, one row each: each entry's in index order, then each page's outline in
     `page_groups` order."""
-    listed = list(entries)
-    outlines = [page_outline(listed, head, sections) for head, sections in page_groups(listed)]
-    return [entry_text(entry) for entry in listed] + outlines
+    outlines = [page_outline(entries, head, sections) for head, sections in page_groups(entries)]
+    return [entry_text(entry) for entry in entries] + outlines
 
 
 @dataclass(frozen=True, slots=True)
