@@ -1,5 +1,6 @@
 """Page-kind weights: path rules that rank design proposals, upgrade notes, release notes and the like below the
-guide on the same topic, unless the query asks for that kind of page (pure: no I/O).
+guide on the same topic, unless the query asks for that kind of page, and command-line reference pages above it
+when the query asks about the command line (pure: no I/O).
 
 Documentation sites mix guides with pages *about* a feature's history: the design proposal that introduced it,
 the upgrade notes that changed its default, the release notes that announced it. They share the guide's words,
@@ -9,7 +10,13 @@ site-wide knob a docs owner sets once in `Forge__Documentation__Search__PathWeig
 
     [{"pattern": "proposals/", "weight": 0.5, "unless": ["proposal", "design"]},
      {"pattern": "*/upgrading/*", "weight": 0.5, "unless": ["upgrade", "migrate"]},
-     {"pattern": "release/notes/", "weight": 0.5, "site": "cloud-foundations"}]
+     {"pattern": "release/notes/", "weight": 0.5, "site": "cloud-foundations"},
+     {"pattern": "*commands/*", "weight": 2, "when": ["cli", "command", "flag"]}]
+
+The other way round, a site's generated command reference (one page per subcommand: synopsis, options, examples)
+shares few words with a question put in the reader's terms ("change an existing deploy freeze from the CLI"), while
+the guide on the same feature shares many and names the command in passing, so the guide wins even when the reader
+asked for the command. A `when` rule gives those pages their weight only for a question that asks for their kind.
 
 - `pattern` is matched against a page's path within its site (`operator-manual/upgrading/2.14-3.0/`, the
   location a search returns without the site prefix and anchor), decoded (`my page/`, not `my%20page/`) and
@@ -21,6 +28,9 @@ site-wide knob a docs owner sets once in `Forge__Documentation__Search__PathWeig
   ranker's own stemming, so `proposal` also waives for `proposals`), switch the rule off for that query: a
   reader asking for "the proposal for sync windows" or "what changed when upgrading to 3.0" gets those pages
   ranked as the spec ranks them.
+- `when` lists words or phrases (matched the same way) of which the query must contain one for the rule to apply
+  at all: "how do I change a sync window from the CLI" doubles the command pages, "how do sync windows work" leaves
+  them as the spec ranks them. A rule has `unless` or `when`, not both.
 - `site` (optional) limits a rule to one configured site (checked at start-up); without it a rule applies to
   every site.
 - The first matching rule wins, so an exception goes before the general rule.
@@ -46,6 +56,7 @@ MAX_RULES = 100
 _PROPOSAL = ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]
 _UPGRADE = ["upgrade", "upgrading", "migrate", "migration", "release"]
 _RELEASE = ["release notes", "released", "changelog"]
+_COMMAND_LINE = ["cli", "command", "subcommand", "flag", "terminal"]
 DEFAULT = json.dumps(
     [
         {"pattern": "proposals/", "weight": 0.5, "unless": _PROPOSAL},
@@ -57,11 +68,14 @@ DEFAULT = json.dumps(
         {"pattern": "*changelog*", "weight": 0.5, "unless": _RELEASE},
         {"pattern": "blog/", "weight": 0.5, "unless": ["blog", "announcement", "announced"]},
         {"pattern": "archive/", "weight": 0.5, "unless": ["archive", "archived", "deprecated", "old"]},
+        {"pattern": "*commands/*", "weight": 2, "when": _COMMAND_LINE},
+        {"pattern": "*cli/*", "weight": 2, "when": _COMMAND_LINE},
     ],
     separators=(",", ":"),
 )
 """The documented starting point: the usual homes of proposals, upgrade notes, release notes, blogs and archives
-in MkDocs sites, at half weight, each waived by the words that ask for that kind."""
+in MkDocs sites, at half weight, each waived by the words that ask for that kind; and command-line reference
+pages at double weight for a question that asks about the command line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +85,14 @@ class PathRule:
     unless: tuple[frozenset[str], ...]
     """Words or phrases (analyzed) that switch the rule off when the query has all of one's terms."""
     site: str | None = None
+    when: tuple[frozenset[str], ...] = ()
+    """Words or phrases (analyzed) without one of which in the query the rule is off; empty: always on."""
+
+    def on(self, asked: set[str]) -> bool:
+        """Whether the rule weighs pages for a query with these analyzed terms."""
+        if any(phrase <= asked for phrase in self.unless):
+            return False
+        return not self.when or any(phrase <= asked for phrase in self.when)
 
     def matches(self, site: str, path: str) -> bool:
         if self.site is not None and self.site != site.lower():
@@ -109,32 +131,41 @@ class PathWeights:
         """The number of the first rule matching this page, or None."""
         return next((number for number, rule in enumerate(self.rules) if rule.matches(site, path)), None)
 
-    def waived(self, terms: Sequence[str]) -> frozenset[int]:
-        """The rules a query with these analyzed terms switches off."""
+    def toggled(self, terms: Sequence[str]) -> frozenset[int]:
+        """The rules a query with these analyzed terms turns from their usual state: an `unless` rule it switches
+        off, a `when` rule it switches on."""
         asked = set(terms)
-        return frozenset(
-            number for number, rule in enumerate(self.rules) if any(phrase <= asked for phrase in rule.unless)
-        )
+        return frozenset(number for number, rule in enumerate(self.rules) if rule.on(asked) != (not rule.when))
 
 
 def _rule(number: int, raw: object) -> PathRule:
     where = f"PathWeights rule {number}"
     if not isinstance(raw, dict):
         raise ValueError(f'{where} must be an object such as {{"pattern": "blog/", "weight": 0.5}}')
-    unknown = set(raw) - {"pattern", "weight", "unless", "site"}
+    unknown = set(raw) - {"pattern", "weight", "unless", "when", "site"}
     if unknown:
-        raise ValueError(f"{where} has unknown keys {sorted(unknown)}; accepted: pattern, weight, unless, site")
-    pattern, weight, unless, site = raw.get("pattern"), raw.get("weight"), raw.get("unless", []), raw.get("site")
+        raise ValueError(f"{where} has unknown keys {sorted(unknown)}; accepted: pattern, weight, unless, when, site")
+    pattern, weight, site = raw.get("pattern"), raw.get("weight"), raw.get("site")
     if not isinstance(pattern, str) or not pattern.strip():
         raise ValueError(f"{where} needs a non-empty string 'pattern' (a path prefix or a glob)")
     if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= MAX_BOOST:
         raise ValueError(f"{where} needs a numeric 'weight' from 0 to {MAX_BOOST:g}")
-    if not isinstance(unless, list) or not all(isinstance(word, str) for word in unless):
-        raise ValueError(f"{where}: 'unless' must be a list of words")
     if site is not None and (not isinstance(site, str) or not site.strip()):
         raise ValueError(f"{where}: 'site' must be a site name")
-    phrases = tuple(frozenset(analyze(words)) for words in unless)
-    if not all(phrases):
-        raise ValueError(f"{where}: every 'unless' entry needs a word a query can contain (not only stop words)")
+    if "when" in raw and "unless" in raw:
+        raise ValueError(f"{where} has both 'unless' and 'when'; write two rules")
+    if "when" in raw and not raw["when"]:
+        raise ValueError(f"{where}: 'when' needs at least one word (leave it out for a rule that always applies)")
     site = site.strip().lower() if site else None
-    return PathRule(unquote(pattern.strip()).lstrip("/").lower(), float(weight), phrases, site)
+    unless, when = _phrases(where, "unless", raw.get("unless", [])), _phrases(where, "when", raw.get("when", []))
+    return PathRule(unquote(pattern.strip()).lstrip("/").lower(), float(weight), unless, site, when)
+
+
+def _phrases(where: str, key: str, raw: object) -> tuple[frozenset[str], ...]:
+    """A rule's `unless` or `when` words and phrases, analyzed as a query is."""
+    if not isinstance(raw, list) or not all(isinstance(words, str) for words in raw):
+        raise ValueError(f"{where}: '{key}' must be a list of words")
+    phrases = tuple(frozenset(analyze(words)) for words in raw)
+    if not all(phrases):
+        raise ValueError(f"{where}: every '{key}' entry needs a word a query can contain (not only stop words)")
+    return phrases

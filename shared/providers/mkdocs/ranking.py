@@ -24,7 +24,7 @@ A page's score, the scale the provider compares across sites and against `min_sc
   site documenting it;
 - boost is the page's `search.boost` (0 puts the page behind every other match, 2 doubles it), times its
   page-kind weight (`kinds.py`: the first `Search__PathWeights` rule matching its path, unless the query names
-  that kind of page).
+  that kind of page, or, for a `when` rule such as the command reference's, only if it does).
 
 With the site's embeddings attached (`vectors.py`: entries and page outlines) and the query's embedding given, a
 page also earns
@@ -285,7 +285,12 @@ class Ranker:
     rules: list[int | None]
     """Each page's first matching page-kind rule (`kinds.py`), if any."""
     weighted: npt.NDArray[np.float64]
-    """Each page's boost times its rule's weight: the multiplier when the query names no page kind."""
+    """Each page's multiplier when the query names no page kind: its boost, times its rule's weight unless the
+    rule applies only `when` a query asks for its kind."""
+    toggled: npt.NDArray[np.float64]
+    """Each page's multiplier when the query toggles its rule (`_boosts`): the other of boost and boost x weight."""
+    rule_numbers: npt.NDArray[np.intp]
+    """`rules` as an array, -1 for none."""
     credit_scale: npt.NDArray[np.float64]
     """Each page's multiplier turned into its semantic credit's: a boost above 1 divided out (module docstring)."""
     semantic: _Semantic | None = None
@@ -305,16 +310,28 @@ class Ranker:
         boosts = [page.entry.boost for page in pages]
         kinds = kinds or PathWeights()
         rules = [kinds.rule_for(index.site, page.entry.page) for page in pages]
-        weighted = np.array(
-            [
-                boost * kinds.rules[rule].weight if rule is not None else boost
-                for boost, rule in zip(boosts, rules, strict=True)
-            ],
-            dtype=np.float64,
-        )
+        plain = np.array(boosts, dtype=np.float64)
+        rule_numbers = np.array([-1 if rule is None else rule for rule in rules], dtype=np.intp)
+        weights = np.array([1.0, *(rule.weight for rule in kinds.rules)])[rule_numbers + 1]
+        usual = np.array([False, *(not rule.when for rule in kinds.rules)])[rule_numbers + 1]
+        weighted = np.where(usual, plain * weights, plain)
+        toggled = np.where(usual, plain, plain * weights)
         titles_index = _title_index(page_view, pages)
-        credit_scale = 1 / np.maximum(np.array(boosts, dtype=np.float64), 1.0)
-        return cls(entries, pages, page_view, section_view, titles_index, boosts, kinds, rules, weighted, credit_scale)
+        credit_scale = 1 / np.maximum(plain, 1.0)
+        return cls(
+            entries,
+            pages,
+            page_view,
+            section_view,
+            titles_index,
+            boosts,
+            kinds,
+            rules,
+            weighted,
+            toggled,
+            rule_numbers,
+            credit_scale,
+        )
 
     def attach(self, vectors: SiteVectors) -> None:
         """Start ranking semantically too; one assignment, so a concurrent search sees all of it or none.
@@ -394,19 +411,15 @@ class Ranker:
         return hits[:limit]
 
     def _boosts(self, wanted: Query) -> npt.NDArray[np.float64]:
-        """Each page's multiplier for this query: its boost, times its page-kind weight unless the query names
-        that kind ("proposal", "upgrading")."""
+        """Each page's multiplier for this query: its boost times its page-kind weight, with the rules the query
+        toggles (`PathWeights.toggled`: it names the kind, "proposal", "upgrading", or asks for a `when` rule's
+        kind, "from the CLI") turned the other way."""
         import numpy as np
 
-        waived = self.kinds.waived((*wanted.words, *wanted.joined)) if self.kinds.rules else frozenset()
-        if not waived:
+        toggled = self.kinds.toggled((*wanted.words, *wanted.joined)) if self.kinds.rules else frozenset()
+        if not toggled:
             return self.weighted
-        return np.array(
-            [
-                boost if rule in waived else weighted
-                for boost, weighted, rule in zip(self.boosts, self.weighted.tolist(), self.rules, strict=True)
-            ]
-        )
+        return np.where(np.isin(self.rule_numbers, list(toggled)), self.toggled, self.weighted)
 
     def _site_fit(self, wanted: Query) -> float:
         """How much this site is about the query: the mean, over query words, of how common each is here."""

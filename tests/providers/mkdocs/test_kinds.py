@@ -28,6 +28,13 @@ UPGRADE = page(
     "v2.4 to 2.5",
     "Sync windows now deny manual syncs by default during a deny window schedule.",
 )
+COMMAND = page(
+    "user-guide/commands/argocd_proj_windows_update/",
+    "argocd proj windows update Command Reference",
+    "",
+    ("synopsis", "Synopsis", "Update a project sync window. argocd proj windows update PROJECT ID [flags]"),
+    ("options", "Options", "--schedule string Sync window schedule in cron format. --duration string Duration."),
+)
 
 
 def top(found: list) -> str:  # type: ignore[type-arg]
@@ -59,6 +66,43 @@ def test_the_default_rules_put_the_guide_first() -> None:
 def test_a_query_naming_the_kind_still_finds_it(query: str, expected: str) -> None:
     site = ranker(GUIDE, PROPOSAL, UPGRADE, *FILLER, kinds=PathWeights.parse(DEFAULT))
     assert top(site.search(query, 3)) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("update a sync window schedule", "user-guide/sync-windows/"),
+        ("update a sync window schedule from the CLI", "user-guide/commands/argocd_proj_windows_update/"),
+        ("which command updates a sync window schedule", "user-guide/commands/argocd_proj_windows_update/"),
+        ("flags to update a sync window schedule", "user-guide/commands/argocd_proj_windows_update/"),
+    ],
+)
+def test_command_reference_pages_lead_only_for_a_question_about_the_command_line(query: str, expected: str) -> None:
+    site = ranker(GUIDE, COMMAND, *FILLER, kinds=PathWeights.parse(DEFAULT))
+    assert top(site.search(query, 3)) == expected
+
+
+def test_a_when_rule_weighs_only_the_queries_that_name_its_kind() -> None:
+    rule = '[{"pattern": "user-guide/commands/", "weight": 2, "when": ["cli"]}]'
+    plain = ranker(GUIDE, COMMAND, *FILLER, kinds=PathWeights.parse("[]"))
+    doubled = ranker(GUIDE, COMMAND, *FILLER, kinds=PathWeights.parse(rule))
+    for query, factor in (("update a sync window schedule", 1), ("update a sync window schedule with the cli", 2)):
+        before = {hit.entry.location: hit.score for hit in plain.search(query, 5)}
+        after = {hit.entry.location: hit.score for hit in doubled.search(query, 5)}
+        page = "user-guide/commands/argocd_proj_windows_update/"
+        assert after[page] == pytest.approx(before[page] * factor)
+        assert after["user-guide/sync-windows/"] == pytest.approx(before["user-guide/sync-windows/"])
+
+
+def test_toggled_names_the_unless_rules_a_query_switches_off_and_the_when_rules_it_switches_on() -> None:
+    weights = PathWeights.parse(
+        '[{"pattern": "proposals/", "weight": 0.5, "unless": ["proposal"]},'
+        ' {"pattern": "commands/", "weight": 2, "when": ["cli", "command line"]}]'
+    )
+    assert weights.toggled(["sync", "window"]) == frozenset()
+    assert weights.toggled(["propos", "cli"]) == {0, 1}  # analyzed terms
+    assert weights.toggled(["command", "line"]) == {1}
+    assert weights.toggled(["command"]) == frozenset(), "a phrase needs all its words"
 
 
 def test_a_weight_multiplies_the_score_like_a_boost() -> None:
@@ -106,8 +150,8 @@ def test_the_first_matching_rule_wins() -> None:
 
 def test_a_phrase_waives_only_with_all_its_words() -> None:
     weights = PathWeights.parse('[{"pattern": "notes/", "weight": 0.5, "unless": ["release notes"]}]')
-    assert weights.waived(["releas", "note", "sync"]) == {0}
-    assert weights.waived(["note", "sync"]) == frozenset()
+    assert weights.toggled(["releas", "note", "sync"]) == {0}
+    assert weights.toggled(["note", "sync"]) == frozenset()
 
 
 def test_the_setting_defaults_to_the_documented_rules_and_an_empty_list_turns_them_off() -> None:
@@ -131,6 +175,10 @@ def test_the_setting_defaults_to_the_documented_rules_and_an_empty_list_turns_th
         ('[{"pattern": "x", "weight": 0.5, "boost": 2}]', "unknown keys"),
         (json.dumps([{"pattern": "x", "weight": 1}] * 101), "at most 100"),
         ('[{"pattern": "x", "weight": 0.5, "unless": ["the"]}]', "stop words"),
+        ('[{"pattern": "x", "weight": 2, "when": ["of"]}]', "stop words"),
+        ('[{"pattern": "x", "weight": 2, "when": "cli"}]', "'when' must be a list"),
+        ('[{"pattern": "x", "weight": 2, "when": []}]', "at least one word"),
+        ('[{"pattern": "x", "weight": 2, "when": ["cli"], "unless": ["design"]}]', "both 'unless' and 'when'"),
         ('[{"pattern": "x", "weight": 0.5, "site": "nosuchsite"}]', "not a configured site"),
     ],
 )
