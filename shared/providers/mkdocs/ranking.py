@@ -282,15 +282,13 @@ class Ranker:
     boosts: list[float]
     """Each page's `boost`."""
     kinds: PathWeights
-    rules: list[int | None]
-    """Each page's first matching page-kind rule (`kinds.py`), if any."""
     weighted: npt.NDArray[np.float64]
     """Each page's multiplier when the query names no page kind: its boost, times its rule's weight unless the
     rule applies only `when` a query asks for its kind."""
     toggled: npt.NDArray[np.float64]
     """Each page's multiplier when the query toggles its rule (`_boosts`): the other of boost and boost x weight."""
     rule_numbers: npt.NDArray[np.intp]
-    """`rules` as an array, -1 for none."""
+    """Each page's first matching page-kind rule (`kinds.py`), -1 for none."""
     credit_scale: npt.NDArray[np.float64]
     """Each page's multiplier turned into its semantic credit's: a boost above 1 divided out (module docstring)."""
     semantic: _Semantic | None = None
@@ -309,9 +307,11 @@ class Ranker:
         section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS)
         boosts = [page.entry.boost for page in pages]
         kinds = kinds or PathWeights()
-        rules = [kinds.rule_for(index.site, page.entry.page) for page in pages]
         plain = np.array(boosts, dtype=np.float64)
-        rule_numbers = np.array([-1 if rule is None else rule for rule in rules], dtype=np.intp)
+        rule_numbers = np.array(
+            [-1 if (rule := kinds.rule_for(index.site, page.entry.page)) is None else rule for page in pages],
+            dtype=np.intp,
+        )
         weights = np.array([1.0, *(rule.weight for rule in kinds.rules)])[rule_numbers + 1]
         usual = np.array([False, *(not rule.when for rule in kinds.rules)])[rule_numbers + 1]
         weighted = np.where(usual, plain * weights, plain)
@@ -326,7 +326,6 @@ class Ranker:
             titles_index,
             boosts,
             kinds,
-            rules,
             weighted,
             toggled,
             rule_numbers,
