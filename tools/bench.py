@@ -147,8 +147,8 @@ def build_semantic_spec(index: SiteIndex) -> Search:
 
 
 def build_bm25s(index: SiteIndex) -> Search:
-    import bm25s
-    import Stemmer
+    import bm25s  # type: ignore[import-untyped]
+    import Stemmer  # type: ignore[import-not-found]
 
     stemmer = Stemmer.Stemmer("english")
     corpus = [f"{entry.title} {entry.text}" for entry in index.entries]
@@ -168,7 +168,7 @@ def build_bm25s(index: SiteIndex) -> Search:
 
 
 def build_lunr(index: SiteIndex) -> Search:
-    from lunr import lunr
+    from lunr import lunr  # type: ignore[import-untyped]
 
     documents = [{"id": str(n), "title": e.title, "text": e.text} for n, e in enumerate(index.entries)]
     idx = lunr(ref="id", fields=[{"field_name": "title", "boost": 1000}, "text"], documents=documents)

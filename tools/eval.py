@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -227,7 +228,9 @@ def harness_commit() -> str:
     return result.stdout.strip() if result.returncode == 0 and result.stdout.strip() else "unknown"
 
 
-def run_record(args: argparse.Namespace, eval_set: EvalSet, cases: list[dict[str, Any]], version: str | None) -> dict:
+def run_record(
+    args: argparse.Namespace, eval_set: EvalSet, cases: list[dict[str, Any]], version: str | None
+) -> dict[str, Any]:
     commit_sha, source = attribute_commit(args.commit_sha, version)
     return {
         "schemaVersion": SCHEMA_VERSION,
@@ -427,7 +430,7 @@ def self_test() -> list[str]:
     check([case.id for case in parsed.cases] == ["a", "b", "c"] and parsed.version == 2, "parses cases and version")
     check(parsed.cases[1].failure_mode == "stale-location", "parses failureMode")
     for bad in ('{"cases": []}', '{"cases": [{"query": "q"}]}', "[]"):
-        check(_raises(lambda text=bad: parse_eval_set(text)), f"rejects malformed set {bad}")
+        check(_raises(partial(parse_eval_set, bad)), f"rejects malformed set {bad}")
     check(hit_rank([" /Faq/ "], ["faq/"]) == 1, "trims whitespace and slashes, ignores case")
     check(hit_rank(["guide/x"], ["guide/x.md"]) is None, "does not strip .md")
     check(hit_rank(["guide/index"], ["guide/"]) is None, "does not strip /index")
@@ -439,7 +442,7 @@ def self_test() -> list[str]:
     check(discovery(6)["ndcgAt5"] == 0.0 and not discovery(6)["hitAt5"], "rank 6 is outside hit@5")
     check(discovery(11)["reciprocalRankAt10"] == 0.0 and discovery(None)["hitRank"] is None, "MRR stops at 10")
     for limit, ok in ((4, False), (5, True), (50, True), (51, False)):
-        check(_raises(lambda value=limit: check_limit(value)) != ok, f"limit guard for {limit}")
+        check(_raises(partial(check_limit, limit)) != ok, f"limit guard for {limit}")
     check(attribute_commit(" abc1234 ", "1.0+deadbeef") == ("abc1234", "parameter"), "the parameter wins")
     check(attribute_commit(None, "1.2.3+1a2b3c4d5e") == ("1a2b3c4d5e", "cli-version"), "SHA from the version")
     check(attribute_commit(None, "0.1.0") == (None, "unknown"), "no SHA means unknown, not a guess")

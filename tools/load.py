@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -143,7 +144,7 @@ async def measure(args: argparse.Namespace, base: str, pid: int) -> dict[str, ob
     return summary | {"rss_mb_before": before["VmRSS"], "rss_mb_after": after["VmRSS"], "peak_mb": after["VmHWM"]}
 
 
-def serve_and_measure(args: argparse.Namespace, corpus: Path, lexical: bool) -> dict[str, object]:
+def serve_and_measure(args: argparse.Namespace, corpus: Path, lexical: bool) -> dict[str, Any]:
     port = free_port()
     with StaticOrigin(corpus) as origin:
         env = {
