@@ -22,8 +22,10 @@ asked for the command. A `when` rule gives those pages their weight only for a q
   location a search returns without the site prefix and anchor), decoded (`my page/`, not `my%20page/`) and
   case-insensitively. A pattern with `*`, `?` or
   `[` is a glob whose `*` also crosses `/`; any other pattern is a path prefix.
-- `weight` multiplies the page's score exactly like its `boost` (both apply): 0 drops the page to the bottom (and,
-  with the default relevance floor, out of the results), 0.5 halves it, 2 doubles it.
+- `weight` multiplies the page's score like its `boost` (both apply): 0 drops the page to the bottom (and, with the
+  default relevance floor, out of the results), 0.5 halves it, 2 doubles it. Unlike a boost above 1, which
+  multiplies the term score only, a weight also multiplies the page's semantic credit (`ranking.py`), so a kind
+  the query asks for is found by meaning too.
 - `unless` lists words or phrases that, when the query contains one (every word of a phrase, compared after the
   ranker's own stemming, so `proposal` also waives for `proposals`), switch the rule off for that query: a
   reader asking for "the proposal for sync windows" or "what changed when upgrading to 3.0" gets those pages
@@ -33,7 +35,8 @@ asked for the command. A `when` rule gives those pages their weight only for a q
   them as the spec ranks them. A rule has `unless` or `when`, not both.
 - `site` (optional) limits a rule to one configured site (checked at start-up); without it a rule applies to
   every site.
-- The first matching rule wins, so an exception goes before the general rule.
+- The first matching rule wins, so an exception goes before the general rule. It claims its pages even while it is
+  off for a query (waived, or a `when` rule not asked for): later rules never weigh them.
 
 An empty list (`[]`) restores the spec's ranking exactly.
 """
@@ -56,7 +59,7 @@ MAX_RULES = 100
 _PROPOSAL = ["proposal", "proposed", "design", "enhancement", "rationale", "motivation"]
 _UPGRADE = ["upgrade", "upgrading", "migrate", "migration", "release"]
 _RELEASE = ["release notes", "released", "changelog"]
-_COMMAND_LINE = ["cli", "command", "subcommand", "flag", "terminal"]
+_COMMAND_LINE = ["cli", "command", "subcommand", "flag"]
 DEFAULT = json.dumps(
     [
         {"pattern": "proposals/", "weight": 0.5, "unless": _PROPOSAL},
@@ -154,10 +157,10 @@ def _rule(number: int, raw: object) -> PathRule:
         raise ValueError(f"{where}: 'site' must be a site name")
     if "when" in raw and "unless" in raw:
         raise ValueError(f"{where} has both 'unless' and 'when'; write two rules")
-    if "when" in raw and not raw["when"]:
-        raise ValueError(f"{where}: 'when' needs at least one word (leave it out for a rule that always applies)")
     site = site.strip().lower() if site else None
     unless, when = _phrases(where, "unless", raw.get("unless", [])), _phrases(where, "when", raw.get("when", []))
+    if "when" in raw and not when:
+        raise ValueError(f"{where}: 'when' needs at least one word (leave it out for a rule that always applies)")
     return PathRule(unquote(pattern.strip()).lstrip("/").lower(), float(weight), unless, site, when)
 
 

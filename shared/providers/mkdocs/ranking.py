@@ -279,8 +279,6 @@ class Ranker:
     section_view: _View
     titles: Postings
     """Title term -> (page, the term's share of that title's IDF), for title coverage."""
-    boosts: list[float]
-    """Each page's `boost`."""
     kinds: PathWeights
     weighted: npt.NDArray[np.float64]
     """Each page's multiplier when the query names no page kind: its boost, times its rule's weight unless the
@@ -305,9 +303,8 @@ class Ranker:
         page_docs = [_page_doc(page, entries, titles, bodies) for page in pages]
         page_view = _View.build(page_docs, PAGE_FIELDS)
         section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS)
-        boosts = [page.entry.boost for page in pages]
         kinds = kinds or PathWeights()
-        plain = np.array(boosts, dtype=np.float64)
+        plain = np.array([page.entry.boost for page in pages], dtype=np.float64)
         rule_numbers = np.array(
             [-1 if (rule := kinds.rule_for(index.site, page.entry.page)) is None else rule for page in pages],
             dtype=np.intp,
@@ -324,7 +321,6 @@ class Ranker:
             page_view,
             section_view,
             titles_index,
-            boosts,
             kinds,
             weighted,
             toggled,
@@ -410,9 +406,9 @@ class Ranker:
         return hits[:limit]
 
     def _boosts(self, wanted: Query) -> npt.NDArray[np.float64]:
-        """Each page's multiplier for this query: its boost times its page-kind weight, with the rules the query
-        toggles (`PathWeights.toggled`: it names the kind, "proposal", "upgrading", or asks for a `when` rule's
-        kind, "from the CLI") turned the other way."""
+        """Each page's multiplier for this query: its usual one (`weighted`), except on pages whose rule the query
+        toggles (`PathWeights.toggled`: it names an `unless` rule's kind, "proposal", "upgrading", or a `when` rule's,
+        "from the CLI"), which get the other (`toggled`)."""
         import numpy as np
 
         toggled = self.kinds.toggled((*wanted.words, *wanted.joined)) if self.kinds.rules else frozenset()

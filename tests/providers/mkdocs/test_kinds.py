@@ -94,6 +94,23 @@ def test_a_when_rule_weighs_only_the_queries_that_name_its_kind() -> None:
         assert after["user-guide/sync-windows/"] == pytest.approx(before["user-guide/sync-windows/"])
 
 
+def test_a_query_toggling_one_rule_leaves_the_others_as_they_were() -> None:
+    rules = (
+        '[{"pattern": "proposals/", "weight": 0.5, "unless": ["proposal"]},'
+        ' {"pattern": "user-guide/commands/", "weight": 2, "when": ["cli"]}]'
+    )
+    plain = ranker(GUIDE, PROPOSAL, COMMAND, *FILLER, kinds=PathWeights.parse("[]"))
+    weighted = ranker(GUIDE, PROPOSAL, COMMAND, *FILLER, kinds=PathWeights.parse(rules))
+    query = "sync window schedule with the cli"
+    before = {hit.entry.location: hit.score for hit in plain.search(query, 5)}
+    after = {hit.entry.location: hit.score for hit in weighted.search(query, 5)}
+    assert after["user-guide/commands/argocd_proj_windows_update/"] == pytest.approx(
+        2 * before["user-guide/commands/argocd_proj_windows_update/"]
+    )
+    assert after["proposals/sync-windows/"] == pytest.approx(before["proposals/sync-windows/"] / 2), "still halved"
+    assert after["user-guide/sync-windows/"] == pytest.approx(before["user-guide/sync-windows/"])
+
+
 def test_toggled_names_the_unless_rules_a_query_switches_off_and_the_when_rules_it_switches_on() -> None:
     weights = PathWeights.parse(
         '[{"pattern": "proposals/", "weight": 0.5, "unless": ["proposal"]},'
@@ -178,6 +195,7 @@ def test_the_setting_defaults_to_the_documented_rules_and_an_empty_list_turns_th
         ('[{"pattern": "x", "weight": 2, "when": ["of"]}]', "stop words"),
         ('[{"pattern": "x", "weight": 2, "when": "cli"}]', "'when' must be a list"),
         ('[{"pattern": "x", "weight": 2, "when": []}]', "at least one word"),
+        ('[{"pattern": "x", "weight": 2, "when": null}]', "'when' must be a list"),
         ('[{"pattern": "x", "weight": 2, "when": ["cli"], "unless": ["design"]}]', "both 'unless' and 'when'"),
         ('[{"pattern": "x", "weight": 0.5, "site": "nosuchsite"}]', "not a configured site"),
     ],

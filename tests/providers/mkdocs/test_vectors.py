@@ -17,6 +17,7 @@ import pytest
 from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs import ranking
 from shared.providers.mkdocs.index import IndexEntry
+from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.text import analyze_query, identifier_share
 from shared.providers.mkdocs.vectors import (
@@ -49,8 +50,8 @@ def entries_of(*pages: list[IndexEntry]) -> list[IndexEntry]:
     return [entry for entries in pages for entry in entries]
 
 
-def semantic_ranker(encoder: MiniLM, *pages: list[IndexEntry]) -> Ranker:
-    index = ranker(*pages)
+def semantic_ranker(encoder: MiniLM, *pages: list[IndexEntry], kinds: PathWeights | None = None) -> Ranker:
+    index = ranker(*pages, kinds=kinds)
     index.attach(SiteVectors.compute(encoder, index.entries))
     return index
 
@@ -286,6 +287,29 @@ def test_semantic_credit_is_demoted_by_a_page_boost_below_one_but_not_promoted_a
     assert scores[0.5] == [pytest.approx(credit / 2)]
     assert scores[2.0] == [pytest.approx(credit)]  # the boost multiplies the term score (none here), not meaning
     assert scores[0.0] == [0.0]  # boost 0: found, but with no semantic credit at all
+
+
+@pytest.mark.parametrize(
+    ("rules", "factor"),
+    [
+        ('[{"pattern": "sync-windows/", "weight": 2, "when": ["cli"]}]', 2.0),  # asked for: the credit doubles too
+        ('[{"pattern": "sync-windows/", "weight": 2, "when": ["deploy"]}]', 1.0),  # not asked for
+        ('[{"pattern": "sync-windows/", "weight": 0.5}]', 0.5),
+        ('[{"pattern": "sync-windows/", "weight": 0.5, "unless": ["cli"]}]', 1.0),  # waived
+    ],
+)
+def test_a_page_kind_weight_in_effect_multiplies_the_semantic_credit(
+    encoder: MiniLM, rules: str, factor: float
+) -> None:
+    query = f"{HOLIDAY_FREEZE} from the cli"  # shares no word with the page: its score is its credit alone
+    vector = unit(encoder, query)
+    sync_windows = page("sync-windows/", "Sync windows", SYNC_WINDOWS)
+    [plain] = semantic_ranker(encoder, sync_windows, *FILLER, kinds=PathWeights.parse("[]")).search(query, 5, vector)
+    [weighted] = semantic_ranker(encoder, sync_windows, *FILLER, kinds=PathWeights.parse(rules)).search(
+        query, 5, vector
+    )
+    assert plain.score > 0
+    assert weighted.score == pytest.approx(plain.score * factor)
 
 
 def test_a_boost_above_one_still_doubles_the_term_score_beside_the_credit(encoder: MiniLM) -> None:
