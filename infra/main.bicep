@@ -130,8 +130,8 @@ param requestTimeoutSeconds string = '30'
 @description('Forge__Documentation__Mcp__AllowedHosts: comma-separated extra Host names /api/mcp answers (custom domains).')
 param mcpAllowedHosts string = ''
 
-@description('Forge__Documentation__Mcp__MaxContentChars: most Markdown get_doc returns.')
-param mcpMaxContentChars string = '50000'
+@description('Forge__Documentation__Mcp__AnswerBudgetChars: most characters a get_doc answer takes without maxChars.')
+param mcpAnswerBudgetChars string = '24000'
 
 @description('Forge__Documentation__AiSearch__Endpoint: AI Search endpoint; empty: https://<aiSearchServiceName>.search.windows.net.')
 param aiSearchEndpoint string = ''
@@ -246,7 +246,7 @@ var coreSettings = {
   Forge__Documentation__UnpublishedRetrySeconds: unpublishedRetrySeconds
   Forge__Documentation__RequestTimeoutSeconds: requestTimeoutSeconds
   Forge__Documentation__Mcp__AllowedHosts: mcpAllowedHosts
-  Forge__Documentation__Mcp__MaxContentChars: mcpMaxContentChars
+  Forge__Documentation__Mcp__AnswerBudgetChars: mcpAnswerBudgetChars
   Forge__Documentation__Identity__ClientId: identity.outputs.clientId
 }
 var aiSearchSettings = aiSearchEnabled ? {

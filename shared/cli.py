@@ -14,7 +14,8 @@ from shared.cache import IndexStore, open_store
 from shared.compose import compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
-from shared.models import Document, SearchResponse
+from shared.models import Document, SearchResponse, View
+from shared.reading import check_read
 from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
 
@@ -34,8 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--site")
     search.add_argument("--format", choices=("text", "json"), default="text")
-    get = commands.add_parser("get", help="fetch one page as Markdown")
+    get = commands.add_parser("get", help="fetch one page as Markdown (whole, a section, a part or its outline)")
     get.add_argument("location")
+    get.add_argument("--section", help="only this section: a search result's anchor or a heading's text")
+    get.add_argument("--offset", type=int, help="start this many characters in (a previous part's nextOffset)")
+    get.add_argument("--max-chars", type=int, help="at most this many characters, cut at a line boundary")
+    get.add_argument("--view", choices=[view.value for view in View], help="outline: the headings with their sizes")
     get.add_argument("--format", choices=("text", "json"), default="text")
     listing = commands.add_parser("list", help="list pages (at most 25, interleaved across sites)")
     listing.add_argument("--format", choices=("text", "json"), default="text")
@@ -125,7 +130,8 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
             query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)
             _print_search(await service.search(query, limit=limit, site=getattr(args, "site", None)), args.format)
             return EXIT_OK
-        _print_document(await service.get(args.location), args.format)
+        read = check_read(section=args.section, offset=args.offset, max_chars=args.max_chars, view=args.view)
+        _print_document(await service.read(args.location, read), args.format)
         return EXIT_OK
     except InvalidRequestError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -156,4 +162,14 @@ def _print_search(response: SearchResponse, fmt: str) -> None:
 
 
 def _print_document(document: Document, fmt: str) -> None:
-    print(document.model_dump_json(by_alias=True, indent=2) if fmt == "json" else document.content)
+    if fmt == "json":
+        print(document.model_dump_json(by_alias=True, indent=2))
+    elif document.outline is not None:
+        for entry in document.outline:
+            anchor = f"  #{entry.anchor}" if entry.anchor else ""
+            print(f"{'  ' * (entry.level - 1)}{entry.title}{anchor}  ({entry.chars:,} chars at {entry.offset:,})")
+    else:
+        in_parts = document.offset > 0 or document.next_offset is not None
+        print(document.content, end="" if in_parts else "\n")
+        if document.next_offset is not None:  # said on stderr, so parts written to one file join exactly
+            print(f"[continues: --offset {document.next_offset} of {document.total_chars:,}]", file=sys.stderr)

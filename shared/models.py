@@ -76,6 +76,12 @@ class SearchResult(_Wire):
         description="For a result brokered by another deployment (`provider: smithy_remote`), the provider that "
         "answered there (`ai_search`, `mkdocs`); otherwise null.",
     )
+    page_chars: int | None = Field(
+        default=None,
+        description="About how many characters of Markdown the whole page is: an estimate from the search index "
+        "(within about a fifth either way), to choose between the whole page and the matched section (`anchor`). "
+        "Null when the provider cannot tell.",
+    )
 
 
 class SearchResponse(_Wire):
@@ -84,18 +90,66 @@ class SearchResponse(_Wire):
     results: list[SearchResult]
 
 
+class View(StrEnum):
+    """What a read returns: the page's Markdown (or a part of it), or only its outline."""
+
+    CONTENT = "content"
+    OUTLINE = "outline"
+
+
+class OutlineEntry(_Wire):
+    """One heading of a page."""
+
+    title: str
+    anchor: str | None = Field(
+        description="The section's anchor as the search index gives it (pass it as `section`); null for a heading "
+        "the index has no section for (the page's own title, for one)."
+    )
+    level: int = Field(description="1 for `#`, 2 for `##`, ...")
+    chars: int = Field(description="The section's own length in characters, its subsections included.")
+    offset: int = Field(description="Where the heading starts in the whole page's Markdown: pass it as `offset`.")
+
+
 class Document(_Wire):
-    """A whole page as Markdown, with where it came from."""
+    """A page as Markdown, with where it came from: the whole page, or the part a read asked for."""
 
     requested_location: str
     location: str
     site: str
     url: str
     provider: str
-    content: str
+    content: str = Field(
+        description="Markdown: the whole page with `source`, `site` and `retrieved` front matter, the section asked "
+        "for (with the page's front matter), or the part from `offset`; empty with `view=outline`."
+    )
     resolution: Resolution
     backend: str | None = Field(
         default=None,
         description="For a page brokered by another deployment (`provider: smithy_remote`), the provider that served "
         "it there; otherwise null.",
+    )
+    section: str | None = Field(
+        default=None, description="The anchor (or, without one, the title) of the section read; null for the page."
+    )
+    total_chars: int | None = Field(
+        default=None,
+        description="Characters in the whole page's Markdown (front matter included), or in the section read "
+        "(`section`): what `offset` and `nextOffset` count in.",
+    )
+    offset: int = Field(default=0, description="Where `content` starts, in characters.")
+    next_offset: int | None = Field(
+        default=None,
+        description="Pass it as `offset` to read the next part; null when `content` reaches the end. Parts read one "
+        "after another join to exactly the whole text.",
+    )
+    content_hash: str | None = Field(
+        default=None,
+        description="SHA-256 of the whole page's Markdown without `retrieved`: two parts with different hashes come "
+        "from different versions of the page.",
+    )
+    last_modified: str | None = Field(
+        default=None, description="When the origin says the page last changed (its Last-Modified), when it says."
+    )
+    outline: list[OutlineEntry] | None = Field(
+        default=None, description="The page's (or the section's) headings, with `view=outline`; otherwise null."
     )

@@ -28,7 +28,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from shared import telemetry
+from shared import reading, telemetry
 from shared.deadline import remaining
 from shared.errors import (
     InvalidRequestError,
@@ -40,10 +40,13 @@ from shared.errors import (
 )
 from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Reason, Resolution, SearchResponse
 from shared.providers.base import DocumentationProvider
+from shared.reading import Read
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
 from shared.validation import check_limit, check_location, check_query
 
 log = logging.getLogger(__name__)
+
+WHOLE = Read()
 
 MISS_PRECEDENCE = (
     Reason.AMBIGUOUS,
@@ -108,13 +111,18 @@ class DocumentationService:
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
         return SearchResponse(query=query, provider=NO_PROVIDER, results=[])
 
-    async def get(self, location: str | None) -> Document:
-        """The page at `location` as the first fetch-capable provider serves it; raises ResolutionError otherwise."""
+    async def get(self, location: str | None, *, outline: bool = False) -> Document:
+        """The whole page at `location` as the first fetch-capable provider serves it (with its outline when
+        asked: a provider that cannot give one is a miss); raises ResolutionError otherwise."""
         path = check_location(location, self.origin)
         with telemetry.operation("get"):
-            return await self._get(path, location or "")
+            return await self._get(path, location or "", outline)
 
-    async def _get(self, path: str, requested: str) -> Document:
+    async def read(self, location: str | None, read: Read = WHOLE) -> Document:
+        """The page at `location` as `read` asks: whole, a section, a part or its outline (`shared.reading`)."""
+        return reading.apply(await self.get(location, outline=read.needs_outline), read)
+
+    async def _get(self, path: str, requested: str, outline: bool) -> Document:
         misses: list[Resolution] = []
         timed_out = False
         for provider in self.providers:
@@ -123,7 +131,7 @@ class DocumentationService:
             try:
                 with telemetry.provider_call("get", provider.name) as call:
                     async with asyncio.timeout(_share([p for p in self.providers if p.supports_fetch], provider)):
-                        document = await provider.get(path)
+                        document = await provider.get(path, outline=outline)
                     call.served()
             except asyncio.CancelledError:
                 raise

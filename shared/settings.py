@@ -243,8 +243,10 @@ class McpSettings(_Section):
     allowed_hosts: tuple[str, ...] = Field((), alias="AllowedHosts")
     """Host names (custom domains, container hosts) the endpoint answers besides `WEBSITE_HOSTNAME` and loopback;
     any other `Host` header is refused (DNS-rebinding protection)."""
-    max_content_chars: int = Field(50_000, alias="MaxContentChars", ge=1_000)
-    """The most Markdown `get_doc` returns (about 12,000 tokens by default); a longer page is cut and says so."""
+    answer_budget_chars: int = Field(24_000, alias="AnswerBudgetChars", ge=4_000, le=1_000_000)
+    """The most characters a `get_doc` answer (or a page resource) takes without an explicit `maxChars`: its text
+    and its structured content together, as they travel. A longer page answers its first part and says how to read
+    on (`docs/api/mcp.md` says how the default was chosen against what agent hosts accept)."""
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod

@@ -17,7 +17,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "shared"
 
 PURE = {
     "shared.errors",
+    "shared.markdown",
     "shared.models",
+    "shared.reading",
     "shared.preview",
     "shared.validation",
     "shared.providers.mkdocs.convert",

@@ -54,7 +54,7 @@ def create_app(
         async with compose(settings, embedding=model, providers=providers) as composition:
             server = build_server(
                 composition.service,
-                max_content_chars=settings.mcp.max_content_chars,
+                budget_chars=settings.mcp.answer_budget_chars,
                 seconds=settings.request_timeout_seconds,
             )
             server.streamable_http_app(

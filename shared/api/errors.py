@@ -33,7 +33,8 @@ from shared.errors import (
     ResolutionError,
     ServiceUnavailableError,
 )
-from shared.models import Reason, Resolution
+from shared.models import OutlineEntry, Reason, Resolution
+from shared.reading import UnknownSectionError
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +77,20 @@ NEXT_STEP = {
 }
 
 
+MAX_SECTIONS_LISTED = 60
+
+
 def tool_error(exc: BaseException) -> str:
     """The text of an MCP tool error: the reason code first, then what it means and what to do next."""
     if isinstance(exc, ResolutionError):
         return _resolution_text(exc.resolution)
+    if isinstance(exc, UnknownSectionError):
+        listed = "; ".join(
+            f"{'#' * entry.level} {entry.title}" + (f" (anchor {entry.anchor})" if entry.anchor else "")
+            for entry in exc.sections[:MAX_SECTIONS_LISTED]
+        )
+        more = len(exc.sections) - MAX_SECTIONS_LISTED
+        return f"bad_request: {exc}. Sections: {listed}" + (f"; and {more} more" if more > 0 else "") + "."
     if isinstance(exc, InvalidRequestError):
         return f"bad_request: {exc}. Correct the argument and call again."
     if isinstance(exc, ServiceUnavailableError):
@@ -129,6 +140,9 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
     resolution: Resolution | None = None
     providers: dict[str, dict[str, str]] | None = None
+    sections: list[OutlineEntry] | None = Field(
+        default=None, description="With a `section` the page does not have: the page's sections to choose from."
+    )
 
 
 def error(
@@ -137,35 +151,45 @@ def error(
     return JSONResponse({"error": {"code": code, "message": message}, **extra}, status_code=status, headers=headers)
 
 
+def answer(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and the body (`ErrorBody`) a core error is, for REST answers and MCP tool errors alike."""
+    if isinstance(exc, UnknownSectionError):
+        sections = [entry.model_dump(mode="json", by_alias=True) for entry in exc.sections]
+        return 400, _body("bad_request", str(exc), sections=sections)
+    if isinstance(exc, InvalidRequestError):
+        return 400, _body("bad_request", str(exc))
+    if isinstance(exc, ResolutionError):
+        resolution = exc.resolution
+        status = STATUS_BY_REASON.get(resolution.reason, 404)
+        return status, _body(
+            resolution.reason.value, resolution.detail, resolution=resolution.model_dump(mode="json", by_alias=True)
+        )
+    if isinstance(exc, ServiceNotStarted):
+        return 503, _body("starting", str(exc))
+    if isinstance(exc, ServiceUnavailableError):
+        return 503, _body("unavailable", str(exc), providers=exc.failures)
+    if isinstance(exc, RequestTimeoutError):
+        return 504, _body("timeout", str(exc))
+    return 500, _body("internal_error", "the service failed unexpectedly; the failure was logged")
+
+
+def _body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}, **extra}
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(InvalidRequestError)
-    async def invalid(_: Request, exc: InvalidRequestError) -> JSONResponse:
-        return error(400, "bad_request", str(exc))
+    @app.exception_handler(DocsError)
+    async def core(_: Request, exc: DocsError) -> JSONResponse:
+        status, body = answer(exc)
+        if status == 500:
+            return internal_error(exc)
+        return JSONResponse(body, status_code=status)
 
     @app.exception_handler(RequestValidationError)
     async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
         name = ".".join(str(part) for part in first.get("loc", ())[1:]) or "request"
         return error(400, "bad_request", _readable(request, name, first))
-
-    @app.exception_handler(ResolutionError)
-    async def unresolved(_: Request, exc: ResolutionError) -> JSONResponse:
-        resolution = exc.resolution
-        status = STATUS_BY_REASON.get(resolution.reason, 404)
-        body = resolution.model_dump(mode="json", by_alias=True)
-        return error(status, resolution.reason.value, resolution.detail, resolution=body)
-
-    @app.exception_handler(ServiceNotStarted)
-    async def not_started(_: Request, exc: ServiceNotStarted) -> JSONResponse:
-        return error(503, "starting", str(exc))
-
-    @app.exception_handler(ServiceUnavailableError)
-    async def unavailable(_: Request, exc: ServiceUnavailableError) -> JSONResponse:
-        return error(503, "unavailable", str(exc), providers=exc.failures)
-
-    @app.exception_handler(RequestTimeoutError)
-    async def timed_out(_: Request, exc: RequestTimeoutError) -> JSONResponse:
-        return error(504, "timeout", str(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

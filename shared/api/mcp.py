@@ -11,19 +11,34 @@ in `search_docs`' schema is built from the service's sites in `build_server`'s s
 """
 
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Annotated, Any
+from urllib.parse import quote
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, WithJsonSchema
+from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import UriTemplate
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    ResourceLink,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import AnyUrl, Field, ValidationError, WithJsonSchema
 from starlette.types import Receive, Scope, Send
 
-from shared import __version__
-from shared.api.errors import tool_error, where, within
-from shared.errors import DocsError
-from shared.models import Document, SearchResponse
+from shared import __version__, reading
+from shared.api import budget
+from shared.api.errors import ErrorBody, answer, tool_error, where, within
+from shared.errors import DocsError, InvalidRequestError
+from shared.models import Document, SearchResponse, SearchResult, View
+from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.service import DocumentationService
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
 
@@ -67,15 +82,94 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-def build_server(service: DocumentationService, *, max_content_chars: int, seconds: float) -> MCPServer[Any]:
-    """The MCP server with both tools over `service`; `site` lists the service's sites in the input schema."""
-    server: MCPServer[Any] = MCPServer(
-        name="documentation", title="Documentation retrieval", version=__version__, instructions=INSTRUCTIONS
-    )
+RESOURCE_TEMPLATE = "docs://{site}/{+path}{?offset,maxChars}"
+RESOURCE_NOT_FOUND = -32002
+"""The MCP specification's JSON-RPC code for a resource that does not exist."""
+GET_ARGUMENTS = ("location", "section", "offset", "maxChars", "view")
+
+
+class DocsServer(MCPServer[Any]):
+    """The SDK's server, with the arguments checked before a tool runs and pages readable as resources.
+
+    An argument the tool does not take is refused, naming those it does (a silently ignored `max_results` or `path`
+    is an agent's wrong guess that costs it a useless answer); a value of the wrong type is refused naming the
+    argument, never echoing the value (the SDK's own message quotes it).
+    """
+
+    def __init__(self, service: DocumentationService, *, budget: int, seconds: float) -> None:
+        super().__init__(
+            name="documentation", title="Documentation retrieval", version=__version__, instructions=INSTRUCTIONS
+        )
+        self.service, self.budget, self.seconds = service, budget, seconds
+        self._template = UriTemplate.parse(RESOURCE_TEMPLATE)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        tool = next((tool for tool in await self.list_tools() if tool.name == name), None)
+        if tool is not None:
+            accepted = list(tool.input_schema.get("properties", {}))
+            unknown = sorted(set(arguments) - set(accepted))
+            if unknown:
+                named = ", ".join(f"`{argument}`" for argument in unknown)
+                return failure(
+                    InvalidRequestError(f"{name} takes no argument {named}; it takes: {', '.join(accepted)}")
+                )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return failure(InvalidRequestError(_invalid_arguments(exc.__cause__)))
+            raise
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """`docs://{site}/{path}` as the page's Markdown within the budget; what is left is a second, plain-text
+        item naming the next part's URI (the first item alone joins exactly across parts)."""
+        try:
+            return await self._read_page(str(uri))
+        except DocsError as exc:
+            status, body = answer(exc)
+            code = INVALID_PARAMS if status == 400 else RESOURCE_NOT_FOUND if status in (404, 409) else INTERNAL_ERROR
+            raise MCPError(code, tool_error(exc), data=body) from None
+
+    async def _read_page(self, uri: str) -> list[ReadResourceContents]:
+        matched = self._template.match(uri)
+        if matched is None or not matched.get("site"):
+            raise InvalidRequestError("a page's URI is docs://{site}/{path}, with ?offset= and ?maxChars= optional")
+        read = check_read(offset=_number(matched, "offset"), max_chars=_number(matched, "maxChars"))
+        location = f"{matched['site']}/{matched.get('path') or ''}"
+        document = await within(self.service.get(location, outline=True), self.seconds)
+        selection = reading.select(document, read)
+        result = budget.read_answer(selection, read, self.budget)
+        part = Document.model_validate(result.structured_content)
+        meta: dict[str, Any] = {
+            key: value
+            for key, value in (result.structured_content or {}).items()
+            if key in ("location", "site", "url", "totalChars", "offset", "nextOffset", "contentHash", "lastModified")
+        }
+        if part.next_offset is not None:
+            meta["nextUri"] = page_uri(part.site, part.location, offset=part.next_offset)
+        contents = [ReadResourceContents(content=part.content, mime_type="text/markdown", meta=meta)]
+        note = text_of(result)[len(part.content) :].strip()
+        if note:
+            note = note.replace(
+                "Next part: get_doc(", "Next part: resources/read " + meta.get("nextUri", "") + " or get_doc("
+            )
+            contents.append(ReadResourceContents(content=note, mime_type="text/plain", meta={"continuation": True}))
+        return contents
+
+
+def build_server(service: DocumentationService, *, budget_chars: int, seconds: float) -> MCPServer[Any]:
+    """The MCP server with both tools over `service`, and its pages as resources; `site` lists the service's
+    sites in the input schema."""
+    server = DocsServer(service, budget=budget_chars, seconds=seconds)
     # The schema tells agents the ranges and the sites; the service itself checks them (case-insensitively for
     # sites), so a wrong value comes back as a `bad_request` tool error naming what is accepted.
     limit_schema = {"type": "integer", "minimum": MIN_LIMIT, "maximum": MAX_LIMIT, "default": 10}
     site_schema = {"anyOf": [{"type": "string", "enum": list(service.sites)}, {"type": "null"}], "default": None}
+    view_schema = {"anyOf": [{"type": "string", "enum": [view.value for view in View]}, {"type": "null"}]}
 
     @server.tool(
         name="search_docs", title="Search documentation", description=SEARCH_DESCRIPTION, annotations=READ_ONLY
@@ -93,8 +187,9 @@ def build_server(service: DocumentationService, *, max_content_chars: int, secon
     ) -> Annotated[CallToolResult, SearchResponse]:
         async def answer() -> CallToolResult:
             response = await within(service.search(query, limit=limit, site=site), seconds)
+            links = [resource_link(hit) for hit in response.results]
             return CallToolResult(
-                content=[TextContent(type="text", text=render_search(response))],
+                content=[TextContent(type="text", text=render_search(response)), *links],
                 structured_content=response.model_dump(mode="json", by_alias=True),
             )
 
@@ -109,17 +204,109 @@ def build_server(service: DocumentationService, *, max_content_chars: int, secon
                 max_length=MAX_LOCATION_LENGTH,
             ),
         ],
+        section: Annotated[
+            str | None,
+            Field(
+                description="Read only this section (with its subsections): a search result's `anchor`, or a "
+                "heading's text.",
+                max_length=MAX_SECTION_LENGTH,
+            ),
+        ] = None,
+        offset: Annotated[
+            int | None,
+            Field(description="Start here, in characters: the `offset=` a previous answer named.", ge=0),
+        ] = None,
+        maxChars: Annotated[
+            int | None,
+            Field(
+                description=f"Return at most this many characters (at least {MIN_PART_CHARS}, at most "
+                f"{MAX_PART_CHARS:,}); by default the answer fits about {budget_chars:,} characters in all.",
+                ge=MIN_PART_CHARS,
+            ),
+        ] = None,
+        view: Annotated[
+            str | None,
+            Field(description="`outline` for the page's headings with their sizes instead of its text."),
+            WithJsonSchema(view_schema),
+        ] = None,
     ) -> Annotated[CallToolResult, Document]:
         async def answer() -> CallToolResult:
-            document = bounded(await within(service.get(location), seconds), max_content_chars)
-            return CallToolResult(
-                content=[TextContent(type="text", text=document.content)],
-                structured_content=document.model_dump(mode="json", by_alias=True),
-            )
+            read = check_read(section=section, offset=offset, max_chars=maxChars, view=view)
+            document = await within(service.get(location, outline=True), seconds)
+            selection = reading.select(document, read)
+            if read.view is View.OUTLINE:
+                return budget.outline_answer(selection, budget_chars)
+            return budget.read_answer(selection, read, budget_chars)
 
         return await _guarded(answer())
 
+    @server.resource(
+        RESOURCE_TEMPLATE,
+        name="page",
+        title="Documentation page",
+        description="A documentation page as Markdown: docs://{site}/{path}, the site and location of a search "
+        "result (resource links in search_docs answers point here). Long pages come in parts: the answer's "
+        "`nextUri` (in `_meta`, and in a second, plain-text item) reads the next one.",
+        mime_type="text/markdown",
+    )
+    async def page(site: str, path: str, offset: str | None = None, maxChars: str | None = None) -> str:
+        query = "&".join(f"{k}={v}" for k, v in (("offset", offset), ("maxChars", maxChars)) if v is not None)
+        uri = f"docs://{site}/{quote(path)}" + (f"?{query}" if query else "")
+        contents = await server.read_resource(uri)
+        assert not isinstance(contents, InputRequiredResult)
+        return str(next(iter(contents)).content)
+
+    # The SDK derives each output schema from the return annotation; it has no public way to widen it.
+    for tool in server._tool_manager.list_tools():
+        tool.fn_metadata.output_schema = _with_errors(tool.fn_metadata.output_schema)
     return server
+
+
+def _with_errors(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The tool's output schema, also admitting the error body a tool error carries as structured content (the
+    TypeScript client validates structured content against the output schema even on a tool error)."""
+    if schema is None:
+        return None
+    error_schema = ErrorBody.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
+    definitions = {**schema.pop("$defs", {}), **error_schema.pop("$defs", {}), "ErrorBody": error_schema}
+    return {"type": "object", "anyOf": [schema, {"$ref": "#/$defs/ErrorBody"}], "$defs": definitions}
+
+
+def _number(matched: Mapping[str, Any], name: str) -> int | None:
+    value = matched.get(name)
+    if value in (None, ""):
+        return None
+    if not str(value).isdigit() or len(str(value)) > 9:
+        raise InvalidRequestError(f"{name} must be a whole number")
+    return int(value)
+
+
+def _invalid_arguments(exc: ValidationError) -> str:
+    """The arguments the SDK refused, by name and what is wrong, without their values."""
+    problems = []
+    for problem in exc.errors():
+        name = ".".join(str(part) for part in problem.get("loc", ())) or "arguments"
+        message = "is required" if problem.get("type") == "missing" else str(problem.get("msg", "is invalid")).lower()
+        problems.append(f"{name} {message}")
+    return "; ".join(problems)
+
+
+def page_uri(site: str, location: str, *, offset: int | None = None) -> str:
+    """The resource URI of a page (`docs://{site}/{path}`), from a result's site and location."""
+    head, _, rest = location.partition("/")
+    path = rest if head.lower() == site.lower() else "" if location.lower() == site.lower() else location
+    uri = f"docs://{site}/{quote(path)}"
+    return uri if offset is None else f"{uri}?offset={offset}"
+
+
+def resource_link(hit: SearchResult) -> ResourceLink:
+    return ResourceLink(
+        type="resource_link",
+        uri=page_uri(hit.site, hit.location),
+        name=hit.location or hit.site,
+        title=hit.page_title or hit.title,
+        mime_type="text/markdown",
+    )
 
 
 async def _guarded(answer: Awaitable[CallToolResult]) -> CallToolResult:
@@ -135,12 +322,20 @@ async def _guarded(answer: Awaitable[CallToolResult]) -> CallToolResult:
 
 
 def failure(exc: BaseException) -> CallToolResult:
-    """A tool error an agent can read: the reason code first, then what it means and what to do next."""
-    return CallToolResult(content=[TextContent(type="text", text=tool_error(exc))], is_error=True)
+    """A tool error an agent can read (the reason code first, then what it means and what to do next) and a
+    program can parse: the REST API's error body as structured content."""
+    _, body = answer(exc)
+    return CallToolResult(
+        content=[TextContent(type="text", text=tool_error(exc))], structured_content=body, is_error=True
+    )
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
 def render_search(response: SearchResponse) -> str:
-    """What an agent reads: one block per hit (title, location, breadcrumb, preview)."""
+    """What an agent reads: one block per hit (title, location, breadcrumb, size, preview)."""
     if not response.results:
         return (
             "No results: the documentation does not cover this, or nothing scored above the relevance floor. "
@@ -148,25 +343,18 @@ def render_search(response: SearchResponse) -> str:
         )
     lines = [f"{len(response.results)} result(s), best first (answered by {response.provider}):"]
     for rank, hit in enumerate(response.results, 1):
-        lines.append(f"\n{rank}. {hit.page_title or hit.title}\n   location: {hit.location}")
+        size = f" (page about {hit.page_chars:,} characters)" if hit.page_chars else ""
+        lines.append(f"\n{rank}. {hit.page_title or hit.title}{size}\n   location: {hit.location}")
         if len(hit.breadcrumb) > 1:
-            lines.append(f"   section: {' > '.join(hit.breadcrumb)}")
+            anchor = f" (section={hit.anchor})" if hit.anchor else ""
+            lines.append(f"   section: {' > '.join(hit.breadcrumb)}{anchor}")
         if hit.preview_text:
             lines.append(f"   {hit.preview_text}")
-    lines.append("\nPass a location to get_doc to read the whole page.")
-    return "\n".join(lines)
-
-
-def bounded(document: Document, limit: int) -> Document:
-    """The document with its Markdown cut at `limit` characters, saying so at the cut."""
-    if len(document.content) <= limit:
-        return document
-    cut = document.content[:limit].rsplit("\n", 1)[0] if "\n" in document.content[:limit] else document.content[:limit]
-    note = (
-        f"\n\n[The page is longer than this tool returns: {len(cut):,} of {len(document.content):,} characters shown. "
-        f"Read the rest at {document.url}]\n"
+    lines.append(
+        "\nPass a location to get_doc to read the page; add section=<the result's anchor> to read only the matched "
+        "section of a long page."
     )
-    return document.model_copy(update={"content": cut + note})
+    return "\n".join(lines)
 
 
 class McpEndpoint:

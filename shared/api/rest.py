@@ -15,7 +15,8 @@ from shared import __version__
 from shared.api.errors import ErrorBody, ServiceNotStarted, within
 from shared.compose import Composition
 from shared.errors import InvalidRequestError
-from shared.models import Document, SearchResponse
+from shared.models import Document, SearchResponse, View
+from shared.reading import MAX_OFFSET, MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT, QUERY_PATTERN
 
 
@@ -36,6 +37,10 @@ SEARCH_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 GET_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERROR_RESPONSES,
+    400: _error(
+        "`bad_request`: a parameter missing, repeated, out of range or refused; a `section` the page does not have "
+        "(with `sections`, the page's sections to choose from)"
+    ),
     404: _error("`not_found` or `unknown_site`, with `resolution`"),
     409: _error("`ambiguous`, with `resolution.candidates`"),
     502: _error("`fetch_failed`: the page resolved but no content could be fetched"),
@@ -121,9 +126,41 @@ def install_routes(app: FastAPI, sites: Sequence[str]) -> None:
                 max_length=MAX_LOCATION_LENGTH,
             ),
         ],
+        section: Annotated[
+            str | None,
+            Query(
+                description="Read one section with its subsections: a search result's `anchor`, or a heading's text "
+                "(case- and whitespace-insensitive). An unknown section is `400` listing the page's sections.",
+                max_length=MAX_SECTION_LENGTH,
+            ),
+        ] = None,
+        offset: Annotated[
+            int | None,
+            Query(
+                ge=0,
+                le=MAX_OFFSET,
+                description="Characters into the page's Markdown (or the section's) where the part starts; pass the "
+                "previous part's `nextOffset`.",
+            ),
+        ] = None,
+        max_chars: Annotated[
+            int | None,
+            Query(
+                alias="maxChars",
+                ge=MIN_PART_CHARS,
+                description=f"The most characters to return, cut at a line boundary outside code blocks; more than "
+                f"{MAX_PART_CHARS:,} is taken as {MAX_PART_CHARS:,}. `nextOffset` continues.",
+            ),
+        ] = None,
+        view: Annotated[
+            View | None,
+            Query(description="`outline`: the headings with their sizes (`outline`) instead of the content."),
+        ] = None,
     ) -> Document:
-        """Fetch one whole page as Markdown with front matter; `resolution` says how the location resolved."""
-        return await within(composed.service.get(location), composed.settings.request_timeout_seconds)
+        """Fetch one page as Markdown with front matter; `resolution` says how the location resolved. Without
+        `section`, `offset`, `maxChars` or `view` the whole page comes back."""
+        read = check_read(section=section, offset=offset, max_chars=max_chars, view=view)
+        return await within(composed.service.read(location, read), composed.settings.request_timeout_seconds)
 
     @app.get(
         "/api/health",

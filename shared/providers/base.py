@@ -35,8 +35,10 @@ class DocumentationProvider(Protocol):
         """Up to `limit` results, best first; `site`, when given, is one of `sites`."""
         ...
 
-    async def get(self, location: str) -> Document:
-        """The whole page at a validated location; raises ResolutionError on a miss."""
+    async def get(self, location: str, *, outline: bool = False) -> Document:
+        """The whole page at a validated location; raises ResolutionError on a miss. With `outline`, the document
+        carries the page's headings (`Document.outline`, anchors from the site's search index); a provider that
+        cannot tell them raises a miss, so the chain asks the next one."""
         ...
 
     def health(self) -> dict[str, object]:

@@ -17,8 +17,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from shared.api import create_app
-from shared.api.mcp import bounded
-from shared.models import Document, Reason, Resolution
 from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, SITES, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
@@ -71,8 +69,10 @@ async def test_the_tools_are_listed_for_agents(server: UvicornServer) -> None:
     assert properties["site"]["anyOf"][0]["enum"] == list(SITES)  # an agent can discover the sites
     assert (properties["limit"]["minimum"], properties["limit"]["maximum"]) == (1, 50)
     assert get.input_schema["required"] == ["location"]
-    assert search.output_schema is not None and "results" in search.output_schema["properties"]
-    assert get.output_schema is not None and "content" in get.output_schema["properties"]
+    assert search.output_schema is not None and "results" in search.output_schema["anyOf"][0]["properties"]
+    assert get.output_schema is not None and "content" in get.output_schema["anyOf"][0]["properties"]
+    assert get.output_schema["anyOf"][1] == {"$ref": "#/$defs/ErrorBody"}  # tool errors are structured too
+    assert list(get.input_schema["properties"]) == ["location", "section", "offset", "maxChars", "view"]
     assert search.description is not None and "get_doc" in search.description and "empty" in search.description
 
 
@@ -146,25 +146,6 @@ async def test_an_empty_search_says_what_it_means(server: UvicornServer) -> None
         "results": [],
     }
     assert "does not cover" in text(result)
-
-
-def test_a_long_page_is_cut_and_says_so() -> None:
-    resolution = Resolution(requested_location="p", reason=Reason.RESOLVED)
-    page = Document(
-        requested_location="p",
-        location="p",
-        site="alpha",
-        url="https://docs.example.com/alpha/p/",
-        provider="mkdocs",
-        content="---\nsource: x\n---\n\n" + "A line of prose.\n" * 10_000,
-        resolution=resolution,
-    )
-    cut = bounded(page, 5_000)
-    assert len(cut.content) < 5_300 and cut.content.startswith("---\nsource: x")
-    assert cut.content.split("\n")[-4] == "A line of prose."  # cut at a line end, not mid-word
-    assert f"of {len(page.content):,} characters shown" in cut.content
-    assert "https://docs.example.com/alpha/p/" in cut.content
-    assert bounded(page, 1_000_000) is page
 
 
 # -- the endpoint over plain HTTP

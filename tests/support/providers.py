@@ -38,7 +38,7 @@ class FakeProvider:
             raise self._error
         return [result(f"{self.name}-{i}", self.name) for i in range(self._results)]
 
-    async def get(self, location: str) -> Document:
+    async def get(self, location: str, *, outline: bool = False) -> Document:
         self.calls.append((location, 0))
         if self._error:
             raise self._error

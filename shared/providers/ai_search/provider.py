@@ -159,7 +159,7 @@ class AiSearchProvider:
         left = remaining()
         return self._options.timeout_seconds if left is None else min(self._options.timeout_seconds, left)
 
-    async def get(self, location: str) -> Document:
+    async def get(self, location: str, *, outline: bool = False) -> Document:
         raise ProviderDeclinedError("AI Search is search-only: pages are fetched by another provider")
 
     def health(self) -> dict[str, object]:

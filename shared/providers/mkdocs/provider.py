@@ -12,20 +12,23 @@ import logging
 import math
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from shared import reading
 from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
-from shared.fetch import OriginClient
+from shared.fetch import OriginClient, Response
 from shared.models import Document, Reason, Rule, SearchResult
 from shared.preview import make_preview
 from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html, unconvertible
 from shared.providers.mkdocs.index import page_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
+from shared.providers.mkdocs.pagecache import CachedPage, PageCache
 from shared.providers.mkdocs.ranking import RankedHit
 from shared.providers.mkdocs.resolution import Resolver, qualify
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -59,6 +62,7 @@ class MkDocsProvider:
         self._registry = registry
         self._resolver = Resolver(settings.sites, settings.default_site, registry.index)
         self._converter = ThreadPoolExecutor(max_workers=CONVERSIONS, thread_name_prefix="convert")
+        self._pages = PageCache()
         self.sites = settings.sites
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
@@ -72,7 +76,7 @@ class MkDocsProvider:
         hits = [(entry, hit) for entry in loaded for hit in self._search_site(entry, query, limit, vector)]
         hits = [pair for pair in hits if pair[1].score >= self._settings.search.min_score]
         hits.sort(key=lambda pair: pair[1].score, reverse=True)
-        return [self._result(loaded_site.index.site, hit, query) for loaded_site, hit in hits[:limit]]
+        return [self._result(loaded_site, hit, query) for loaded_site, hit in hits[:limit]]
 
     def _search_site(
         self, loaded: LoadedSite, query: str, limit: int, vector: npt.NDArray[np.float32] | None
@@ -119,14 +123,14 @@ class MkDocsProvider:
         """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""
         per_site = [self._listed(entry) for entry in loaded]
         interleaved = [pair for pair in chain.from_iterable(zip_longest(*per_site)) if pair is not None]
-        return [self._result(site, hit, "") for site, hit in interleaved[:limit]]
+        return [self._result(loaded_site, hit, "") for loaded_site, hit in interleaved[:limit]]
 
-    def _listed(self, loaded: LoadedSite) -> list[tuple[str, RankedHit]]:
+    def _listed(self, loaded: LoadedSite) -> list[tuple[LoadedSite, RankedHit]]:
         missing = self._registry.missing(loaded)
-        return [(loaded.index.site, hit) for hit in loaded.ranker.listing() if hit.entry.page not in missing]
+        return [(loaded, hit) for hit in loaded.ranker.listing() if hit.entry.page not in missing]
 
-    def _result(self, site: str, hit: RankedHit, query: str) -> SearchResult:
-        entry = hit.entry
+    def _result(self, loaded: LoadedSite, hit: RankedHit, query: str) -> SearchResult:
+        entry, site = hit.entry, loaded.index.site
         return SearchResult(
             location=self._location(site, entry.location),
             title=entry.title,
@@ -138,6 +142,7 @@ class MkDocsProvider:
             page_title=entry.page_title,
             breadcrumb=list(hit.breadcrumb),
             anchor=hit.section.anchor if hit.section is not None else entry.anchor,
+            page_chars=loaded.index.page_chars.get(entry.page),
         )
 
     def _location(self, site: str, location: str) -> str:
@@ -154,7 +159,8 @@ class MkDocsProvider:
     def _url(self, site: str, location: str) -> str:
         return f"{self._settings.base_url(site)}/{location}"
 
-    async def get(self, location: str) -> Document:
+    async def get(self, location: str, *, outline: bool = False) -> Document:
+        """The page as Markdown with front matter, and its outline (anchors from the site's index)."""
         resolution = await self._resolver.resolve(location)
         if not resolution.resolved:
             raise ResolutionError(resolution)
@@ -184,7 +190,9 @@ class MkDocsProvider:
         if not fetched.markdown.strip():
             detail = "neither raw Markdown nor the HTML page had content"
             raise ResolutionError(resolution.model_copy(update={"reason": Reason.FETCH_FAILED, "detail": detail}))
-        content = with_front_matter(fetched.markdown, source=url, site=site, retrieved=datetime.now(UTC), **extra)
+        retrieved = fetched.page.retrieved if fetched.page is not None else datetime.now(UTC)
+        content = with_front_matter(fetched.markdown, source=url, site=site, retrieved=retrieved, **extra)
+        loaded = self._registry.current(site)
         return Document(
             requested_location=location,
             location=self._location(site, path),
@@ -193,37 +201,74 @@ class MkDocsProvider:
             provider=self.name,
             content=content,
             resolution=resolution,
+            last_modified=_iso(fetched.page.last_modified) if fetched.page is not None else None,
+            outline=reading.outline(content, loaded.index.sections(path) if loaded is not None else []),
         )
 
     async def _fetch_markdown(self, site: str, path: str, html_url: str) -> _Fetched:
         """Raw Markdown first, then the HTML page converted; notes whether the origin itself was unreachable, and
-        whether it says the page does not exist (404 or 410 for both, or for the HTML page without raw Markdown)."""
+        whether it says the page does not exist (404 or 410 for both, or for the HTML page without raw Markdown).
+
+        A page fetched in the last minute is answered from `PageCache` without asking the origin; one fetched
+        earlier is revalidated with its validators, and a `304` answers it without converting again.
+        """
+        fresh = self._pages.fresh(site, path)
+        if fresh is not None:
+            return _Fetched(fresh.markdown, page=fresh)
+        kept = self._pages.kept(site, path)
         raw_url = self._raw_url(site, path)
         raw_gone = raw_url is None
         if raw_url is not None:
             try:
                 # The pattern is configuration and may point anywhere under the origin, not only under the site.
-                response = await self._client.get(raw_url, scope=self._settings.origin)
+                response = await self._client.get(raw_url, scope=self._settings.origin, headers=_asking(kept, raw=True))
+                if response.status == 304 and kept is not None and kept.raw:
+                    return self._kept(site, path, kept)
                 text = response.text()
                 if response.status == 200 and text.strip() and not looks_like_html(text, response.content_type):
-                    return _Fetched(text)
+                    return self._keep(site, path, text, response, raw=True)
                 raw_gone = response.status in GONE
             except OriginError as exc:
                 log.info("raw Markdown unavailable for site %s (%s); converting the HTML page", site, exc)
         try:
-            response = await self._client.get(html_url, scope=self._settings.base_url(site) + "/")
+            response = await self._client.get(
+                html_url, scope=self._settings.base_url(site) + "/", headers=_asking(kept, raw=False)
+            )
         except OriginError as exc:
             log.warning("page fetch failed for site %s: %s", site, exc)
             html_down = _unreachable(exc)
         else:
+            if response.status == 304 and kept is not None and not kept.raw:
+                return self._kept(site, path, kept)
             if response.status == 200:
-                return _Fetched(await self._convert(response.text()))
+                return self._keep(site, path, await self._convert(response.text()), response, raw=False)
             html_down = response.status >= 500
             if raw_gone and response.status in GONE:
+                self._pages.forget(site, path)
                 return _Fetched("", missing=True)
         # The HTML page is what the site serves: when it fails with a 5xx or not at all, the origin is down for this
         # page whatever the raw Markdown said (a 404 there only means the site publishes no .md twins).
         return _Fetched("", origin_down=html_down)
+
+    def _keep(self, site: str, path: str, markdown: str, response: Response, *, raw: bool) -> _Fetched:
+        page = CachedPage(
+            markdown=markdown,
+            url=response.url,
+            raw=raw,
+            etag=response.etag,
+            last_modified=response.last_modified,
+            retrieved=datetime.now(UTC),
+            stored=self._pages.now(),
+        )
+        if markdown.strip():
+            self._pages.put(site, path, page)
+        return _Fetched(markdown, page=page)
+
+    def _kept(self, site: str, path: str, kept: CachedPage) -> _Fetched:
+        """A kept page the origin says is unchanged (304): fresh again, retrieved now."""
+        renewed = replace(kept, retrieved=datetime.now(UTC), stored=self._pages.now())
+        self._pages.put(site, path, renewed)
+        return _Fetched(renewed.markdown, page=renewed)
 
     async def _convert(self, page: str) -> str:
         """The HTML page as Markdown, converted on the provider's own small pool so the event loop keeps serving
@@ -295,9 +340,26 @@ def raw_markdown_url(settings: DocumentationSettings, site: str, path: str) -> s
 @dataclass(frozen=True, slots=True)
 class _Fetched:
     markdown: str
+    page: CachedPage | None = None
+    """What the origin served (None for a page rebuilt from the index or not fetched at all)."""
     origin_down: bool = False
     missing: bool = False
     """The origin says the page does not exist: neither raw Markdown nor an HTML page (404 or 410)."""
+
+
+def _asking(kept: CachedPage | None, *, raw: bool) -> dict[str, str] | None:
+    """Validators for a conditional request, when the page kept came from this same source."""
+    return kept.validators() or None if kept is not None and kept.raw == raw else None
+
+
+def _iso(http_date: str | None) -> str | None:
+    """An HTTP date (`Last-Modified`) as ISO 8601 UTC, or None when there is none or it does not parse."""
+    if not http_date:
+        return None
+    try:
+        return parsedate_to_datetime(http_date).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
 
 
 def _unreachable(exc: OriginError) -> bool:

@@ -13,13 +13,15 @@ every other code (`bad_request`, `timeout`, `unavailable`, ...) is not a miss bu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from shared.models import Document, Reason, Resolution, SearchResponse, SearchResult
 
 PROVIDER = "smithy_remote"
 CANDIDATES = "Candidates: "
+NO_PAGE = "the remote deployment has no page here"
 MISSES = frozenset(reason for reason in Reason if reason is not Reason.RESOLVED)
 
 
@@ -43,6 +45,56 @@ def document(structured: Mapping[str, Any] | None) -> tuple[Document, str]:
     ), remote.provider
 
 
+LEGACY_CUT = "[The page is longer than this tool returns"
+"""How a deployment from before reads in parts marked a page it cut: such an answer is a part, never a page."""
+
+
+def whole_document(
+    parts: Sequence[Mapping[str, Any] | None], outline: Mapping[str, Any] | None = None
+) -> tuple[Document, str]:
+    """The page the parts (read one after another with `nextOffset`) join to, with the outline when one was read.
+
+    The parts must follow on from each other, come from one version of the page (one `contentHash`, the outline's
+    too) and add up to `totalChars`; anything else is malformed, so the chain falls through to another provider.
+    """
+    read = [Document.model_validate(_required(part)) for part in parts]
+    first = read[0]
+    if first.resolution.reason is not Reason.RESOLVED or first.offset != 0 or first.total_chars is None:
+        raise ValueError("a page's first part must be resolved and start at offset 0")
+    for before, after in pairwise(read):
+        if before.next_offset != after.offset or after.content_hash != first.content_hash:
+            raise ValueError("the parts do not follow on from one version of the page")
+    content = "".join(part.content for part in read)
+    if read[-1].next_offset is not None or len(content) != first.total_chars or not content:
+        raise ValueError("the parts do not add up to the whole page")
+    headings = None
+    if outline is not None:
+        described = Document.model_validate(_required(outline))
+        if described.content_hash != first.content_hash or described.outline is None:
+            raise ValueError("the outline is not of the version of the page that was read")
+        headings = described.outline
+    whole = first.model_copy(
+        update={
+            "content": content,
+            "provider": PROVIDER,
+            "backend": first.backend or first.provider,
+            "outline": headings,
+            "total_chars": None,
+            "next_offset": None,
+            "content_hash": None,
+        }
+    )
+    return whole, first.provider
+
+
+def legacy_document(structured: Mapping[str, Any] | None) -> tuple[Document, str]:
+    """A page from a deployment that reads pages only whole: ValueError when it cut the page."""
+    remote, backend = document(structured)
+    if LEGACY_CUT in remote.content:
+        raise ValueError("the remote deployment answered only part of the page")
+    return remote, backend
+
+
 def reason_code(text: str) -> str:
     """The code a tool error's text starts with (`not_found`, `bad_request`, ...), or "" when it has none."""
     head, separator, _ = text.partition(":")
@@ -50,11 +102,32 @@ def reason_code(text: str) -> str:
     return code if separator and code.replace("_", "").isalpha() and code.islower() else ""
 
 
-def miss(text: str, location: str) -> Resolution | None:
-    """The Resolution a `get_doc` tool error reports, or None when its code is not a resolution reason."""
-    code = reason_code(text)
+def error_code(structured: Mapping[str, Any] | None, text: str) -> str:
+    """A tool error's reason code: from its structured content (`error.code`), else from its text."""
+    error = structured.get("error") if isinstance(structured, Mapping) else None
+    code = error.get("code") if isinstance(error, Mapping) else None
+    return code if isinstance(code, str) and code else reason_code(text)
+
+
+def miss(text: str, location: str, structured: Mapping[str, Any] | None = None) -> Resolution | None:
+    """The Resolution a `get_doc` tool error reports, or None when its code is not a resolution reason.
+
+    The structured content's `resolution` (what this service answers since tool errors carry one) is read first;
+    a deployment from before that is read from the text."""
+    code = error_code(structured, text)
     if code not in {reason.value for reason in MISSES}:
         return None
+    given = structured.get("resolution") if isinstance(structured, Mapping) else None
+    if isinstance(given, Mapping):
+        remote = Resolution.model_validate(given)
+        detail = (
+            f"the remote deployment: {remote.detail}" if remote.detail else "the remote deployment has no page here"
+        )
+        return Resolution(requested_location=location, reason=Reason(code), detail=detail, candidates=remote.candidates)
+    return _miss_from_text(code, text, location)
+
+
+def _miss_from_text(code: str, text: str, location: str) -> Resolution | None:
     lines = text.splitlines()
     detail = lines[0].partition(":")[2].strip() if lines else ""
     candidates = [
@@ -67,7 +140,7 @@ def miss(text: str, location: str) -> Resolution | None:
     return Resolution(
         requested_location=location,
         reason=Reason(code),
-        detail=f"the remote deployment: {detail}" if detail else "the remote deployment has no page here",
+        detail=f"the remote deployment: {detail}" if detail else NO_PAGE,
         candidates=candidates,
     )
 

@@ -21,27 +21,32 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from shared.deadline import remaining
 from shared.errors import ConfigurationError, ProviderDeclinedError, ResolutionError
 from shared.forwarding import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
 from shared.identity import credential as identity_credential
-from shared.models import Document, SearchResult
+from shared.models import Document, Reason, Resolution, SearchResult
 from shared.providers.remote import mapping
-from shared.providers.remote.client import call_tool, redact_client_messages
+from shared.providers.remote.client import call_tool, in_session, redact_client_messages
 from shared.providers.remote.errors import COOLING, CREDENTIAL, TIMEOUT, TOOL, RemoteError, translate
+from shared.reading import MAX_PART_CHARS
 from shared.settings import PREFIX, DocumentationSettings, RemoteSettings
 from shared.telemetry import query_shape
 
 if TYPE_CHECKING:
     from azure.core.credentials_async import AsyncTokenCredential
+    from mcp import ClientSession
     from mcp.types import CallToolResult
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def credential(settings: DocumentationSettings) -> AsyncTokenCredential | None:
@@ -99,25 +104,60 @@ class RemoteProvider:
         log.debug("smithy_remote answered %d results (remote provider %s)", len(results), backend)
         return results
 
-    async def get(self, location: str) -> Document:
+    async def get(self, location: str, *, outline: bool = False) -> Document:
+        """The whole page as the other deployment's REST `get` answers it, read in parts (`nextOffset`, at most
+        `MAX_PART_CHARS` each) within one session, with its outline when asked. A part never becomes a document:
+        a deployment that cannot read in parts (no `offset` in its `get_doc` schema) and cut the page, or cannot
+        give an outline that was asked for, is a miss for this page and the chain asks the next provider."""
         log.debug("smithy_remote get (location length %d)", len(location))
-        result = await self._call("get_doc", {"location": location})
-        if result.is_error:
-            text = _text(result)
-            miss = mapping.miss(text, location)
+        reading = await self._session(lambda session: _read_page(session, location, outline=outline))
+        if not reading.parts:  # an older deployment, asked for what it cannot give
+            self._succeeded(None)
+            raise ResolutionError(_partial(location, "cannot give a page's outline (it reads pages only whole)"))
+        first = reading.parts[0]
+        if first.is_error:
+            text = _text(first)
+            miss = mapping.miss(text, location, first.structured_content)
             if miss is None:
-                raise self._failed(RemoteError(TOOL, f"get_doc answered {mapping.reason_code(text) or 'an error'}"))
+                code = mapping.error_code(first.structured_content, text) or "an error"
+                raise self._failed(RemoteError(TOOL, f"get_doc answered {code}"))
             self._succeeded(None)
             raise ResolutionError(miss)
+        later_error = next((part for part in [*reading.parts[1:], reading.outline] if part and part.is_error), None)
+        if later_error is not None:
+            raise self._failed(RemoteError(TOOL, f"get_doc answered {_code(later_error) or 'an error'} mid-page"))
         try:
-            document, backend = mapping.document(result.structured_content)
+            if reading.legacy:
+                document, backend = mapping.legacy_document(first.structured_content)
+            else:
+                structured = [part.structured_content for part in reading.parts]
+                described = reading.outline.structured_content if reading.outline is not None else None
+                document, backend = mapping.whole_document(structured, described)
+        except ValueError as exc:
+            if reading.legacy:
+                self._succeeded(None)
+                raise ResolutionError(_partial(location, "answered only part of the page")) from None
+            raise self._failed(translate(exc)) from exc
         except Exception as exc:
             raise self._failed(translate(exc)) from exc
         self._succeeded(backend)
-        log.debug("smithy_remote served a page (remote provider %s)", backend)
+        log.debug("smithy_remote served a page in %d part(s) (remote provider %s)", len(reading.parts), backend)
         return document
 
+    async def _session(self, work: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """`work` in one session with the other deployment, under the same rules as a single call."""
+        return await self._bounded(
+            "get_doc", lambda headers, seconds: in_session(self._endpoint, work, headers=headers, seconds=seconds)
+        )
+
     async def _call(self, tool: str, arguments: Mapping[str, Any]) -> CallToolResult:
+        return await self._bounded(
+            tool, lambda headers, seconds: call_tool(self._endpoint, tool, arguments, headers=headers, seconds=seconds)
+        )
+
+    async def _bounded(self, tool: str, call: Callable[[dict[str, str], float], Awaitable[T]]) -> T:
+        """`call` with the headers and the seconds it may take: declined when forwarded or cooling down; a failure
+        is logged (never the query, location or credentials) and may start the cooldown."""
         if is_forwarded():
             raise ProviderDeclinedError("this request came from another deployment: it is never forwarded again")
         if self._cooling_until is not None and self._clock() < self._cooling_until:
@@ -131,7 +171,7 @@ class RemoteProvider:
         try:
             headers = await self._headers(seconds)
             seconds -= self._clock() - started
-            return await call_tool(self._endpoint, tool, arguments, headers=headers, seconds=seconds)
+            return await call(headers, seconds)
         except RemoteError as error:
             log.warning(
                 "smithy_remote %s failed: %s (%s; %s) after %.0f ms",
@@ -208,6 +248,54 @@ class RemoteProvider:
                 await result
 
 
+MAX_PARTS = 100
+"""The most parts one page is read in (100 x `MAX_PART_CHARS` is more than any page the origin may serve)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What one session learnt of a page: its parts in order (the last may be a tool error), and its outline."""
+
+    parts: list[CallToolResult]
+    """Empty when nothing was asked: the deployment cannot give what was wanted."""
+    outline: CallToolResult | None = None
+    legacy: bool = False
+    """The other deployment's `get_doc` takes no `offset`: it answers pages whole, or cut."""
+
+
+async def _read_page(session: ClientSession, location: str, *, outline: bool) -> _Reading:
+    """The page's parts, following `nextOffset`, then its outline when asked; an error ends the reading."""
+    listed = await session.list_tools()  # also what lets the client check answers against the output schema
+    tool = next((tool for tool in listed.tools if tool.name == "get_doc"), None)
+    accepted = set((tool.input_schema if tool is not None else {}).get("properties", {}))
+    if "offset" not in accepted:
+        if outline:
+            return _Reading([], legacy=True)
+        return _Reading([await session.call_tool("get_doc", {"location": location})], legacy=True)
+    parts: list[CallToolResult] = []
+    offset = 0
+    while len(parts) < MAX_PARTS:
+        arguments = {"location": location, "offset": offset, "maxChars": MAX_PART_CHARS}
+        part = await session.call_tool("get_doc", arguments)
+        parts.append(part)
+        following = None if part.is_error else (part.structured_content or {}).get("nextOffset")
+        if not isinstance(following, int) or following <= offset:
+            break
+        offset = following
+    described = None
+    if outline and not parts[-1].is_error:
+        described = await session.call_tool("get_doc", {"location": location, "view": "outline"})
+    return _Reading(parts, described)
+
+
+def _partial(location: str, what: str) -> Resolution:
+    return Resolution(
+        requested_location=location,
+        reason=Reason.FETCH_FAILED,
+        detail=f"the remote deployment {what}: this deployment's other providers are asked instead",
+    )
+
+
 def _text(result: CallToolResult) -> str:
     from mcp.types import TextContent
 
@@ -215,4 +303,4 @@ def _text(result: CallToolResult) -> str:
 
 
 def _code(result: CallToolResult) -> str:
-    return mapping.reason_code(_text(result))
+    return mapping.error_code(result.structured_content, _text(result))

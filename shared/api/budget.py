@@ -1,0 +1,159 @@
+"""MCP answers that fit an agent's context: a page read within `Mcp__AnswerBudgetChars`, with the way on in its text.
+
+Agents' hosts cap what a tool may answer (one warns at about 10,000 tokens and refuses past 25,000; another cuts
+tool output at about 10 KB), and an MCP answer carries the Markdown twice: in its text and in its structured
+content. So a read that names no `maxChars` answers as much of the page as fits the budget, measured on the whole
+answer as it travels (both copies, JSON-escaped). Whatever is left out, the text says so: how much is left, the
+exact next call (`offset=`), and the headings after the cut so the agent can jump to a section instead. The
+structured content is the part alone (REST `get`'s fields), so parts join exactly. An explicit `maxChars` is
+honoured up to `MAX_PART_CHARS` whatever the budget: a program that asks for more gets it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from shared.models import Document, OutlineEntry
+from shared.reading import MIN_PART_CHARS, Read, Selection
+
+OUTLINE_SHARE = 6
+"""The outline of the rest takes at most a sixth of the budget (the upper levels when all of them would not fit);
+every heading is one `view=outline` call away."""
+FIT_ATTEMPTS = 8
+
+
+def size(result: CallToolResult) -> int:
+    """The answer's size as it travels: its JSON with both copies escaped (ASCII-escaped, the longest spelling)."""
+    return len(json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True)))
+
+
+def tool_answer(document: Document, text: str) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=document.model_dump(mode="json", by_alias=True),
+    )
+
+
+def read_answer(selection: Selection, read: Read, budget: int) -> CallToolResult:
+    """The tool answer for a content read: the part asked for, or as much as `budget` holds, saying what is left."""
+    if read.max_chars is not None:
+        part = selection.part(read.offset, read.max_chars)
+        return tool_answer(part, part.content + continuation(selection, part, budget))
+    whole = selection.part(read.offset, None)
+    answer = tool_answer(whole, whole.content + continuation(selection, whole, budget))
+    if size(answer) <= budget:
+        return answer
+    return fit(lambda chars: _answer_for(selection, read.offset, chars, budget), whole, budget)
+
+
+def _answer_for(selection: Selection, offset: int, chars: int, budget: int) -> CallToolResult:
+    part = selection.part(offset, chars)
+    return tool_answer(part, part.content + continuation(selection, part, budget))
+
+
+def fit(build: Callable[[int], CallToolResult], whole: Document, budget: int) -> CallToolResult:
+    """The answer whose part is the longest (to within a few percent) that keeps the answer within `budget`."""
+    chars = max(MIN_PART_CHARS, budget // 2)
+    answer = build(chars)
+    for _ in range(FIT_ATTEMPTS):
+        measured = size(answer)
+        if measured <= budget or chars == MIN_PART_CHARS:
+            break
+        chars = max(MIN_PART_CHARS, int(chars * budget / measured * 0.98))
+        answer = build(chars)
+    return answer
+
+
+def continuation(selection: Selection, part: Document, budget: int) -> str:
+    """What the text adds after a part: nothing for the whole text, else where the part sits, what is left and the
+    exact next call, and the headings after the cut."""
+    total = len(selection.text)
+    end = part.offset + len(part.content)
+    if part.offset == 0 and part.next_offset is None:
+        return ""
+    what = "section" if part.section is not None else "page"
+    if part.next_offset is None:
+        return f"\n\n[End of the {what}: characters {part.offset:,} to {end:,} of {total:,}.]\n"
+    call = _call(part, offset=part.next_offset)
+    lines = [
+        f"\n\n[The {what} continues: this is characters {part.offset:,} to {end:,} of {total:,}, "
+        f"{total - end:,} left. Next part: {call}]"
+    ]
+    rest = [entry for entry in selection.outline if entry.offset >= selection.page_offset(part.next_offset)]
+    if rest:
+        lines.append(f"[Or jump to a section after this part with {_call(part, section='<anchor or title>')}:]")
+        lines.extend(_listed(rest, budget // OUTLINE_SHARE, part))
+    return "\n".join(lines) + "\n"
+
+
+def outline_answer(selection: Selection, budget: int) -> CallToolResult:
+    """The outline as structured content and as an indented list; deeper levels give way when it is over budget."""
+    document = selection.outline_only()
+    entries = document.outline or []
+    for depth in range(6, 0, -1):
+        kept = [entry for entry in entries if entry.level <= depth]
+        shown = document.model_copy(update={"outline": kept})
+        text = render_outline(shown, kept, dropped=len(entries) - len(kept))
+        answer = tool_answer(shown, text)
+        if size(answer) <= budget:
+            return answer
+    return answer
+
+
+def render_outline(document: Document, entries: list[OutlineEntry], *, dropped: int) -> str:
+    what = f"section {document.section!r} of the page" if document.section else "the page"
+    lines = [f"Outline of {what} {document.location!r}: {document.total_chars:,} characters, {len(entries)} headings."]
+    lines += [_line(entry) for entry in entries]
+    if dropped:
+        lines.append(
+            f"[{dropped:,} deeper headings left out to fit; see them with "
+            f"{_call(document, section='<anchor>', view='outline')}]"
+        )
+    lines.append(
+        f"Read a section with {_call(document, section='<anchor or title>')}, or from a heading with "
+        f"{_call(document, offset='<offset>')}."
+    )
+    return "\n".join(lines)
+
+
+def _listed(entries: list[OutlineEntry], room: int, document: Document) -> list[str]:
+    """The headings as an indented list within `room` characters: every level when they fit, else the upper
+    levels only, else the first ones; what is left out is one outline call away."""
+    for depth in (6, 3, 2, 1):
+        chosen = [entry for entry in entries if entry.level <= depth]
+        lines = [_line(entry) for entry in chosen]
+        if sum(len(line) + 1 for line in lines) <= room:
+            if len(chosen) < len(entries):
+                left = len(entries) - len(chosen)
+                lines.append(f"  ({left:,} deeper headings: {_call(document, view='outline')} lists every one.)")
+            return lines
+    lines, used = [], 0
+    for number, line in enumerate(lines_ := [_line(entry) for entry in chosen]):
+        if used + len(line) > room:
+            lines.append(f"  ... and {len(lines_) - number:,} more: {_call(document, view='outline')} lists them.")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return lines
+
+
+def _line(entry: OutlineEntry) -> str:
+    anchor = f"anchor {entry.anchor}, " if entry.anchor else ""
+    return f"{'  ' * (entry.level - 1)}- {entry.title} ({anchor}{entry.chars:,} chars, offset {entry.offset:,})"
+
+
+def _call(document: Document, **arguments: Any) -> str:
+    """A get_doc call as an agent writes it, for this document's location (and section, when one was read)."""
+    given: dict[str, Any] = {"location": document.location}
+    if document.section is not None and "section" not in arguments:
+        given["section"] = document.section
+    given.update(arguments)
+    rendered = ", ".join(
+        f"{name}={value}" if isinstance(value, int) or str(value).startswith("<") else f"{name}={json.dumps(value)}"
+        for name, value in given.items()
+    )
+    return f"get_doc({rendered})"

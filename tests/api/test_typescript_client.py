@@ -1,0 +1,63 @@
+"""The official TypeScript MCP SDK client (`@modelcontextprotocol/sdk`, pinned in package.json) against the app under
+uvicorn: what works for the Python client must work for the clients agents' hosts are built on. The SDK checks
+every tool answer against the tool's output schema, tool errors included."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from shared.api import create_app
+from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
+from tests.support.uvicorn_server import UvicornServer
+from tools.static_origin import StaticOrigin
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tests" / "support" / "mcp_client.mjs"
+HANDBOOK = "gamma-docs/reference/handbook/"
+
+
+@pytest.fixture
+def server(static_origin: StaticOrigin) -> Iterator[UvicornServer]:
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
+    with UvicornServer(create_app(settings, embedding=None)) as running:
+        yield running
+
+
+def run_client(url: str) -> dict[str, Any]:
+    node = shutil.which("node")
+    if node is None or not (ROOT / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        pytest.fail("node and the pinned @modelcontextprotocol/sdk are needed: run `make setup`", pytrace=False)
+    command = [node, str(SCRIPT), url + "/api/mcp", HANDBOOK, "operations handbook inventory listing"]
+    finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert finished.returncode == 0, finished.stderr
+    report: dict[str, Any] = json.loads(finished.stdout)
+    return report
+
+
+def test_the_typescript_client_reads_a_long_page_in_parts_and_as_a_resource(server: UvicornServer) -> None:
+    whole = httpx.get(server.url + "/api/docs/get", params={"location": HANDBOOK}, timeout=30).json()["content"]
+    section = httpx.get(
+        server.url + "/api/docs/get", params={"location": HANDBOOK, "section": "chapter-5-capacity"}, timeout=30
+    ).json()["content"]
+
+    report = run_client(server.url)
+
+    assert report["tools"] == ["search_docs", "get_doc"]
+    assert report["page"]["joined"] == whole and report["page"]["parts"] >= 6
+    assert max(report["page"]["sizes"]) <= 24_000
+    assert report["section"]["joined"] == section and report["section"]["parts"] >= 2
+    assert "chapter-5-capacity" in report["outline"] and "the-retention-setting" in report["outline"]
+    assert report["missing"]["isError"] is True
+    assert report["missing"]["structured"]["error"]["code"] == "not_found"  # validated, not thrown
+    assert report["unknownArgument"]["isError"] is True and "location" in report["unknownArgument"]["text"]
+    assert report["link"] == {"uri": "docs://gamma-docs/reference/handbook/", "mimeType": "text/markdown"}
+    assert report["resource"]["joined"] == whole and report["resource"]["parts"] >= 6
+    assert report["templates"] == ["docs://{site}/{+path}{?offset,maxChars}"]
