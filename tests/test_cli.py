@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,38 @@ def test_trace_is_accepted_like_uvicorn_accepts_it() -> None:
     from shared.cli import _parser
 
     assert _parser().parse_args(["serve", "--log-level", "TRACE"]).log_level == "trace"
+
+
+def cli(origin: StaticOrigin, *arguments: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **fixture_env(origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")}
+    command = [sys.executable, "-m", "shared", *arguments]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_cli_get_reads_a_page_in_parts_a_section_and_its_outline(static_origin: StaticOrigin) -> None:
+    handbook = "gamma-docs/reference/handbook/"
+    whole = json.loads(cli(static_origin, "get", handbook, "--format", "json").stdout)
+    parts, offset = [], 0
+    while offset is not None:
+        part = cli(static_origin, "get", handbook, "--offset", str(offset), "--max-chars", "50000")
+        assert part.returncode == 0, part.stderr
+        parts.append(part.stdout)
+        answer = json.loads(
+            cli(
+                static_origin, "get", handbook, "--offset", str(offset), "--max-chars", "50000", "--format", "json"
+            ).stdout
+        )
+        offset = answer["nextOffset"]
+        assert ("[continues: --offset" in part.stderr) == (offset is not None)
+    section = cli(static_origin, "get", handbook, "--section", "the-retention-setting")
+    outline = cli(static_origin, "get", handbook, "--view", "outline")
+    unknown = cli(static_origin, "get", handbook, "--section", "nowhere")
+
+    def unretrieved(markdown: str) -> str:  # each command is its own process, which fetches the page anew
+        return re.sub(r"(?m)^retrieved: .*\n", "", markdown, count=1)
+
+    assert unretrieved("".join(parts)) == unretrieved(whole["content"])
+    assert len(parts) == 3
+    assert "### The `retention` setting" in section.stdout and "## Chapter" not in section.stdout
+    assert "  Chapter 5: Capacity  #chapter-5-capacity  (" in outline.stdout
+    assert unknown.returncode == 2 and "no such section" in unknown.stderr

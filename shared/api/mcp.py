@@ -1,10 +1,12 @@
-"""The MCP protocol over the composed service: `search_docs` and `get_doc` at `/api/mcp` (streamable HTTP).
+"""The MCP protocol over the composed service: `search_docs`, `get_doc` and pages as `docs://` resources at
+`/api/mcp` (streamable HTTP).
 
 Stateless, with JSON responses rather than SSE streams: the Functions HTTP trigger buffers responses, and any
 instance must be able to answer any request. The MCP server and its session manager are built per app lifespan
 (the SDK's session manager runs once per instance), over the service the same lifespan composed. Both tools
-return what the REST API returns, as structured content with an output schema, plus a compact text rendering for
-agents that read text; failures are tool errors with the REST API's reason codes (`shared.api.errors`).
+return what the REST API returns, as structured content with an output schema, plus a text rendering for agents
+that read text; `get_doc` answers within the answer budget (`shared.api.budget`). Failures are tool errors with the
+REST API's reason codes in their text and the REST API's error body as structured content (`shared.api.errors`).
 
 No `from __future__ import annotations` here: the SDK reads the tools' annotations at run time, and the site list
 in `search_docs`' schema is built from the service's sites in `build_server`'s scope.
@@ -49,25 +51,33 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 INSTRUCTIONS = """\
 Documentation search and retrieval for the organisation's documentation sites.
-Use search_docs to find the pages that answer a question, then get_doc with a result's `location` to read the
-whole page as Markdown. Search first when you do not already have a location: get_doc does not search."""
+Use search_docs to find the pages that answer a question, then get_doc with a result's `location` to read the page
+as Markdown (add `section` with the result's `anchor` to read only the section that matched). Search first when you
+do not already have a location: get_doc does not search. A long page comes in parts: each answer says how much is
+left and the exact call for the next part."""
 
 SEARCH_DESCRIPTION = """\
 Search the organisation's documentation sites and get the best-matching pages, best first: each result has the
-page `title`, a `location`, the `breadcrumb` of its best-matching section, a short `previewText` and the page
-`url`. Use it for questions about how things are built, configured, operated or decided, when you need the
-documentation's own words. A result's `location` goes straight to get_doc to read the whole page; the preview is
+page `title`, a `location`, the `breadcrumb` and `anchor` of its best-matching section, a short `previewText`, the
+page `url` and `pageChars` (about how long the whole page is). Use it for questions about how things are built,
+configured, operated or decided, when you need the documentation's own words. A result's `location` goes straight to
+get_doc; for a long page, pass its `anchor` as get_doc's `section` to read only the part that matched. The preview is
 only a snippet. An empty result means the documentation does not cover the question, or nothing scored above the
 relevance floor: rephrase with the words the docs would use, or drop `site`. `site` narrows the search to one
 documentation site. The query `*` lists pages instead of ranking them."""
 
 GET_DESCRIPTION = """\
-Get one whole documentation page as Markdown, with front matter saying where it came from (source URL, site,
-when it was retrieved). Pass a `location` from a search_docs result, a site-qualified path such as
-`iac-azure-modules/reference/naming`, or a page URL under the documentation origin. Very long pages are cut at a
-documented maximum and the text says so. On failure the error names a reason code: `not_found` (search first),
-`ambiguous` (choose one of the candidates it lists), `unknown_site`, `site_unavailable`, `fetch_failed`,
-`timeout` or `bad_request`."""
+Get a documentation page as Markdown, with front matter saying where it came from (source URL, site, when it was
+retrieved). Pass a `location` from a search_docs result, a site-qualified path such as
+`iac-azure-modules/reference/naming`, or a page URL under the documentation origin.
+- `section`: only that section and its subsections: a search result's `anchor`, or a heading's text.
+- `view="outline"`: the page's headings with their anchors and sizes, without the text: look before reading a long
+  page.
+- A page longer than one answer holds comes in parts: the answer ends with how much is left and the exact next call
+  (`offset=`), plus the headings after the cut. `maxChars` asks for a bigger or smaller part.
+On failure the error names a reason code: `not_found` (search first), `ambiguous` (choose one of the candidates it
+lists), `unknown_site`, `site_unavailable`, `fetch_failed`, `timeout` or `bad_request` (an unknown section lists
+the page's sections)."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
