@@ -223,3 +223,13 @@ def test_an_offset_past_the_end_is_refused() -> None:
     with pytest.raises(InvalidRequestError, match="past the end"):
         apply(document(), Read(offset=len(PAGE) + 1))
     assert apply(document(), Read(offset=len(PAGE))).content == ""
+
+
+def test_a_page_of_too_many_lines_is_not_looked_into() -> None:
+    from shared.markdown import MAX_LINES
+
+    hostile = "# Title\n" + "```\n#\n" * (MAX_LINES // 2 + 1)
+    parsed = structure(hostile)
+    assert parsed.headings == () and parsed.fences == ()
+    part, following = cut(hostile, 0, 1_000)
+    assert following == len(part) and part.endswith("\n")  # still cut at a line boundary

@@ -262,9 +262,7 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
     async def page(site: str, path: str, offset: str | None = None, maxChars: str | None = None) -> str:
         query = "&".join(f"{k}={v}" for k, v in (("offset", offset), ("maxChars", maxChars)) if v is not None)
         uri = f"docs://{site}/{quote(path)}" + (f"?{query}" if query else "")
-        contents = await server.read_resource(uri)
-        assert not isinstance(contents, InputRequiredResult)
-        return str(next(iter(contents)).content)
+        return str((await server._read_page(uri))[0].content)
 
     # The SDK derives each output schema from the return annotation; it has no public way to widen it.
     for tool in server._tool_manager.list_tools():
