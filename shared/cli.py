@@ -135,6 +135,9 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
         return EXIT_OK
     except InvalidRequestError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        for entry in getattr(exc, "sections", []):  # an unknown section: the page's, to choose from
+            anchor = f"  #{entry.anchor}" if entry.anchor else ""
+            print(f"  {'  ' * (entry.level - 1)}{entry.title}{anchor}", file=sys.stderr)
         return EXIT_USAGE
     except ResolutionError as exc:
         resolution = exc.resolution.model_dump(mode="json", by_alias=True)

@@ -8,6 +8,7 @@ Lists accept a comma-separated value or the indexed form `Key__0`, `Key__1`, ...
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -509,8 +510,18 @@ def section_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+RETIRED = {"Mcp__MaxContentChars": "Mcp__AnswerBudgetChars"}
+"""Settings that no longer exist, and what took their place: one left set is said at start-up, not guessed at."""
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> DocumentationSettings:
     """Build the settings from the environment, or fail with one message naming the key."""
+    given = {key.lower() for key in (environ if environ is not None else os.environ)}
+    for old, new in RETIRED.items():
+        if (PREFIX + old).lower() in given:
+            logging.getLogger(__name__).warning(
+                "%s%s is no longer read: set %s%s instead (see docs/configuration.md)", PREFIX, old, PREFIX, new
+            )
     try:
         token = _ENVIRON.set(environ)
         try:

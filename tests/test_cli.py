@@ -99,3 +99,4 @@ def test_cli_get_reads_a_page_in_parts_a_section_and_its_outline(static_origin: 
     assert "### The `retention` setting" in section.stdout and "## Chapter" not in section.stdout
     assert "  Chapter 5: Capacity  #chapter-5-capacity  (" in outline.stdout
     assert unknown.returncode == 2 and "no such section" in unknown.stderr
+    assert "    Chapter 5: Capacity  #chapter-5-capacity\n" in unknown.stderr  # the sections to choose from

@@ -155,3 +155,10 @@ def test_the_cache_file_name_template_may_not_take_the_artifacts_names() -> None
     with pytest.raises(ConfigurationError) as caught:
         load_settings({P + "CacheFileNameTemplate": "embeddings/{site}.json"})
     assert caught.value.key == P + "CacheFileNameTemplate" and "embeddings/" in str(caught.value)
+
+
+def test_a_retired_setting_left_set_is_said_at_start_up(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="shared.settings"):
+        settings = load_settings({"Forge__Documentation__Mcp__MaxContentChars": "50000"})
+    assert settings.mcp.answer_budget_chars == 24_000
+    assert "Mcp__MaxContentChars is no longer read: set Forge__Documentation__Mcp__AnswerBudgetChars" in caplog.text

@@ -41,21 +41,22 @@ def tool_answer(document: Document, text: str) -> CallToolResult:
 def read_answer(selection: Selection, read: Read, budget: int) -> CallToolResult:
     """The tool answer for a content read: the part asked for, or as much as `budget` holds, saying what is left."""
     if read.max_chars is not None:
-        part = selection.part(read.offset, read.max_chars)
-        return tool_answer(part, part.content + continuation(selection, part, budget))
-    whole = selection.part(read.offset, None)
-    answer = tool_answer(whole, whole.content + continuation(selection, whole, budget))
-    if size(answer) <= budget:
-        return answer
-    return fit(lambda chars: _answer_for(selection, read.offset, chars, budget), whole, budget)
+        return _answer_for(selection, read.offset, read.max_chars, budget)
+    whole = _answer_for(selection, read.offset, None, budget)
+    if size(whole) <= budget:
+        return whole
+    return fit(lambda chars: _answer_for(selection, read.offset, chars, budget), budget)
 
 
-def _answer_for(selection: Selection, offset: int, chars: int, budget: int) -> CallToolResult:
+def _answer_for(selection: Selection, offset: int, chars: int | None, budget: int) -> CallToolResult:
+    """The part's document, and its text: where the part sits and the next call first (a host that cuts long tool
+    output keeps the beginning), the part, then the next call again and the headings after the cut."""
     part = selection.part(offset, chars)
-    return tool_answer(part, part.content + continuation(selection, part, budget))
+    head, tail = continuation(selection, part, budget)
+    return tool_answer(part, head + part.content + tail)
 
 
-def fit(build: Callable[[int], CallToolResult], whole: Document, budget: int) -> CallToolResult:
+def fit(build: Callable[[int], CallToolResult], budget: int) -> CallToolResult:
     """The answer whose part is the longest (to within a few percent) that keeps the answer within `budget`."""
     chars = max(MIN_PART_CHARS, budget // 2)
     answer = build(chars)
@@ -68,26 +69,27 @@ def fit(build: Callable[[int], CallToolResult], whole: Document, budget: int) ->
     return answer
 
 
-def continuation(selection: Selection, part: Document, budget: int) -> str:
-    """What the text adds after a part: nothing for the whole text, else where the part sits, what is left and the
-    exact next call, and the headings after the cut."""
+def continuation(selection: Selection, part: Document, budget: int) -> tuple[str, str]:
+    """What the text puts before and after a part: nothing for the whole text; else where the part sits, what is
+    left and the exact next call, and after the part the next call again with the headings after the cut."""
     total = len(selection.text)
     end = part.offset + len(part.content)
     if part.offset == 0 and part.next_offset is None:
-        return ""
+        return "", ""
     what = "section" if part.section is not None else "page"
     if part.next_offset is None:
-        return f"\n\n[End of the {what}: characters {part.offset:,} to {end:,} of {total:,}.]\n"
+        return f"[The end of the {what}: characters {part.offset:,} to {end:,} of {total:,}.]\n\n", ""
     call = _call(part, offset=part.next_offset)
-    lines = [
-        f"\n\n[The {what} continues: this is characters {part.offset:,} to {end:,} of {total:,}, "
-        f"{total - end:,} left. Next part: {call}]"
-    ]
+    head = (
+        f"[Part of a longer {what}: characters {part.offset:,} to {end:,} of {total:,}, {total - end:,} left. "
+        f"Next part: {call}]\n\n"
+    )
+    lines = [f"\n\n[The {what} continues: {total - end:,} characters left. Next part: {call}]"]
     rest = [entry for entry in selection.outline if entry.offset >= selection.page_offset(part.next_offset)]
     if rest:
         lines.append(f"[Or jump to a section after this part with {_call(part, section='<anchor or title>')}:]")
         lines.extend(_listed(rest, budget // OUTLINE_SHARE, part))
-    return "\n".join(lines) + "\n"
+    return head, "\n".join(lines) + "\n"
 
 
 def outline_answer(selection: Selection, budget: int) -> CallToolResult:
@@ -114,8 +116,8 @@ def render_outline(document: Document, entries: list[OutlineEntry], *, dropped: 
             f"{_call(document, section='<anchor>', view='outline')}]"
         )
     lines.append(
-        f"Read a section with {_call(document, section='<anchor or title>')}, or from a heading with "
-        f"{_call(document, offset='<offset>')}."
+        f"Read a section with {_call(document, section='<anchor or title>')}, or the page from a heading on with "
+        f"{_call(document, section=None, offset='<page offset>')}."
     )
     return "\n".join(lines)
 
@@ -143,15 +145,16 @@ def _listed(entries: list[OutlineEntry], room: int, document: Document) -> list[
 
 def _line(entry: OutlineEntry) -> str:
     anchor = f"anchor {entry.anchor}, " if entry.anchor else ""
-    return f"{'  ' * (entry.level - 1)}- {entry.title} ({anchor}{entry.chars:,} chars, offset {entry.offset:,})"
+    return f"{'  ' * (entry.level - 1)}- {entry.title} ({anchor}{entry.chars:,} chars, page offset {entry.offset:,})"
 
 
 def _call(document: Document, **arguments: Any) -> str:
-    """A get_doc call as an agent writes it, for this document's location (and section, when one was read)."""
+    """A get_doc call as an agent writes it, for this document's location (and section, when one was read and
+    `section` is not given as None)."""
     given: dict[str, Any] = {"location": document.location}
     if document.section is not None and "section" not in arguments:
         given["section"] = document.section
-    given.update(arguments)
+    given.update({name: value for name, value in arguments.items() if value is not None})
     rendered = ", ".join(
         f"{name}={value}" if isinstance(value, int) or str(value).startswith("<") else f"{name}={json.dumps(value)}"
         for name, value in given.items()

@@ -162,7 +162,8 @@ class DocsServer(MCPServer[Any]):
         if part.next_offset is not None:
             meta["nextUri"] = page_uri(part.site, part.location, offset=part.next_offset)
         contents = [ReadResourceContents(content=part.content, mime_type="text/markdown", meta=meta)]
-        note = text_of(result)[len(part.content) :].strip()
+        head, tail = budget.continuation(selection, part, self.budget)
+        note = (head + tail).strip()
         if note:
             note = note.replace(
                 "Next part: get_doc(", "Next part: resources/read " + meta.get("nextUri", "") + " or get_doc("
@@ -336,10 +337,6 @@ def failure(exc: BaseException) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=tool_error(exc))], structured_content=body, is_error=True
     )
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
 def render_search(response: SearchResponse) -> str:

@@ -1,6 +1,6 @@
 """Reads that fit an agent's context, end to end: uvicorn serving the app over the built fixture origin, plain HTTP
 and the official MCP Python client. The fixture's `reference/handbook` is 120,000 characters: longer than a
-part's ceiling, with a 19,000-character code block, headings that share a text and one with inline code."""
+part's ceiling, with a 15,500-character code block, headings that share a text and one with inline code."""
 
 from __future__ import annotations
 
@@ -181,11 +181,12 @@ async def test_get_doc_reads_a_long_page_in_parts_that_fit_the_budget(server: Uv
     assert len(answers) >= 6
     assert all(size(answer) <= BUDGET for answer in answers)
     assert max(size(answer) for answer in answers[:-1]) > BUDGET * 0.85  # the budget is used, not wasted
-    first = text(answers[0])
-    assert first.startswith(structured(answers[0])["content"])  # the part, then what to do next
-    assert f'Next part: get_doc(location="{HANDBOOK}", offset={structured(answers[0])["nextOffset"]})' in first
-    assert "left." in first and "- Chapter 12: Cost control (anchor chapter-12-cost-control" in first
-    assert "End of the page" in text(answers[-1])
+    first, part = text(answers[0]), structured(answers[0])
+    call = f'Next part: get_doc(location="{HANDBOOK}", offset={part["nextOffset"]})'
+    head, _, tail = first.partition(part["content"])  # where the part sits and the next call, the part, the rest
+    assert head.startswith("[Part of a longer page: characters 0 to ") and call in head and "left." in head
+    assert call in tail and "- Chapter 12: Cost control (anchor chapter-12-cost-control" in tail
+    assert text(answers[-1]).startswith("[The end of the page: characters ")
 
 
 async def test_an_explicit_max_chars_is_honoured_above_the_budget(server: UvicornServer) -> None:
@@ -205,7 +206,7 @@ async def test_get_doc_reads_a_section_and_an_outline(server: UvicornServer) -> 
         answers, joined = await read_in_parts(client, location=HANDBOOK, section="chapter-5-capacity")
 
     assert structured(section)["section"] == "chapter-5-capacity" and size(section) <= BUDGET
-    assert structured(section)["nextOffset"] is not None  # the chapter holds the 19,000-character listing
+    assert structured(section)["nextOffset"] is not None  # the chapter holds the 15,500-character listing
     assert 'section="chapter-5-capacity"' in text(section)
     assert joined.startswith("---\nsource: ") and "\n## Chapter 5: Capacity\n" in joined
     assert "## Chapter 6" not in joined and joined.count("# host-") == 420
