@@ -56,13 +56,20 @@ class MkDocsProvider:
     order = 100
     supports_fetch = True
 
-    def __init__(self, settings: DocumentationSettings, client: OriginClient, registry: SiteRegistry) -> None:
+    def __init__(
+        self,
+        settings: DocumentationSettings,
+        client: OriginClient,
+        registry: SiteRegistry,
+        *,
+        pages: PageCache | None = None,
+    ) -> None:
         self._settings = settings
         self._client = client
         self._registry = registry
         self._resolver = Resolver(settings.sites, settings.default_site, registry.index)
         self._converter = ThreadPoolExecutor(max_workers=CONVERSIONS, thread_name_prefix="convert")
-        self._pages = PageCache()
+        self._pages = pages if pages is not None else PageCache()
         self.sites = settings.sites
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
