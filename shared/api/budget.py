@@ -57,16 +57,21 @@ def _answer_for(selection: Selection, offset: int, chars: int | None, budget: in
 
 
 def fit(build: Callable[[int], CallToolResult], budget: int) -> CallToolResult:
-    """The answer whose part is the longest (to within a few percent) that keeps the answer within `budget`."""
+    """The answer whose part is the longest (to within a few percent) that keeps the answer within `budget`: the
+    part's length is scaled by how far the answer is from the budget, shrinking past it and growing short of it."""
     chars = max(MIN_PART_CHARS, budget // 2)
-    answer = build(chars)
+    answer, best, best_chars = build(chars), None, 0
     for _ in range(FIT_ATTEMPTS):
         measured = size(answer)
-        if measured <= budget or chars == MIN_PART_CHARS:
+        if measured <= budget and chars > best_chars:
+            best, best_chars = answer, chars
+            if measured >= budget * 0.95:
+                break
+        scaled = max(MIN_PART_CHARS, int(chars * budget / measured * 0.98))
+        if scaled == chars or (best is not None and scaled <= best_chars):
             break
-        chars = max(MIN_PART_CHARS, int(chars * budget / measured * 0.98))
-        answer = build(chars)
-    return answer
+        chars, answer = scaled, build(scaled)
+    return best if best is not None else answer
 
 
 def continuation(selection: Selection, part: Document, budget: int) -> tuple[str, str]:
