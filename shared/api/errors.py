@@ -2,6 +2,7 @@
 
 error                                     REST                              MCP tool error text starts
 InvalidRequestError, request validation   400 bad_request                   bad_request:
+UnknownSectionError (an InvalidRequest)   400 bad_request + sections        bad_request: ... Sections: ...
 ResolutionError                           404 not_found | unknown_site,     its reason, then what it means
                                           409 ambiguous, 502 fetch_failed,  and what to do next
                                           503 site_unavailable (+ resolution)
@@ -9,6 +10,8 @@ RequestTimeoutError                       504 timeout                       time
 ServiceNotStarted                         503 starting                      starting:
 an unknown route                          404 not_found                     (the SDK's unknown-tool error)
 anything else                             500 internal_error (logged with its type, never its text)
+
+A tool error carries the REST body as structured content too (`answer`), so programs read fields, not sentences.
 """
 
 from __future__ import annotations

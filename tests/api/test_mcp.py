@@ -123,9 +123,10 @@ async def test_a_failed_get_is_a_tool_error_naming_its_reason(
         ({"query": "install", "site": "nowhere"}, "bad_request: site must be one of: alpha"),
         ({"query": "   "}, "bad_request: q is required"),
         ({"query": "install", "limit": "many"}, "limit"),
-        ({}, "query"),
+        ({}, "bad_request: query is required"),
+        ({"q": "install"}, "search_docs takes no argument `q`; it takes: query, limit, site"),
     ],
-    ids=["limit out of range", "unknown site", "blank query", "limit not a number", "no query"],
+    ids=["limit out of range", "unknown site", "blank query", "limit not a number", "no query", "a guessed name"],
 )
 async def test_bad_arguments_are_tool_errors_an_agent_can_read(
     server: UvicornServer, arguments: dict[str, Any], expected: str
