@@ -1,26 +1,20 @@
 """Turn a published MkDocs page into Markdown: the article body only, without theme chrome (pure).
 
 Conversion is pure-Python parsing, about 1 s of CPU for the largest page of the sample corpus (250 KB) and
-seconds more for tag-dense pages, so the provider runs it off the event loop, and `unconvertible` refuses what
-would take too long or recurse too deep before any parsing starts.
+seconds more for tag-dense pages, so the provider runs all of it, the checks included, off the event loop. Before
+any parser sees the page, `markup.scan` refuses what is too large, too dense or nested too deep, and escapes the
+markup that never closes (on which the parser is quadratic): what reaches the parser is parsed in linear time.
 """
 
 from __future__ import annotations
 
-import re
-
 from bs4 import BeautifulSoup, Tag
 from markdownify import MarkdownConverter
 
+from shared.providers.mkdocs.markup import MarkupRefused, scan
+
 MAX_CONVERT_CHARS = 1_000_000
 """Pages longer than this are not converted: four times the largest page of the sample corpus."""
-MAX_DEPTH = 256
-"""Element nesting beyond this is not converted (the converter recurses per level; real pages stay under 40)."""
-_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)[^>]*?(/?)>")
-_VOID = frozenset(
-    ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr")
-)
-"""Elements with no end tag."""
 
 _CONTENT_SELECTORS = ("article.md-content__inner", "div.md-content article", "[role=main]", "main", "body")
 _CHROME = "a.headerlink, script, style, nav, header, footer, .md-source-file, .md-content__button, form, button"
@@ -46,23 +40,28 @@ def looks_like_html(body: str, content_type: str = "") -> bool:
     return head.startswith(("<!doctype html", "<html", "<head", "<body"))
 
 
-def unconvertible(page: str) -> str | None:
-    """Why the page will not be converted (too large, nested too deep), or None; a cheap scan, no parsing."""
+class Unconvertible(ValueError):
+    """A page that will not be converted (too large, too dense, nested too deep); the message says which."""
+
+
+def convert(page: str) -> str:
+    """The page's main content as Markdown, after the checks and the scan that keep parsing linear in the page;
+    Unconvertible when it is refused."""
     if len(page) > MAX_CONVERT_CHARS:
-        return f"the page is larger than {MAX_CONVERT_CHARS:,} characters"
-    depth = 0
-    for closing, name, self_closing in _TAG.findall(page):
-        if closing:
-            depth = max(0, depth - 1)
-        elif not self_closing and name.lower() not in _VOID:
-            depth += 1
-            if depth > MAX_DEPTH:
-                return f"the page nests elements more than {MAX_DEPTH} deep"
-    return None
+        raise Unconvertible(f"the page is larger than {MAX_CONVERT_CHARS:,} characters")
+    try:
+        safe = scan(page).html
+    except MarkupRefused as exc:
+        raise Unconvertible(str(exc)) from None
+    try:
+        return html_to_markdown(safe)
+    except RecursionError:
+        raise Unconvertible("the page nests elements too deeply to convert") from None
 
 
 def html_to_markdown(page: str) -> str:
-    """The page's main content as Markdown; empty when the page has no text."""
+    """The page's main content as Markdown; empty when the page has no text. `page` must have been through
+    `markup.scan` (use `convert`)."""
     soup = BeautifulSoup(page, "html.parser")
     root = next((found for selector in _CONTENT_SELECTORS if (found := soup.select_one(selector)) is not None), soup)
     for element in root.select(_CHROME):

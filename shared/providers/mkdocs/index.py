@@ -13,9 +13,12 @@ from urllib.parse import unquote
 
 from shared.errors import IndexFormatError
 
-_TAG = re.compile(r"<[^>]*>")
+_TAG = re.compile(r"<[^<>]*>")
+"""A tag: a `<` and the characters to its `>`, never across another `<`, so each character is looked at once from
+the `<` before it (`<[^>]*>` looks at the rest of the entry from every `<` of a run that never closes)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-_BLOCK_TAG = re.compile(r"</?(?:p|div|li|ul|ol|pre|h[1-6]|tr|td|th|table|br|blockquote|dt|dd)\b[^>]*>", re.I)
+_BLOCK_TAG = re.compile(r"</?(?:p|div|li|ul|ol|pre|h[1-6]|tr|td|th|table|br|blockquote|dt|dd)\b[^<>]*>", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +133,11 @@ def page_key(path: str) -> str:
 
 
 def html_to_text(fragment: str) -> str:
-    """Plain text of an index entry's HTML, with block boundaries kept as spaces."""
-    if "<" not in fragment and "&" not in fragment:
-        return fragment
-    return html.unescape(_TAG.sub("", _BLOCK_TAG.sub(" ", fragment)))
+    """Plain text of an index entry's HTML, with block boundaries kept as spaces, in time linear in the entry; a
+    lone surrogate (valid JSON, unencodable) becomes U+FFFD, so the entry loads and every answer can be encoded."""
+    if "<" in fragment or "&" in fragment:
+        fragment = html.unescape(_TAG.sub("", _BLOCK_TAG.sub(" ", fragment)))
+    return _SURROGATE.sub("\ufffd", fragment)
 
 
 MAX_BOOST = 1_000.0
@@ -183,6 +187,8 @@ def unsafe_location(location: str) -> bool:
         for _ in range(3):  # nested encodings such as %252e
             decoded = unquote(decoded, errors="strict")
     except UnicodeDecodeError:  # overlong or broken UTF-8 is how `%C0%AE` smuggles a dot
+        return True
+    if _SURROGATE.search(decoded):  # no URL or answer can carry it
         return True
     text = unicodedata.normalize("NFKC", decoded)  # fullwidth dots and slashes become ASCII
     if "\\" in text or text.startswith("//") or _SCHEME.match(text) or any(ord(char) < 32 for char in text):

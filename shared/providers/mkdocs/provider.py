@@ -24,7 +24,7 @@ from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError,
 from shared.fetch import OriginClient, Response
 from shared.models import Document, Reason, Rule, SearchResult
 from shared.preview import make_preview
-from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html, unconvertible
+from shared.providers.mkdocs.convert import Unconvertible, convert, looks_like_html
 from shared.providers.mkdocs.index import page_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
@@ -278,15 +278,12 @@ class MkDocsProvider:
         return _Fetched(renewed.markdown, page=renewed)
 
     async def _convert(self, page: str) -> str:
-        """The HTML page as Markdown, converted on the provider's own small pool so the event loop keeps serving
-        and a flood of big pages cannot take every worker thread; ConversionError when it cannot be converted."""
-        reason = unconvertible(page)
-        if reason is not None:
-            raise ConversionError(reason)
+        """The HTML page as Markdown, checked and converted on the provider's own small pool, so the event loop
+        keeps serving and a flood of big pages cannot take every worker thread; ConversionError when refused."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._converter, html_to_markdown, page)
-        except RecursionError:
-            raise ConversionError("the page nests elements too deeply to convert") from None
+            return await asyncio.get_running_loop().run_in_executor(self._converter, convert, page)
+        except Unconvertible as exc:
+            raise ConversionError(str(exc)) from None
 
     async def _from_index(self, site: str, path: str) -> str:
         """The page rebuilt from its index entries: what can still be served while the origin is down."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html
 from shared.providers.mkdocs.provider import with_front_matter
 
@@ -53,15 +55,28 @@ def test_front_matter_is_prefixed_or_merged_into_the_pages_own() -> None:
     assert merged == "---\nsource: s\nsite: forge\nretrieved: 2026-01-02T03:04:05Z\nmoved_from:\n- a/\n---\n# Page\n"
 
 
-def test_pages_too_large_or_too_deep_are_refused_before_parsing() -> None:
-    from shared.providers.mkdocs.convert import MAX_CONVERT_CHARS, MAX_DEPTH, unconvertible
+def test_pages_too_large_dense_or_deep_are_refused_before_parsing() -> None:
+    from shared.providers.mkdocs.convert import MAX_CONVERT_CHARS, Unconvertible, convert
+    from shared.providers.mkdocs.markup import MAX_DEPTH, MAX_TAGS
 
-    assert unconvertible("x" * (MAX_CONVERT_CHARS + 1)) == "the page is larger than 1,000,000 characters"
-    deep = "<div>" * (MAX_DEPTH + 1) + "x" + "</div>" * (MAX_DEPTH + 1)
-    assert unconvertible(deep) == f"the page nests elements more than {MAX_DEPTH} deep"
+    refused = {
+        "x" * (MAX_CONVERT_CHARS + 1): "the page is larger than 1,000,000 characters",
+        "<div>" * (MAX_DEPTH + 1) + "x" + "</div>" * (MAX_DEPTH + 1): f"the page nests elements more than {MAX_DEPTH}",
+        "<" * (MAX_TAGS + 1): "the page has more than 100,000 '<'",
+    }
+    for page, reason in refused.items():
+        with pytest.raises(Unconvertible, match=reason):
+            convert(page)
     siblings = "<div><p>a<br>b<img src=x><input/></p></div>" * 5_000  # wide, void and self-closed: shallow
-    assert unconvertible(siblings) is None
-    assert unconvertible("<div>" * MAX_DEPTH + "</div>" * MAX_DEPTH) is None
+    assert convert(siblings).startswith("a\nb")
+    assert convert("<div>" * MAX_DEPTH + "deep" + "</div>" * MAX_DEPTH) == "deep\n"
+
+
+def test_markup_that_never_closes_is_read_as_the_text_it_is() -> None:
+    from shared.providers.mkdocs.convert import convert
+
+    page = "<article class='md-content__inner'><p>if a < b and c<2> d <a then <!-- no end <script x=1 <![CDATA[ y</p>"
+    assert convert(page) == "if a < b and c<2> d <a then <!-- no end <script x=1 <![CDATA[ y\n"
 
 
 def test_front_matter_with_crlf_is_merged_and_its_own_source_and_site_give_way() -> None:

@@ -183,7 +183,7 @@ async def test_a_page_that_cannot_be_converted_is_fetch_failed(
 async def test_converting_a_big_page_does_not_hold_up_other_requests(
     settings: DocumentationSettings, static_origin: StaticOrigin
 ) -> None:
-    static_origin.respond(HTML_ONLY, body=page_of("<p><b>word</b> text</p>" * 30_000), content_type="text/html")
+    static_origin.respond(HTML_ONLY, body=page_of("<p><b>word</b> text</p>" * 20_000), content_type="text/html")
     order: list[str] = []
     async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
         await composed.service.search("install")  # sites loaded: only the conversion is left to race
