@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -399,3 +401,18 @@ def test_a_missing_twin_and_a_failing_page_fall_back_to_the_index(
     static_origin.fail("/alpha/guide/install/", 500)
     body = get(api, "guide/install")
     assert "fallback: search-index" in body["content"]
+
+
+def test_one_unencodable_character_in_an_index_never_breaks_its_site(
+    static_origin: StaticOrigin, built_origin: Path
+) -> None:
+    index = json.loads((built_origin / DEFAULT_SITE / "search" / "search_index.json").read_text())
+    index["docs"].append({"location": "odd/", "title": "Odd\ud800 page", "text": "<p>zebracorn \udfff</p>"})
+    body = json.dumps(index).encode()  # JSON escapes the lone surrogates: valid JSON
+    static_origin.respond(f"/{DEFAULT_SITE}/search/search_index.json", body=body, content_type="application/json")
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
+    with UvicornServer(create_app(settings, embedding=None)) as server, httpx.Client(base_url=server.url) as client:
+        found = client.get("/api/docs/search", params={"q": "zebracorn"})
+        health = client.get("/api/health").json()
+    assert found.status_code == 200 and found.json()["results"][0]["title"] == "Odd\ufffd page"
+    assert health["providers"]["mkdocs"]["sites"][DEFAULT_SITE]["state"] == "loaded"

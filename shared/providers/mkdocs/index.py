@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from shared.errors import IndexFormatError
+from shared.validation import MAX_LOCATION_LENGTH
 
 _TAG = re.compile(r"<[^<>]*>")
 """A tag: a `<` and the characters to its `>`, never across another `<`, so each character is looked at once from
@@ -196,16 +197,25 @@ def unsafe_location(location: str) -> bool:
     return any(segment.split(";", 1)[0] in (".", "..") for segment in text.partition("#")[0].split("/"))
 
 
+def _plain(value: object) -> str:
+    """A title or text as the index should have given it: a string; a number as written; anything else nothing."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return str(value)
+    return ""
+
+
 def _entries(docs: Iterable[object]) -> Iterable[IndexEntry]:
     page_titles: dict[str, str] = {}
     for raw in docs:
         if not isinstance(raw, dict) or not isinstance(raw.get("location"), str):
             continue
         location: str = raw["location"].strip()
-        if unsafe_location(location):
+        if len(location) > MAX_LOCATION_LENGTH or unsafe_location(location):  # `get` would refuse it
             continue
         page, sep, anchor = location.partition("#")
-        title = html_to_text(str(raw.get("title") or "")).strip()
+        title = html_to_text(_plain(raw.get("title"))).strip()
         if not sep:
             page_titles.setdefault(page, title)
         yield IndexEntry(
@@ -214,6 +224,6 @@ def _entries(docs: Iterable[object]) -> Iterable[IndexEntry]:
             anchor=anchor if sep else None,
             title=title,
             page_title=page_titles.get(page, title),
-            text=html_to_text(str(raw.get("text") or "")),
+            text=html_to_text(_plain(raw.get("text"))),
             boost=clamp_boost(raw.get("boost")),
         )
