@@ -108,6 +108,12 @@ param warmupPageCheckSeconds string = '120'
 @description('Forge__Documentation__Search__MinScore: relevance floor of the MkDocs provider.')
 param searchMinScore string = '0.015'
 
+@description('Forge__Documentation__Search__SiteWaitSeconds: how long a search waits for a site still loading.')
+param searchSiteWaitSeconds string = '2'
+
+@description('Forge__Documentation__Inbound__MaxConcurrentPerClient: requests one client may have in flight per instance.')
+param inboundMaxConcurrentPerClient string = '64'
+
 @description('Forge__Documentation__Search__PathWeights: page-kind rules (JSON list, see docs/configuration.md); [] restores the spec ranking.')
 param searchPathWeights string = '[{"pattern":"proposals/","weight":0.5,"unless":["proposal","proposed","design","enhancement","rationale","motivation"]},{"pattern":"proposal/","weight":0.5,"unless":["proposal","proposed","design","enhancement","rationale","motivation"]},{"pattern":"enhancements/","weight":0.5,"unless":["proposal","proposed","design","enhancement","rationale","motivation"]},{"pattern":"*/upgrading/*","weight":0.5,"unless":["upgrade","upgrading","migrate","migration","release"]},{"pattern":"upgrading/","weight":0.5,"unless":["upgrade","upgrading","migrate","migration","release"]},{"pattern":"*release-notes*","weight":0.5,"unless":["release notes","released","changelog"]},{"pattern":"*changelog*","weight":0.5,"unless":["release notes","released","changelog"]},{"pattern":"blog/","weight":0.5,"unless":["blog","announcement","announced"]},{"pattern":"archive/","weight":0.5,"unless":["archive","archived","deprecated","old"]},{"pattern":"*commands/*","weight":2,"when":["cli","command","subcommand","flag"]},{"pattern":"*cli/*","weight":2,"when":["cli","command","subcommand","flag"]}]'
 
@@ -240,6 +246,8 @@ var coreSettings = {
   Forge__Documentation__Warmup__PageCheckConcurrency: warmupPageCheckConcurrency
   Forge__Documentation__Warmup__PageCheckSeconds: warmupPageCheckSeconds
   Forge__Documentation__Search__MinScore: searchMinScore
+  Forge__Documentation__Search__SiteWaitSeconds: searchSiteWaitSeconds
+  Forge__Documentation__Inbound__MaxConcurrentPerClient: inboundMaxConcurrentPerClient
   Forge__Documentation__Search__PathWeights: searchPathWeights
   Forge__Documentation__Search__Semantic: searchSemantic
   Forge__Documentation__SiteRetrySeconds: siteRetrySeconds

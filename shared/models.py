@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -84,10 +85,33 @@ class SearchResult(_Wire):
     )
 
 
+class SiteAnswer(StrEnum):
+    """How a site stood in one search: searched, still loading (its results left out), failed, not published."""
+
+    SEARCHED = "searched"
+    LOADING = "loading"
+    FAILED = "failed"
+    UNPUBLISHED = "unpublished"
+
+
+class Found(list[SearchResult]):
+    """A provider's results and, when it searched several sites, how each stood (the answer's `sites`)."""
+
+    def __init__(self, results: Iterable[SearchResult] = (), *, sites: dict[str, SiteAnswer] | None = None) -> None:
+        super().__init__(results)
+        self.sites = dict(sites or {})
+
+
 class SearchResponse(_Wire):
     query: str
     provider: str
     results: list[SearchResult]
+    sites: dict[str, SiteAnswer] | None = Field(
+        default=None,
+        description="For the MkDocs provider, each site the search was meant to cover: `searched`, `loading` (its "
+        "index was not ready within `Search__SiteWaitSeconds`: its results are missing from this answer, ask again "
+        "shortly), `failed` or `unpublished`. Null for a provider that does not search by site.",
+    )
 
 
 class View(StrEnum):

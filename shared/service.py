@@ -38,7 +38,7 @@ from shared.errors import (
     ResolutionError,
     ServiceUnavailableError,
 )
-from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Reason, Resolution, SearchResponse
+from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Found, Reason, Resolution, SearchResponse, SiteAnswer
 from shared.providers.base import DocumentationProvider
 from shared.reading import Read
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
@@ -79,6 +79,7 @@ class DocumentationService:
 
     async def _search(self, query: str, effective: int, wanted: str | None) -> SearchResponse:
         searched, failures = False, {}
+        sites: dict[str, SiteAnswer] | None = None
         for provider in self.providers:
             scoped = _declared(provider, wanted)
             if wanted is not None and scoped is None:
@@ -97,10 +98,11 @@ class DocumentationService:
                 failures[provider.name] = _details(exc)
                 continue
             searched = True
+            sites = results.sites if isinstance(results, Found) and results.sites else sites
             if results:
                 attribute(SEARCH_PROVIDER, provider.name)
                 telemetry.searched(provider.name, results[:effective])
-                return SearchResponse(query=query, provider=provider.name, results=results[:effective])
+                return SearchResponse(query=query, provider=provider.name, results=results[:effective], sites=sites)
         attribute(SEARCH_PROVIDER, NO_PROVIDER)
         if not searched and failures:
             if all(details == TIMED_OUT for details in failures.values()):
@@ -109,7 +111,7 @@ class DocumentationService:
         telemetry.searched(NO_PROVIDER, [])
         shape = query_shape(query)
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
-        return SearchResponse(query=query, provider=NO_PROVIDER, results=[])
+        return SearchResponse(query=query, provider=NO_PROVIDER, results=[], sites=sites)
 
     async def get(self, location: str | None, *, outline: bool = False) -> Document:
         """The whole page at `location` as the first fetch-capable provider serves it (with its outline when

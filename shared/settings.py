@@ -121,6 +121,10 @@ class SearchSettings(_Section):
     (`shared/providers/mkdocs/kinds.py`). The default halves proposals, upgrade notes, release notes, blogs and
     archives; `[]` restores the spec's ranking (empty or unset: the default).
     """
+    site_wait_seconds: float = Field(2.0, alias="SiteWaitSeconds", gt=0, le=60)
+    """How long a search waits for a site whose index is still loading (a first load, a retry) before answering
+    from the sites that are ready; the slow site keeps loading in the background and the answer's `sites` says
+    it is `loading`. Never the whole request deadline: one hung site must not cost every answer."""
     semantic: bool = Field(True, alias="Semantic")
 
     """Also rank by meaning (sentence embeddings of every entry, `shared/providers/mkdocs/vectors.py`).
@@ -224,6 +228,9 @@ class InboundSettings(_Section):
     tokens: tuple[SecretStr, ...] = Field((), alias="Tokens")
     """Accepted bearer tokens (comma-separated or `Tokens__0`, ...): when any is set, every `/api/*` route but
     `/api/health` requires `Authorization: Bearer <one of them>`. Unset, nothing changes."""
+    max_concurrent_per_client: int = Field(64, alias="MaxConcurrentPerClient", ge=1, le=10_000)
+    """Requests one client (its `X-Forwarded-For`, else its address) may have in flight at once on an instance;
+    the next is `429` with `Retry-After`, so a client that holds requests open cannot take every worker."""
 
     @field_validator("tokens", mode="before")
     @classmethod

@@ -25,6 +25,7 @@ PURE = {
     "shared.providers.mkdocs.convert",
     "shared.providers.mkdocs.index",
     "shared.providers.mkdocs.kinds",
+    "shared.providers.mkdocs.markup",
     "shared.providers.mkdocs.missing",
     "shared.providers.mkdocs.ranking",
     "shared.providers.mkdocs.resolution",

@@ -16,6 +16,7 @@ from shared import __version__
 from shared.api.disconnect import CancelOnDisconnect
 from shared.api.errors import install_error_handlers, internal_error
 from shared.api.inbound import InboundCheck
+from shared.api.limits import ConcurrencyLimit
 from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
 from shared.api.rest import install_routes
 from shared.compose import compose, process_embedding
@@ -85,11 +86,15 @@ def create_app(
     _install_access_log(app)
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(InboundCheck, settings=settings)
+    app.add_middleware(ConcurrencyLimit, limit=settings.inbound.max_concurrent_per_client)
     declared = {site.lower(): site for provider in providers for site in provider.sites}
     install_routes(app, [*settings.sites, *(site for key, site in declared.items() if not settings.site_named(key))])
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.
     for path in (MCP_PATH, MCP_PATH + "/"):
-        app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False))
+        # POST only: stateless JSON holds no SSE stream (GET) and no session to end (DELETE); the MCP specification
+        # has a server that offers neither answer both with 405 (streamable HTTP transport, "Listening for
+        # Messages from the Server" and "Session Management").
+        app.router.routes.append(Route(path, endpoint, methods=["POST"], include_in_schema=False))
     return app
 
 

@@ -153,3 +153,27 @@ async def test_a_disconnect_reported_once_the_answer_has_started_does_not_cut_it
     await asyncio.wait_for(CancelOnDisconnect(app)(scope, receive, send), 10)  # type: ignore[arg-type]
 
     assert [message["type"] for message in sent] == ["http.response.start", "http.response.body"]
+
+
+def test_a_site_whose_index_hangs_costs_its_own_results_not_the_answer(static_origin: StaticOrigin) -> None:
+    static_origin.respond("/gamma-docs/search/search_index.json", body=b"{}", delay=60)  # hangs past the deadline
+    settings = fixture_settings(
+        static_origin.url,
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Search__Semantic="false",
+        Search__SiteWaitSeconds="0.5",
+        RequestTimeoutSeconds="5",
+    )
+    with UvicornServer(create_app(settings, embedding=None)) as server, httpx.Client(base_url=server.url) as api:
+        first = api.get("/api/docs/search", params={"q": "metrics"}, timeout=30)
+        second = api.get("/api/docs/search", params={"q": "install"}, timeout=30)
+        health = api.get("/api/health").json()["providers"]["mkdocs"]["sites"]
+
+    assert first.status_code == 200 and second.status_code == 200  # well within the 5 s deadline, not 504
+    answer = first.json()
+    assert answer["sites"]["gamma-docs"] == "loading" and answer["sites"]["alpha"] == "searched"
+    assert answer["sites"]["missing-docs"] == "unpublished"
+    assert answer["results"] and {hit["site"] for hit in answer["results"]} <= {"alpha", "beta-docs", "rooted-docs"}
+    assert second.json()["results"] and second.json()["sites"]["gamma-docs"] == "loading"
+    assert health["gamma-docs"]["state"] == "loading"
+    assert len(static_origin.requests_for("/gamma-docs/search/search_index.json")) == 1  # one load, not one a search

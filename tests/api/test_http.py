@@ -26,6 +26,7 @@ from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
 
 SECRET = "sig=SECRET-7f3a9"
+EVERY_SITE_SEARCHED = {site: "searched" for site in PUBLISHED_SITES} | {"missing-docs": "unpublished"}
 
 
 @pytest.fixture
@@ -85,7 +86,8 @@ def test_wildcard_lists_pages_round_robin_across_sites_and_caps_at_25(api: httpx
 
 
 def test_no_match_is_an_empty_list_attributed_to_none(api: httpx.Client) -> None:
-    assert search(api, "zzqxv nonexistentterm") == {"query": "zzqxv nonexistentterm", "provider": "none", "results": []}
+    body = search(api, "zzqxv nonexistentterm")
+    assert body == {"query": "zzqxv nonexistentterm", "provider": "none", "results": [], "sites": EVERY_SITE_SEARCHED}
 
 
 def test_get_prefers_raw_markdown(api: httpx.Client, static_origin: StaticOrigin) -> None:
@@ -361,7 +363,12 @@ def test_openapi_document_describes_the_contract(api: httpx.Client) -> None:
 
 @pytest.mark.parametrize("api", [{"Search__MinScore": "1000"}], indirect=True)
 def test_results_below_the_relevance_floor_are_dropped(api: httpx.Client) -> None:
-    assert search(api, "install") == {"query": "install", "provider": "none", "results": []}
+    assert search(api, "install") == {
+        "query": "install",
+        "provider": "none",
+        "results": [],
+        "sites": EVERY_SITE_SEARCHED,
+    }
     assert search(api, "*")["results"]  # a listing is not scored, so the floor does not apply
 
 

@@ -145,6 +145,7 @@ async def test_an_empty_search_says_what_it_means(server: UvicornServer) -> None
         "query": "sourdough starter hydration",
         "provider": "none",
         "results": [],
+        "sites": {site: "searched" for site in PUBLISHED_SITES} | {"missing-docs": "unpublished"},
     }
     assert "does not cover" in text(result)
 

@@ -22,7 +22,7 @@ from urllib.parse import unquote
 from shared import reading
 from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
 from shared.fetch import OriginClient, Response
-from shared.models import Document, Reason, Rule, SearchResult
+from shared.models import Document, Found, Reason, Rule, SearchResult, SiteAnswer
 from shared.preview import make_preview
 from shared.providers.mkdocs.convert import Unconvertible, convert, looks_like_html
 from shared.providers.mkdocs.index import page_key
@@ -72,10 +72,10 @@ class MkDocsProvider:
         self._pages = pages if pages is not None else PageCache()
         self.sites = settings.sites
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
-        loaded = await self._load_sites(site)
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+        loaded, states = await self._load_sites(site)
         if query.strip() == LISTING_QUERY:
-            return self._listing(loaded, limit)
+            return Found(self._listing(loaded, limit), sites=states)
         if self._registry.embedding is not None:
             await self._registry.looked_up([entry.index.site for entry in loaded])
             loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]  # a swap meanwhile
@@ -83,7 +83,7 @@ class MkDocsProvider:
         hits = [(entry, hit) for entry in loaded for hit in self._search_site(entry, query, limit, vector)]
         hits = [pair for pair in hits if pair[1].score >= self._settings.search.min_score]
         hits.sort(key=lambda pair: pair[1].score, reverse=True)
-        return [self._result(loaded_site, hit, query) for loaded_site, hit in hits[:limit]]
+        return Found((self._result(loaded_site, hit, query) for loaded_site, hit in hits[:limit]), sites=states)
 
     def _search_site(
         self, loaded: LoadedSite, query: str, limit: int, vector: npt.NDArray[np.float32] | None
@@ -110,7 +110,8 @@ class MkDocsProvider:
             log.warning("embedding the query failed (%s); this search is ranked lexically", type(exc).__name__)
             return None
 
-    async def _load_sites(self, site: str | None) -> list[LoadedSite]:
+    async def _load_sites(self, site: str | None) -> tuple[list[LoadedSite], dict[str, SiteAnswer]]:
+        """The sites ready to search within the per-site wait, and how each site asked for stood."""
         if site is not None:
             named = self._settings.site_named(site)
             if named is None:
@@ -118,13 +119,24 @@ class MkDocsProvider:
             sites: tuple[str, ...] = (named,)
         else:
             sites = self._settings.sites
-        loaded = [entry for entry in await asyncio.gather(*(self._registry.get(name) for name in sites)) if entry]
+        ready = await self._registry.within(sites, self._settings.search.site_wait_seconds)
+        loaded = [entry for entry in ready.values() if entry is not None]
         failures = {name: failure for name in sites if (failure := self._registry.failure(name)) is not None}
+        states = {
+            name: SiteAnswer.SEARCHED
+            if ready.get(name) is not None
+            else SiteAnswer.LOADING
+            if name not in ready
+            else SiteAnswer.UNPUBLISHED
+            if name in failures and failures[name].unpublished
+            else SiteAnswer.FAILED
+            for name in sites
+        }
         if not loaded and not all(failure.unpublished for failure in failures.values()):
             # Nothing to search because sites are failing is an outage to report, not "no match"; sites that are
             # merely not published yet have nothing to find.
             raise NoSiteLoadedError({name: failure.reason for name, failure in failures.items()})
-        return loaded
+        return loaded, states
 
     def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
         """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""

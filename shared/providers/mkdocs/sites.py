@@ -25,7 +25,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -48,6 +48,7 @@ RECORD_WAIT = 1.0
 
 class SiteState(StrEnum):
     NOT_LOADED = "not_loaded"
+    LOADING = "loading"
     LOADED = "loaded"
     FAILED = "failed"
 
@@ -93,6 +94,7 @@ class SiteRegistry:
         self._loaded: dict[str, LoadedSite] = {}
         self._checked: dict[str, float] = {}
         self._failed: dict[str, Failure] = {}
+        self._inflight: dict[str, asyncio.Task[LoadedSite | None]] = {}
         self._missing = MissingPages(store, self._name)
 
     @property
@@ -133,6 +135,37 @@ class SiteRegistry:
                 except Exception as exc:  # a bad newer copy must not cost the site the index it has
                     log.warning("site %s: checking for a newer index failed (%s)", site, type(exc).__name__)
             return self._loaded[site]
+
+    async def within(self, sites: Sequence[str], seconds: float) -> dict[str, LoadedSite | None]:
+        """The sites whose index is ready (or failed: None) after at most `seconds`, longer only while none is.
+
+        A site still loading is left out and keeps loading in the background (one load per site, however many
+        requests wait on it), so one hung site costs its own results, never everyone's answer; when no site is
+        ready yet (a cold instance), the wait goes on until the first is, within the request's deadline.
+        """
+        pending = {site: self._ready(site) for site in sites}
+        done, waiting = await asyncio.wait(pending.values(), timeout=seconds)
+        while waiting and not any(_result(future) is not None for future in done):
+            more, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            done |= more
+        return {site: _result(future) for site, future in pending.items() if future.done()}
+
+    def _ready(self, site: str) -> asyncio.Future[LoadedSite | None]:
+        """The site's index as a future: done now when it is loaded and needs no check, else its one load."""
+        loaded = self._loaded.get(site)
+        settled = not self._check_due(site) or self._gates[site].locked()
+        if loaded is not None and site not in self._failed and settled:
+            answered: asyncio.Future[LoadedSite | None] = asyncio.get_running_loop().create_future()
+            answered.set_result(loaded)
+            return answered
+        task = self._inflight.get(site)
+        if task is None or task.done():
+            task = self._inflight[site] = asyncio.create_task(self.get(site), name=f"load {site}")
+        return task
+
+    def loading(self, site: str) -> bool:
+        task = self._inflight.get(site)
+        return task is not None and not task.done()
 
     def _check_due(self, site: str) -> bool:
         return self._clock() - self._checked.get(site, 0.0) >= self._settings.cache.check_interval_seconds
@@ -233,7 +266,11 @@ class SiteRegistry:
             await self._jobs.finished(site)
 
     async def aclose(self) -> None:
-        """Stop embedding work still running (its thread stops at the next batch); let findings reach the store."""
+        """Stop loads and embedding work still running (its thread stops at the next batch); let findings reach
+        the store."""
+        for task in self._inflight.values():
+            task.cancel()
+        await asyncio.gather(*self._inflight.values(), return_exceptions=True)
         if self._jobs is not None:
             await self._jobs.aclose()
         await self._missing.aclose()
@@ -340,7 +377,7 @@ class SiteRegistry:
                     **self._ranking(site, loaded),
                 }
             else:
-                report[site] = {"state": SiteState.NOT_LOADED}
+                report[site] = {"state": SiteState.LOADING if self.loading(site) else SiteState.NOT_LOADED}
         return report
 
     def _ranking(self, site: str, loaded: LoadedSite) -> dict[str, object]:
@@ -358,3 +395,10 @@ class SiteRegistry:
         elif self._jobs is not None and self._jobs.replacing(site) is not None:
             report["updating"] = "a newer index is being embedded; it is served with its vectors once they are ready"
         return report
+
+
+def _result(future: asyncio.Future[LoadedSite | None]) -> LoadedSite | None:
+    """A finished load's index; None for a failed one (`get` reports its own failures)."""
+    if not future.done() or future.cancelled() or future.exception() is not None:
+        return None
+    return future.result()

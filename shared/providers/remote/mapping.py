@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from shared.models import Document, Reason, Resolution, SearchResponse, SearchResult
+from shared.models import Document, Found, Reason, Resolution, SearchResponse
 
 PROVIDER = "smithy_remote"
 CANDIDATES = "Candidates: "
@@ -25,14 +25,15 @@ NO_PAGE = "the remote deployment has no page here"
 MISSES = frozenset(reason for reason in Reason if reason is not Reason.RESOLVED)
 
 
-def search_results(structured: Mapping[str, Any] | None, limit: int) -> tuple[list[SearchResult], str]:
-    """Up to `limit` results attributed to this provider, and the remote answer's own `provider`."""
+def search_results(structured: Mapping[str, Any] | None, limit: int) -> tuple[Found, str]:
+    """Up to `limit` results attributed to this provider (with how the remote's sites stood), and the remote
+    answer's own `provider`."""
     response = SearchResponse.model_validate(_required(structured))
     results = [
         result.model_copy(update={"provider": PROVIDER, "backend": result.backend or result.provider})
         for result in response.results[:limit]
     ]
-    return results, response.provider
+    return Found(results, sites=response.sites), response.provider
 
 
 def document(structured: Mapping[str, Any] | None) -> tuple[Document, str]:

@@ -1,0 +1,59 @@
+"""How many requests one client may have in flight at once: past the bound, `429` with `Retry-After`.
+
+An ASGI middleware over `/api/*` (health excepted). The client is the first address in `X-Forwarded-For` when a
+front end (the Functions host, a proxy) set one, else the connection's peer. A client that opens requests and
+keeps them open (slow reads, held streams) holds at most `Inbound__MaxConcurrentPerClient` of this instance's
+workers; everyone else keeps being answered. Nothing about the request but its client's address is kept, and only
+while it is in flight; the address is never logged.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from shared.api.errors import error
+
+GUARDED_PREFIX = "/api/"
+OPEN_PATHS = frozenset({"/api/health"})
+RETRY_AFTER_SECONDS = 1
+
+
+class ConcurrencyLimit:
+    """At most `limit` requests in flight per client; the next is refused at once, never queued."""
+
+    def __init__(self, app: ASGIApp, *, limit: int) -> None:
+        self._app = app
+        self._limit = limit
+        self._in_flight: Counter[str] = Counter()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not path.startswith(GUARDED_PREFIX) or path in OPEN_PATHS:
+            await self._app(scope, receive, send)
+            return
+        client = client_of(scope)
+        if self._in_flight[client] >= self._limit:
+            message = f"more than {self._limit} requests in flight from one client; retry when one has finished"
+            headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+            await error(429, "too_many_requests", message, headers=headers)(scope, receive, send)
+            return
+        self._in_flight[client] += 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            self._in_flight[client] -= 1
+            if not self._in_flight[client]:
+                del self._in_flight[client]
+
+
+def client_of(scope: Scope) -> str:
+    """The first `X-Forwarded-For` address, else the peer's address, else one key for unknown clients."""
+    forwarded = Headers(scope=scope).get("x-forwarded-for", "")
+    first = forwarded.split(",", 1)[0].strip()
+    if first:
+        return first[:64]
+    peer = scope.get("client")
+    return str(peer[0]) if peer else "unknown"
