@@ -18,6 +18,7 @@ from shared.models import Document, SearchResponse, View
 from shared.reading import check_read
 from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
+from shared.telemetry import redaction
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -50,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    redaction.install()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         settings = load_settings()

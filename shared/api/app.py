@@ -23,6 +23,7 @@ from shared.compose import compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.providers.base import DocumentationProvider
 from shared.settings import DocumentationSettings, load_settings
+from shared.telemetry import redaction
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ def create_app(
     manager runs once per app instance.
     """
     settings = settings or load_settings()
+    redaction.install()
     model = process_embedding(settings) if embedding is _Default.FROM_SETTINGS else embedding
     endpoint = McpEndpoint()
     own_hosts = (*((settings.website_hostname,) if settings.website_hostname else ()), *settings.mcp.allowed_hosts)

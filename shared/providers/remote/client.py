@@ -7,14 +7,13 @@ transport turns into a generic MCP error) is told apart from other failures. Wha
 in `errors.translate`; the whole call is bounded by `seconds`, both overall and as httpx2's own timeouts.
 
 The MCP client logs every message it sends at DEBUG (`Sending client message: {...}`), arguments included: the
-query and the location. `redact_client_messages` installs a filter on that logger that blanks those records, so a
-host that turns DEBUG on for `mcp` still never logs what was asked.
+query and the location. `shared.telemetry.redaction` strips every `mcp.*` record of them, so a host that turns
+DEBUG on for `mcp` still never logs what was asked.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,30 +24,6 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult
 
 T = TypeVar("T")
-
-MCP_CLIENT_LOGGER = "mcp.client.streamable_http"
-_PAYLOAD_PREFIXES = ("Sending client message", "SSE message")
-
-
-class _RedactPayloads(logging.Filter):
-    """Keeps a record from the MCP client transport but replaces a message that carries a JSON-RPC payload."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str) and record.msg.startswith(_PAYLOAD_PREFIXES):
-            record.msg = record.msg.split(":", 1)[0] + ": (payload not logged)"
-            record.args = None
-        return True
-
-
-_REDACT = _RedactPayloads()
-
-
-def redact_client_messages() -> None:
-    """Install the payload filter on the MCP client transport's logger (once per process; idempotent)."""
-    logger = logging.getLogger(MCP_CLIENT_LOGGER)
-    if _REDACT not in logger.filters:
-        logger.addFilter(_REDACT)
-
 
 async def call_tool(
     endpoint: str, name: str, arguments: Mapping[str, Any], *, headers: Mapping[str, str], seconds: float

@@ -33,11 +33,11 @@ from shared.forwarding import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
 from shared.identity import credential as identity_credential
 from shared.models import Document, Reason, Resolution, SearchResult
 from shared.providers.remote import mapping
-from shared.providers.remote.client import call_tool, in_session, redact_client_messages
+from shared.providers.remote.client import call_tool, in_session
 from shared.providers.remote.errors import COOLING, CREDENTIAL, TIMEOUT, TOOL, RemoteError, translate
 from shared.reading import MAX_PART_CHARS
 from shared.settings import PREFIX, DocumentationSettings, RemoteSettings
-from shared.telemetry import query_shape
+from shared.telemetry import query_shape, redaction
 
 if TYPE_CHECKING:
     from azure.core.credentials_async import AsyncTokenCredential
@@ -85,7 +85,7 @@ class RemoteProvider:
         self._last_error: RemoteError | None = None
         self._last_error_at: datetime | None = None
         self._last_backend: tuple[str, datetime] | None = None
-        redact_client_messages()
+        redaction.install()  # the MCP client logs the arguments of every call it makes
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
         shape = query_shape(query)
