@@ -15,7 +15,7 @@ from shared.compose import compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
 from shared.models import Document, SearchResponse, View
-from shared.reading import check_read
+from shared.reading import UnknownSectionError, check_read
 from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
 from shared.telemetry import redaction
@@ -85,9 +85,22 @@ async def _warm(settings: DocumentationSettings) -> int:
         if embedding is not None:
             embedding.close()
     print(json.dumps({"cache": cache, "sites": report}, indent=2))
-    # An unpublished site (404) is a normal state the spec expects; anything else needs attention.
-    broken = [item for item in report.values() if item["outcome"] == "failed" and item.get("status") != "404"]
+    # An unpublished site (404) is a normal state the spec expects; anything else needs attention, embeddings
+    # that could not be computed or stored included.
+    broken = [
+        site
+        for site, item in report.items()
+        if (item["outcome"] == "failed" and item.get("status") != "404")
+        or str(item.get("semantic", "")).startswith("failed")
+    ]
+    if broken:
+        print(f"warm-up failed for: {', '.join(broken)}", file=sys.stderr)
     return EXIT_FAILED if broken else EXIT_OK
+
+
+def _needs_attention(outcome: dict[str, object]) -> bool:
+    failed = outcome["outcome"] == "failed" and outcome.get("status") != "404"
+    return failed or str(outcome.get("semantic", "")).startswith("failed")
 
 
 def _one_shot(settings: DocumentationSettings, store: IndexStore) -> DocumentationSettings:
@@ -137,7 +150,7 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
         return EXIT_OK
     except InvalidRequestError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        for entry in getattr(exc, "sections", []):  # an unknown section: the page's, to choose from
+        for entry in exc.sections if isinstance(exc, UnknownSectionError) else []:  # the page's, to choose from
             anchor = f"  #{entry.anchor}" if entry.anchor else ""
             print(f"  {'  ' * (entry.level - 1)}{entry.title}{anchor}", file=sys.stderr)
         return EXIT_USAGE

@@ -35,6 +35,10 @@ def process_embedding(settings: DocumentationSettings) -> EmbeddingModel | None:
     return EmbeddingModel(load_bulk=load_bulk) if settings.search.semantic else None
 
 
+FAILING_STORE = ("error", "unreachable", "degraded")
+"""Cache store states that make health `degraded` (`unknown`, before the first call, does not)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Composition:
     """The composed service and the shared parts health reports on."""
@@ -49,21 +53,23 @@ class Composition:
 
         `status` is `unavailable` when no provider reports `ok` and one reports `unavailable` (nothing can be
         searched: MkDocs down and AI Search or the remote failing too), `degraded` when any reports anything but
-        `ok`, else `ok`; a provider without a `status` counts as `ok`.
+        `ok` or the cache store is failing (every instance then loads from the origin), else `ok`; a provider
+        without a `status` counts as `ok`.
         """
         providers = self.service.health()
         states = [str(report.get("status", "ok")) for report in providers.values() if isinstance(report, dict)]
+        cache = self.store.describe()
         status = (
             "unavailable"
             if "unavailable" in states and "ok" not in states  # no provider answering, one of them down
             else "degraded"
-            if any(state != "ok" for state in states)
+            if any(state != "ok" for state in states) or cache.get("status") in FAILING_STORE  # loads go to the origin
             else "ok"
         )
         return {
             "status": status,
             "providers": providers,
-            "cache": self.store.describe(),
+            "cache": cache,
             "embedding": self.embedding.describe() if self.embedding is not None else {"state": "off"},
         }
 

@@ -134,11 +134,15 @@ class NoSiteLoadedError(ProviderError):
 class OriginError(ProviderError):
     """A request to the documentation origin failed, was too large, or would have left the origin."""
 
-    def __init__(self, message: str, *, status: int | None = None, unreachable: bool = False) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, unreachable: bool = False, too_large: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.unreachable = unreachable
         """True when the origin could not be reached at all (connection refused, timeout)."""
+        self.too_large = too_large
+        """True when the response was larger than the client reads (decompressed: a gzip bomb is too large too)."""
 
 
 class IndexFormatError(ProviderError, ValueError):

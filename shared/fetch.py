@@ -45,7 +45,7 @@ async def _read_bounded(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
     async for chunk in resp.content.iter_chunked(256 * 1024):
         size += len(chunk)
         if size > max_bytes:
-            raise OriginError("response too large", status=resp.status)
+            raise OriginError("response too large", status=resp.status, too_large=True)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -137,7 +137,7 @@ class OriginClient:
                 if method == "HEAD":
                     body = b""  # a HEAD answer's Content-Length describes the GET's body, which never comes
                 elif declared is not None and declared > max_bytes:
-                    raise OriginError("response too large", status=resp.status)
+                    raise OriginError("response too large", status=resp.status, too_large=True)
                 else:
                     body = await _read_bounded(resp, max_bytes)
                 return Response(

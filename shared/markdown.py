@@ -92,6 +92,8 @@ def _fence_mark(line: str) -> tuple[str, int] | None:
         return None
     char = stripped[0]
     run = len(stripped) - len(stripped.lstrip(char))
+    if char == "`" and "`" in stripped[run:]:
+        return None  # ```inline``` code: a backtick fence's info string has no backtick (CommonMark)
     return char, run
 
 

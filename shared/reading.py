@@ -48,10 +48,6 @@ class Read:
     def needs_outline(self) -> bool:
         return self.section is not None or self.view is View.OUTLINE
 
-    @property
-    def whole(self) -> bool:
-        return self == Read()
-
 
 def check_read(
     *, section: str | None = None, offset: int | None = None, max_chars: int | None = None, view: str | None = None
@@ -141,6 +137,8 @@ def find_section(entries: Sequence[OutlineEntry], wanted: str) -> OutlineEntry:
                 f"several sections are titled {matches[0].title!r}: name one by its anchor or read from its offset",
                 matches,
             )
+    if not entries:
+        raise UnknownSectionError("the page has no headings: read it whole, or in parts with offset and maxChars", [])
     raise UnknownSectionError("the page has no such section; name one of its sections", entries)
 
 
@@ -163,7 +161,8 @@ def cut(text: str, offset: int, max_chars: int, *, parsed: Structure | None = No
     """The part of `text` from `offset`, at most `max_chars` long, and where the next part starts (None at the end).
 
     The part ends at a line boundary, moved back to the start of a fenced code block it would split unless that
-    block alone is longer than `max_chars`; a single line longer than the part is cut at a space, else anywhere.
+    block alone is longer than `max_chars`. When the last line boundary would leave the part less than half full (a
+    line longer than the rest of the part follows), it ends at that line's last space that fits, else anywhere.
     """
     if offset > len(text):
         raise InvalidRequestError(f"offset {offset} is past the end of the text ({len(text)} characters)")
@@ -171,10 +170,9 @@ def cut(text: str, offset: int, max_chars: int, *, parsed: Structure | None = No
     if limit >= len(text):
         return text[offset:], None
     end = text.rfind("\n", offset, limit) + 1
-    if end <= offset:
-        end = max(text.rfind(" ", offset, limit) + 1, 0)
-        if end <= offset:
-            end = limit
+    if end <= offset or end - offset < max_chars // 2:  # no line break, or an early one before a long line
+        space = text.rfind(" ", max(end, offset), limit) + 1
+        end = space if space > max(end, offset) else end if end > offset else limit
         return text[offset:end], end
     fence = (parsed or structure(text)).fence_around(end)
     if fence is not None and fence[0] > offset and fence[1] - fence[0] <= max_chars:
@@ -217,10 +215,10 @@ class Selection:
 
 
 def select(document: Document, read: Read) -> Selection:
-    """The page or the section `read` names, with the page's contentHash and the text's totalChars.
-    `document.outline` must be set when the read names a section."""
+    """The page or the section `read` names, with the page's contentHash and the text's totalChars. Without
+    `document.outline` (a provider that was not asked for it) the headings come from the Markdown, without anchors."""
     page = document.content
-    entries = document.outline or []
+    entries = document.outline if document.outline is not None else outline(page, [])  # headings, without anchors
     fields: dict[str, object] = {"content_hash": content_hash(page), "outline": None, "section": None}
     text = page
     if read.section is not None:

@@ -216,7 +216,7 @@ def test_a_read_that_makes_no_sense_is_refused(arguments: dict[str, object], mes
 
 def test_a_larger_max_chars_is_taken_as_the_ceiling() -> None:
     assert check_read(max_chars=10_000_000).max_chars == MAX_PART_CHARS
-    assert check_read() == Read() and check_read().whole
+    assert check_read() == Read()
 
 
 def test_an_offset_past_the_end_is_refused() -> None:
@@ -233,3 +233,19 @@ def test_a_page_of_too_many_lines_is_not_looked_into() -> None:
     assert parsed.headings == () and parsed.fences == ()
     part, following = cut(hostile, 0, 1_000)
     assert following == len(part) and part.endswith("\n")  # still cut at a line boundary
+
+
+def test_an_early_line_break_before_a_long_line_does_not_leave_the_part_nearly_empty() -> None:
+    text = "---\nsource: x\n---\n" + "word " * 20_000 + "\n"
+    part, following = cut(text, 0, 1_000)
+    assert 900 < len(part) <= 1_000 and part.endswith(" ") and following == len(part)
+
+
+def test_inline_triple_backticks_open_no_fence() -> None:
+    parsed = structure("# A\n\n```inline``` text\n\n## B\n")
+    assert [heading.title for heading in parsed.headings] == ["A", "B"] and parsed.fences == ()
+
+
+def test_a_page_without_headings_says_so_when_a_section_is_asked() -> None:
+    with pytest.raises(UnknownSectionError, match="the page has no headings"):
+        find_section([], "anything")

@@ -18,6 +18,8 @@ from shared.models import Reason
 from shared.service import DocumentationService
 from shared.settings import load_settings
 from tests.support.providers import FakeProvider
+from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
+from tools.static_origin import StaticOrigin
 
 SECRET_QUERY = "token=sk-live-SECRET123 how to"
 
@@ -238,3 +240,13 @@ async def test_a_fetch_whose_only_provider_timed_out_its_own_way_is_a_timeout() 
 
     with pytest.raises(RequestTimeoutError):
         await service(FakeProvider("remote", 0, error=SlowRemote("no answer"))).get("page")
+
+
+@pytest.mark.parametrize(("store_status", "status"), [("error", "degraded"), ("unreachable", "degraded"), ("ok", "ok")])
+async def test_health_is_degraded_while_the_cache_store_fails(
+    static_origin: StaticOrigin, store_status: str, status: str
+) -> None:
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
+    async with compose(settings, embedding=None, store=MemoryIndexStore(status=store_status)) as composed:
+        report = composed.health()
+    assert report["status"] == status and report["cache"]["status"] == store_status  # type: ignore[index]

@@ -39,7 +39,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from shared.api.budget import size  # noqa: E402
-from shared.api.mcp import page_uri  # noqa: E402
+from shared.api.resources import page_uri  # noqa: E402
 from tools.load import OVERRIDES, QUERIES, SITES, free_port  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
@@ -61,18 +61,20 @@ async def wait_listed(client: httpx.AsyncClient, seconds: float) -> list[str]:
         await asyncio.sleep(0.5)
 
 
-def locations(corpus: Path, sites: list[str]) -> list[str]:
-    """Every page of the loaded sites, as search results locate them (the first site given bare)."""
+def locations(corpus: Path, sites: list[str]) -> dict[str, list[str]]:
+    """Every page of the loaded sites, as search results locate them (the first site given bare), with the anchors
+    of its sections in the index: what a search result can name as `section`."""
     from shared.providers.mkdocs.index import parse_index
 
     overrides = json.loads(OVERRIDES)
-    found: list[str] = []
+    found: dict[str, list[str]] = {}
     for site in sites:
         path = corpus / overrides[site].lstrip("/") if site in overrides else corpus / site / "search/search_index.json"
         index = parse_index(site, path.read_bytes())
         for page in index.pages:
             key = page.path.strip("/")
-            found.append((key if site == sites[0] else f"{site}/{key}".rstrip("/")) or "")
+            location = (key if site == sites[0] else f"{site}/{key}".rstrip("/")) or ""
+            found[location] = [anchor for anchor, _ in index.sections(page.path)]
     return found
 
 
@@ -105,7 +107,8 @@ async def check(base: str, rest: str, corpus: Path, origin: StaticOrigin, budget
         sites = await wait_listed(client, 600)
         pages: dict[str, str] = {}
         site_of: dict[str, str] = {}
-        for location in locations(corpus, ["forge", *[site for site in sites if site != "forge"]]):
+        anchors = locations(corpus, ["forge", *[site for site in sites if site != "forge"]])
+        for location in anchors:
             response = await client.get("/api/docs/get", params={"location": location})
             if response.status_code == 200:
                 pages[location], site_of[location] = response.json()["content"], response.json()["site"]
@@ -129,17 +132,22 @@ async def check(base: str, rest: str, corpus: Path, origin: StaticOrigin, budget
             sizes += answer_sizes
             first.append(seconds[0])
             later += seconds[1:]
+        unreadable: list[str] = []
         for location in pages:
             outline = await mcp.call_tool("get_doc", {"location": location, "view": "outline"})
-            for entry in (outline.structured_content or {}).get("outline") or []:
-                if not entry["anchor"]:
+            offsets = {e["anchor"]: e for e in (outline.structured_content or {}).get("outline") or [] if e["anchor"]}
+            for anchor in anchors.get(location, []):
+                try:
+                    joined, answer_sizes, _ = await read_parts(mcp, location=location, section=anchor)
+                except AssertionError:
+                    unreadable.append(f"{location}#{anchor}")
                     continue
-                joined, answer_sizes, _ = await read_parts(mcp, location=location, section=entry["anchor"])
                 sections += 1
                 sizes += answer_sizes
-                own = pages[location][entry["offset"] : entry["offset"] + entry["chars"]]  # after the front matter
+                entry = offsets.get(anchor)
+                own = pages[location][entry["offset"] : entry["offset"] + entry["chars"]] if entry else "?"
                 if not joined.endswith(own) or not joined.startswith("---\n"):
-                    failures.append(f"{location}#{entry['anchor']}: the section is not the page's own text")
+                    failures.append(f"{location}#{anchor}: the section is not the page's own text")
         longest = long_pages[0] if long_pages else next(iter(pages))
         uri, resource = page_uri(site_of[longest], longest), []
         while uri:
@@ -164,6 +172,7 @@ async def check(base: str, rest: str, corpus: Path, origin: StaticOrigin, budget
         "answer_chars": {"median": statistics.median(sizes or [0]), "max": max(sizes, default=0)},
         "answers_over_budget": len(over),
         "sections_read": sections,
+        "index_anchors_unreadable": {"count": len(unreadable), "first": unreadable[:10]},
         "origin_requests_per_page_read_in_parts": {
             "max": max(requests, default=0),
             "mean": round(statistics.fmean(requests or [0]), 2),

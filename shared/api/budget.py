@@ -24,6 +24,10 @@ OUTLINE_SHARE = 6
 """The outline of the rest takes at most a sixth of the budget (the upper levels when all of them would not fit);
 every heading is one `view=outline` call away."""
 FIT_ATTEMPTS = 8
+CLOSE_ENOUGH = 0.95
+"""An answer this full is not grown further (each try converts nothing, but renders and measures the answer)."""
+HEADROOM = 0.98
+"""A part is scaled to a little under the budget: the continuation lines grow a few characters with the numbers."""
 
 
 def size(result: CallToolResult) -> int:
@@ -38,21 +42,31 @@ def tool_answer(document: Document, text: str) -> CallToolResult:
     )
 
 
+NextCall = Callable[[Document, int, "int | None"], str]
+"""How the next part is asked for: a `get_doc` call, or a resource URI to read."""
+
+
+def next_get_doc(document: Document, offset: int, max_chars: int | None) -> str:
+    return _call(document, offset=offset, maxChars=max_chars)
+
+
 def read_answer(selection: Selection, read: Read, budget: int) -> CallToolResult:
     """The tool answer for a content read: the part asked for, or as much as `budget` holds, saying what is left."""
     if read.max_chars is not None:
-        return _answer_for(selection, read.offset, read.max_chars, budget)
+        return _answer_for(selection, read.offset, read.max_chars, budget, explicit=True)
     whole = _answer_for(selection, read.offset, None, budget)
     if size(whole) <= budget:
         return whole
     return fit(lambda chars: _answer_for(selection, read.offset, chars, budget), budget)
 
 
-def _answer_for(selection: Selection, offset: int, chars: int | None, budget: int) -> CallToolResult:
+def _answer_for(
+    selection: Selection, offset: int, chars: int | None, budget: int, *, explicit: bool = False
+) -> CallToolResult:
     """The part's document, and its text: where the part sits and the next call first (a host that cuts long tool
     output keeps the beginning), the part, then the next call again and the headings after the cut."""
     part = selection.part(offset, chars)
-    head, tail = continuation(selection, part, budget)
+    head, tail = continuation(selection, part, budget, max_chars=chars if explicit else None)
     return tool_answer(part, head + part.content + tail)
 
 
@@ -65,18 +79,26 @@ def fit(build: Callable[[int], CallToolResult], budget: int) -> CallToolResult:
         measured = size(answer)
         if measured <= budget and chars > best_chars:
             best, best_chars = answer, chars
-            if measured >= budget * 0.95:
+            if measured >= budget * CLOSE_ENOUGH:
                 break
-        scaled = max(MIN_PART_CHARS, int(chars * budget / measured * 0.98))
+        scaled = max(MIN_PART_CHARS, int(chars * budget / measured * HEADROOM))
         if scaled == chars or (best is not None and scaled <= best_chars):
             break
         chars, answer = scaled, build(scaled)
     return best if best is not None else answer
 
 
-def continuation(selection: Selection, part: Document, budget: int) -> tuple[str, str]:
+def continuation(
+    selection: Selection,
+    part: Document,
+    budget: int,
+    *,
+    max_chars: int | None = None,
+    next_call: NextCall = next_get_doc,
+) -> tuple[str, str]:
     """What the text puts before and after a part: nothing for the whole text; else where the part sits, what is
-    left and the exact next call, and after the part the next call again with the headings after the cut."""
+    left and the exact next call (with the `maxChars` the caller chose), and after the part the next call again
+    with the headings after the cut."""
     total = len(selection.text)
     end = part.offset + len(part.content)
     if part.offset == 0 and part.next_offset is None:
@@ -84,7 +106,7 @@ def continuation(selection: Selection, part: Document, budget: int) -> tuple[str
     what = "section" if part.section is not None else "page"
     if part.next_offset is None:
         return f"[The end of the {what}: characters {part.offset:,} to {end:,} of {total:,}.]\n\n", ""
-    call = _call(part, offset=part.next_offset)
+    call = next_call(part, part.next_offset, max_chars)
     head = (
         f"[Part of a longer {what}: characters {part.offset:,} to {end:,} of {total:,}, {total - end:,} left. "
         f"Next part: {call}]\n\n"
@@ -102,13 +124,23 @@ def outline_answer(selection: Selection, budget: int) -> CallToolResult:
     document = selection.outline_only()
     entries = document.outline or []
     for depth in range(6, 0, -1):
-        kept = [entry for entry in entries if entry.level <= depth]
-        shown = document.model_copy(update={"outline": kept})
-        text = render_outline(shown, kept, dropped=len(entries) - len(kept))
-        answer = tool_answer(shown, text)
+        answer = _outline_of(document, [entry for entry in entries if entry.level <= depth], len(entries))
         if size(answer) <= budget:
             return answer
-    return answer
+    top = [entry for entry in entries if entry.level <= 1]
+    low, high = 0, len(top)  # the most top-level headings that fit, the rest said to be left out
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size(_outline_of(document, top[:middle], len(entries))) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return _outline_of(document, top[:low], len(entries))
+
+
+def _outline_of(document: Document, kept: list[OutlineEntry], total: int) -> CallToolResult:
+    shown = document.model_copy(update={"outline": kept})
+    return tool_answer(shown, render_outline(shown, kept, dropped=total - len(kept)))
 
 
 def render_outline(document: Document, entries: list[OutlineEntry], *, dropped: int) -> str:
@@ -117,7 +149,7 @@ def render_outline(document: Document, entries: list[OutlineEntry], *, dropped: 
     lines += [_line(entry) for entry in entries]
     if dropped:
         lines.append(
-            f"[{dropped:,} deeper headings left out to fit; see them with "
+            f"[{dropped:,} headings left out to fit: see a section's with "
             f"{_call(document, section='<anchor>', view='outline')}]"
         )
     lines.append(

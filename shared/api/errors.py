@@ -157,8 +157,14 @@ def error(
 def answer(exc: BaseException) -> tuple[int, dict[str, Any]]:
     """The HTTP status and the body (`ErrorBody`) a core error is, for REST answers and MCP tool errors alike."""
     if isinstance(exc, UnknownSectionError):
-        sections = [entry.model_dump(mode="json", by_alias=True) for entry in exc.sections]
-        return 400, _body("bad_request", str(exc), sections=sections)
+        sections = [entry.model_dump(mode="json", by_alias=True) for entry in exc.sections[:MAX_SECTIONS_LISTED]]
+        left = len(exc.sections) - len(sections)
+        message = (
+            f"{exc} (the first {len(sections)} of {len(exc.sections)}: view=outline lists them all)"
+            if left
+            else str(exc)
+        )
+        return 400, _body("bad_request", message, sections=sections)
     if isinstance(exc, InvalidRequestError):
         return 400, _body("bad_request", str(exc))
     if isinstance(exc, ResolutionError):

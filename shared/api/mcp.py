@@ -13,7 +13,7 @@ in `search_docs`' schema is built from the service's sites in `build_server`'s s
 """
 
 import logging
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -21,14 +21,9 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
-from mcp.shared.uri_template import UriTemplate
 from mcp.types import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
     CallToolResult,
     InputRequiredResult,
-    ResourceLink,
     TextContent,
     ToolAnnotations,
 )
@@ -36,10 +31,10 @@ from pydantic import AnyUrl, Field, ValidationError, WithJsonSchema
 from starlette.types import Receive, Scope, Send
 
 from shared import __version__, reading
-from shared.api import budget
+from shared.api import budget, resources
 from shared.api.errors import ErrorBody, answer, tool_error, where, within
 from shared.errors import DocsError, InvalidRequestError
-from shared.models import Document, SearchResponse, SearchResult, View
+from shared.models import Document, SearchResponse, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.service import DocumentationService
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
@@ -92,12 +87,6 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
-RESOURCE_TEMPLATE = "docs://{site}/{+path}{?offset,maxChars}"
-RESOURCE_NOT_FOUND = -32002
-"""The MCP specification's JSON-RPC code for a resource that does not exist."""
-GET_ARGUMENTS = ("location", "section", "offset", "maxChars", "view")
-
-
 class DocsServer(MCPServer[Any]):
     """The SDK's server, with the arguments checked before a tool runs and pages readable as resources.
 
@@ -111,7 +100,6 @@ class DocsServer(MCPServer[Any]):
             name="documentation", title="Documentation retrieval", version=__version__, instructions=INSTRUCTIONS
         )
         self.service, self.budget, self.seconds = service, budget, seconds
-        self._template = UriTemplate.parse(RESOURCE_TEMPLATE)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -135,41 +123,8 @@ class DocsServer(MCPServer[Any]):
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
     ) -> Iterable[ReadResourceContents] | InputRequiredResult:
-        """`docs://{site}/{path}` as the page's Markdown within the budget; what is left is a second, plain-text
-        item naming the next part's URI (the first item alone joins exactly across parts)."""
-        try:
-            return await self._read_page(str(uri))
-        except DocsError as exc:
-            status, body = answer(exc)
-            code = INVALID_PARAMS if status == 400 else RESOURCE_NOT_FOUND if status in (404, 409) else INTERNAL_ERROR
-            raise MCPError(code, tool_error(exc), data=body) from None
-
-    async def _read_page(self, uri: str) -> list[ReadResourceContents]:
-        matched = self._template.match(uri)
-        if matched is None or not matched.get("site"):
-            raise InvalidRequestError("a page's URI is docs://{site}/{path}, with ?offset= and ?maxChars= optional")
-        read = check_read(offset=_number(matched, "offset"), max_chars=_number(matched, "maxChars"))
-        location = f"{matched['site']}/{matched.get('path') or ''}"
-        document = await within(self.service.get(location, outline=True), self.seconds)
-        selection = reading.select(document, read)
-        result = budget.read_answer(selection, read, self.budget)
-        part = Document.model_validate(result.structured_content)
-        meta: dict[str, Any] = {
-            key: value
-            for key, value in (result.structured_content or {}).items()
-            if key in ("location", "site", "url", "totalChars", "offset", "nextOffset", "contentHash", "lastModified")
-        }
-        if part.next_offset is not None:
-            meta["nextUri"] = page_uri(part.site, part.location, offset=part.next_offset)
-        contents = [ReadResourceContents(content=part.content, mime_type="text/markdown", meta=meta)]
-        head, tail = budget.continuation(selection, part, self.budget)
-        note = (head + tail).strip()
-        if note:
-            note = note.replace(
-                "Next part: get_doc(", "Next part: resources/read " + meta.get("nextUri", "") + " or get_doc("
-            )
-            contents.append(ReadResourceContents(content=note, mime_type="text/plain", meta={"continuation": True}))
-        return contents
+        """`docs://{site}/{path}` as the page's Markdown within the budget (`shared.api.resources`)."""
+        return await resources.read_page(self.service, str(uri), budget_chars=self.budget, seconds=self.seconds)
 
 
 def build_server(service: DocumentationService, *, budget_chars: int, seconds: float) -> MCPServer[Any]:
@@ -198,7 +153,7 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
     ) -> Annotated[CallToolResult, SearchResponse]:
         async def answer() -> CallToolResult:
             response = await within(service.search(query, limit=limit, site=site), seconds)
-            links = [resource_link(hit) for hit in response.results]
+            links = [resources.resource_link(hit) for hit in response.results]
             return CallToolResult(
                 content=[TextContent(type="text", text=render_search(response)), *links],
                 structured_content=response.model_dump(mode="json", by_alias=True),
@@ -243,7 +198,7 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
     ) -> Annotated[CallToolResult, Document]:
         async def answer() -> CallToolResult:
             read = check_read(section=section, offset=offset, max_chars=maxChars, view=view)
-            document = await within(service.get(location, outline=True), seconds)
+            document = await within(service.get(location, outline=read.needs_outline), seconds)
             selection = reading.select(document, read)
             if read.view is View.OUTLINE:
                 return budget.outline_answer(selection, budget_chars)
@@ -252,7 +207,7 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
         return await _guarded(answer())
 
     @server.resource(
-        RESOURCE_TEMPLATE,
+        resources.RESOURCE_TEMPLATE,
         name="page",
         title="Documentation page",
         description="A documentation page as Markdown: docs://{site}/{path}, the site and location of a search "
@@ -261,9 +216,12 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
         mime_type="text/markdown",
     )
     async def page(site: str, path: str, offset: str | None = None, maxChars: str | None = None) -> str:
+        """The template's reader as the SDK sees it (what lists it); `DocsServer.read_resource` answers reads with
+        the metadata and continuation this function's plain text cannot carry."""
         query = "&".join(f"{k}={v}" for k, v in (("offset", offset), ("maxChars", maxChars)) if v is not None)
-        uri = f"docs://{site}/{quote(path)}" + (f"?{query}" if query else "")
-        return str((await server._read_page(uri))[0].content)
+        uri = f"docs://{site}/{quote(path, safe='/%')}" + (f"?{query}" if query else "")
+        contents = await resources.read_page(service, uri, budget_chars=budget_chars, seconds=seconds)
+        return str(contents[0].content)
 
     # The SDK derives each output schema from the return annotation; it has no public way to widen it.
     for tool in server._tool_manager.list_tools():
@@ -281,15 +239,6 @@ def _with_errors(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"type": "object", "anyOf": [schema, {"$ref": "#/$defs/ErrorBody"}], "$defs": definitions}
 
 
-def _number(matched: Mapping[str, Any], name: str) -> int | None:
-    value = matched.get(name)
-    if value in (None, ""):
-        return None
-    if not str(value).isdigit() or len(str(value)) > 9:
-        raise InvalidRequestError(f"{name} must be a whole number")
-    return int(value)
-
-
 def _invalid_arguments(exc: ValidationError) -> str:
     """The arguments the SDK refused, by name and what is wrong, without their values."""
     problems = []
@@ -298,24 +247,6 @@ def _invalid_arguments(exc: ValidationError) -> str:
         message = "is required" if problem.get("type") == "missing" else str(problem.get("msg", "is invalid")).lower()
         problems.append(f"{name} {message}")
     return "; ".join(problems)
-
-
-def page_uri(site: str, location: str, *, offset: int | None = None) -> str:
-    """The resource URI of a page (`docs://{site}/{path}`), from a result's site and location."""
-    head, _, rest = location.partition("/")
-    path = rest if head.lower() == site.lower() else "" if location.lower() == site.lower() else location
-    uri = f"docs://{site}/{quote(path)}"
-    return uri if offset is None else f"{uri}?offset={offset}"
-
-
-def resource_link(hit: SearchResult) -> ResourceLink:
-    return ResourceLink(
-        type="resource_link",
-        uri=page_uri(hit.site, hit.location),
-        name=hit.location or hit.site,
-        title=hit.page_title or hit.title,
-        mime_type="text/markdown",
-    )
 
 
 async def _guarded(answer: Awaitable[CallToolResult]) -> CallToolResult:

@@ -17,7 +17,8 @@ from mcp.types import CallToolResult, ResourceLink, TextContent, TextResourceCon
 
 from shared.api import create_app
 from shared.api.budget import size
-from shared.reading import MAX_PART_CHARS
+from shared.models import Document, View
+from shared.reading import MAX_PART_CHARS, Read
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
@@ -301,3 +302,55 @@ async def test_tools_are_listed_in_a_stable_order(server: UvicornServer) -> None
         first = [tool.name for tool in (await client.list_tools()).tools]
         second = [tool.name for tool in (await client.list_tools()).tools]
     assert first == second == ["search_docs", "get_doc"]
+
+
+async def test_a_chosen_max_chars_is_kept_in_the_next_call_and_uri(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        part = await client.call_tool("get_doc", {"location": HANDBOOK, "maxChars": 5_000})
+        read = await client.read_resource("docs://gamma-docs/reference/handbook/?maxChars=30000")
+    following = structured(part)["nextOffset"]
+    assert f'get_doc(location="{HANDBOOK}", offset={following}, maxChars=5000)' in text(part)
+    first = read.contents[0]
+    assert isinstance(first, TextResourceContents) and len(first.text) <= 30_000
+    assert (first.meta or {})["nextUri"].endswith(f"?offset={(first.meta or {})['nextOffset']}&maxChars=30000")
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ("docs://gamma-docs/reference/handbook/?maxchars=500", "takes no maxchars"),
+        ("docs://gamma-docs/reference/handbook/?section=example", "takes no section"),
+        ("docs://guide/install", "site must be one of"),
+        ("docs://gamma-docs/reference/handbook/?offset=x", "offset must be a whole number"),
+    ],
+    ids=["a misspelt parameter", "a parameter resources do not take", "no configured site", "a bad offset"],
+)
+async def test_a_resource_uri_that_does_not_fit_is_refused_not_guessed(
+    server: UvicornServer, uri: str, message: str
+) -> None:
+    async with session(server.url) as client:
+        with pytest.raises(Exception, match=message):
+            await client.read_resource(uri)
+
+
+def test_an_outline_or_a_section_list_too_long_for_the_budget_is_cut_and_says_so() -> None:
+    from shared.api.budget import outline_answer
+    from shared.api.errors import answer
+    from shared.models import Reason, Resolution
+    from shared.reading import UnknownSectionError, outline, select
+
+    page = "".join(f"# Heading number {n}\n\ntext\n\n" for n in range(3_000))
+    document = Document(
+        requested_location="p",
+        location="p",
+        site="alpha",
+        url="u",
+        provider="mkdocs",
+        content=page,
+        resolution=Resolution(requested_location="p", reason=Reason.RESOLVED),
+        outline=outline(page, []),
+    )
+    answered = outline_answer(select(document, Read(view=View.OUTLINE)), BUDGET)
+    assert size(answered) <= BUDGET and "headings left out to fit" in text(answered)
+    status, body = answer(UnknownSectionError("the page has no such section", document.outline or []))
+    assert status == 400 and len(body["sections"]) == 60 and "the first 60 of 3000" in body["error"]["message"]

@@ -8,6 +8,8 @@ markup that never closes (on which the parser is quadratic): what reaches the pa
 
 from __future__ import annotations
 
+import re
+
 from bs4 import BeautifulSoup, Tag
 from markdownify import MarkdownConverter
 
@@ -30,6 +32,16 @@ def _code_language(element: Tag) -> str | None:
 
 
 _CONVERTER = MarkdownConverter(heading_style="ATX", bullets="-", code_language_callback=_code_language)
+
+
+_INCLUDE = re.compile(r"\{![^{}!\n]{1,300}!\}")
+"""A markdown-include directive (`{!docs/file.yaml!}`): what the build pastes in is not in the raw Markdown."""
+
+
+def includes_files(markdown: str) -> bool:
+    """True when the raw Markdown pulls other files in at build time, so only the published page is whole (16 of
+    the sample corpus's pages do; their raw Markdown lacks the headings and text the index has)."""
+    return "{!" in markdown and _INCLUDE.search(markdown) is not None
 
 
 def looks_like_html(body: str, content_type: str = "") -> bool:

@@ -174,7 +174,11 @@ class _Saver:
 async def ensure_vectors(
     store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex, *, reuse: SiteVectors | None = None
 ) -> tuple[SiteVectors, bool]:
-    """The site's vectors for exactly this index, and whether any had to be computed (what the warm-up runs)."""
+    """The site's vectors for exactly this index, and whether any had to be computed (what the warm-up runs).
+
+    Raises StoreError when computed vectors could not be stored: serving shrugs that off (the next instance
+    computes again), but a warm-up that stored nothing has not done its job and says so.
+    """
     stored = await read_stored(store, model, site, index)
     if stored.current is not None:
         return stored.current, False
@@ -186,6 +190,8 @@ async def ensure_vectors(
         reuse=await asyncio.to_thread(SiteVectors.union, reuse, stored.reusable),
         expected_version=stored.version,
     )
+    if (await read_stored(store, model, site, index)).current is None:
+        raise StoreError("the computed embeddings could not be stored")
     return vectors, True
 
 

@@ -21,10 +21,10 @@ from urllib.parse import unquote
 
 from shared import reading
 from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
-from shared.fetch import OriginClient, Response
+from shared.fetch import MAX_PAGE_BYTES, OriginClient, Response
 from shared.models import Document, Found, Reason, Rule, SearchResult, SiteAnswer
 from shared.preview import make_preview
-from shared.providers.mkdocs.convert import Unconvertible, convert, looks_like_html
+from shared.providers.mkdocs.convert import Unconvertible, convert, includes_files, looks_like_html
 from shared.providers.mkdocs.index import page_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
@@ -244,7 +244,8 @@ class MkDocsProvider:
                 if response.status == 304 and kept is not None and kept.raw:
                     return self._kept(site, path, kept)
                 text = response.text()
-                if response.status == 200 and text.strip() and not looks_like_html(text, response.content_type):
+                usable = not looks_like_html(text, response.content_type) and not includes_files(text)
+                if response.status == 200 and text.strip() and usable:
                     return self._keep(site, path, text, response, raw=True)
                 raw_gone = response.status in GONE
             except OriginError as exc:
@@ -254,6 +255,10 @@ class MkDocsProvider:
                 html_url, scope=self._settings.base_url(site) + "/", headers=_asking(kept, raw=False)
             )
         except OriginError as exc:
+            if exc.too_large:
+                raise ConversionError(
+                    f"the page is larger than {MAX_PAGE_BYTES:,} bytes, the most a page is read"
+                ) from None
             log.warning("page fetch failed for site %s: %s", site, exc)
             html_down = _unreachable(exc)
         else:

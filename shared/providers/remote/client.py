@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+
 async def call_tool(
     endpoint: str, name: str, arguments: Mapping[str, Any], *, headers: Mapping[str, str], seconds: float
 ) -> CallToolResult:

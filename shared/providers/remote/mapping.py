@@ -121,9 +121,7 @@ def miss(text: str, location: str, structured: Mapping[str, Any] | None = None) 
     given = structured.get("resolution") if isinstance(structured, Mapping) else None
     if isinstance(given, Mapping):
         remote = Resolution.model_validate(given)
-        detail = (
-            f"the remote deployment: {remote.detail}" if remote.detail else "the remote deployment has no page here"
-        )
+        detail = f"the remote deployment: {remote.detail}" if remote.detail else NO_PAGE
         return Resolution(requested_location=location, reason=Reason(code), detail=detail, candidates=remote.candidates)
     return _miss_from_text(code, text, location)
 

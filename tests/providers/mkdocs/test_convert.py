@@ -90,3 +90,10 @@ def test_front_matter_with_crlf_is_merged_and_its_own_source_and_site_give_way()
     assert merged.endswith("# Install\r\n")
     plain = with_front_matter("# Page\n", source="s", site="t", retrieved=datetime(2026, 1, 2, tzinfo=UTC))
     assert plain == "---\nsource: s\nsite: t\nretrieved: 2026-01-02T00:00:00Z\n---\n\n# Page\n"
+
+
+def test_raw_markdown_that_includes_other_files_is_not_the_page() -> None:
+    from shared.providers.mkdocs.convert import includes_files
+
+    assert includes_files("# Settings\n\n```yaml\n{!docs/operator-manual/argocd-cm.yaml!}\n```\n")
+    assert not includes_files("# Plain\n\nA set {!not closed and a dict {'a': 1}.\n")

@@ -164,8 +164,9 @@ def page_of(body: str) -> str:
     [
         ("<span><b>x</b></span>" * 60_000, "larger than 1,000,000 characters"),
         ("<div>" * 5_000 + "deep" + "</div>" * 5_000, "more than 256 deep"),
+        ("x" * 9_000_000, "larger than 8,388,608 bytes"),  # more than the client reads: never "no content"
     ],
-    ids=["huge", "deeply nested"],
+    ids=["huge", "deeply nested", "more than is read"],
 )
 async def test_a_page_that_cannot_be_converted_is_fetch_failed(
     settings: DocumentationSettings, static_origin: StaticOrigin, body: str, detail: str

@@ -14,6 +14,8 @@ from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
 from shared.cache import CachedIndex, MemoryIndexStore, index_name, missing_name, open_store, vectors_name
+from shared.cli import _needs_attention
+from shared.errors import StoreError
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.vectors import SiteVectors
@@ -298,3 +300,27 @@ async def test_without_shared_storage_the_warm_up_does_not_embed(static_origin: 
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)
     report = await warm_all(settings, MemoryIndexStore(), embedding=model_of(WordEncoder()))
     assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep them in"}
+
+
+class RefusingVectors(CountingStore):
+    """Azurite, except that every write of embeddings is refused (a full or read-only container)."""
+
+    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+        if name.startswith("embeddings/"):
+            raise StoreError("storage refused the write")
+        return await super().write(name, entry, expected_version=expected_version)
+
+
+async def test_embeddings_that_could_not_be_stored_fail_their_site_in_the_report(
+    blob_settings: DocumentationSettings, azurite: Azurite, blob_container: str
+) -> None:
+    store = RefusingVectors(open_store(blob_settings))
+    try:
+        report = await warm_all(blob_settings, store, embedding=model_of(WordEncoder()))
+    finally:
+        await store.aclose()
+    assert {report[site]["outcome"] for site in PUBLISHED_SITES} == {REFRESHED}
+    assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {
+        "failed: the computed embeddings could not be stored"
+    }
+    assert _needs_attention(report["alpha"])  # so `python -m shared warm` exits non-zero, naming the sites

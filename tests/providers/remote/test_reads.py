@@ -121,3 +121,19 @@ async def test_an_older_deployment_that_cuts_a_page_is_a_miss_and_the_chain_fall
     assert short_page.provider == "smithy_remote"  # whole: an older deployment still serves short pages
     assert outline.provider == "mkdocs" and outline.outline  # it cannot tell the headings' anchors
     assert old.calls == 2  # the outline was never asked of it
+
+
+async def test_rest_and_mcp_reach_an_older_deployment_alike(
+    static_origin: StaticOrigin, legacy: tuple[LegacyDeployment, str]
+) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    _, endpoint = legacy
+    with UvicornServer(create_app(a_settings(static_origin, endpoint), embedding=None)) as a:
+        rest = httpx.get(a.url + "/api/docs/get", params={"location": "gamma-docs/metrics"}, timeout=30).json()
+        async with streamable_http_client(a.url + "/api/mcp") as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            answer = await client.call_tool("get_doc", {"location": "gamma-docs/metrics"})
+    assert rest["provider"] == "smithy_remote"
+    assert answer.structured_content is not None and answer.structured_content["provider"] == "smithy_remote"
