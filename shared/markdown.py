@@ -24,7 +24,8 @@ MAX_HEADING_LINE = 1_000
 MAX_TITLE = 200
 """Heading text past this many characters is left out of its title (and of the work to clean it)."""
 
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]|\r?\n?\Z)")
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[^\S\r\n]|\r?\n?\Z)")
+"""`#` to `######`, then any space (a no-break space too, as Python-Markdown reads it) or the line's end."""
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\r?\n?\Z")
 _ATTR_LIST = re.compile(r"\s*\{[^{}]*\}\s*\Z")
 _LINK = re.compile(r"!?\[([^\[\]]*)\](?:\([^()]*\)|\[[^\[\]]*\])")

@@ -249,3 +249,7 @@ def test_inline_triple_backticks_open_no_fence() -> None:
 def test_a_page_without_headings_says_so_when_a_section_is_asked() -> None:
     with pytest.raises(UnknownSectionError, match="the page has no headings"):
         find_section([], "anything")
+
+
+def test_a_heading_after_a_no_break_space_is_a_heading() -> None:
+    assert [heading.title for heading in structure("#\u00a0Prune\n\ntext\n").headings] == ["Prune"]

@@ -1,0 +1,112 @@
+"""What hostile origin content costs everyone else, black-box: the service under uvicorn (its own process) over a
+corpus plus pathological content, and how fast it keeps answering.
+
+    python tools/hostile.py --corpus ../shared/corpus/origin [--checkout PATH]
+
+Serves the corpus with three additions: an HTML-only page of 80 KB of `<a` (the raw Markdown 404), an index entry
+of 400,000 `<` appended to one site's index, and a lone surrogate in another entry. While the hostile page is being
+fetched and converted, `/api/health` is asked every 50 ms: its slowest answer is what every caller waited at
+worst. Then an all-sites search (the hostile entry's site included) and the surrogate's. `--checkout` runs another
+checkout's service (a `git worktree` of an earlier commit) the same way, for a before-and-after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tools.load import OVERRIDES, SITES, free_port  # noqa: E402
+from tools.static_origin import StaticOrigin  # noqa: E402
+
+HOSTILE_PAGE = "/forge/operator-manual/ingress/"
+HOSTILE_SITE_INDEX = "/iac-okta-modules/search/search_index.json"
+
+
+async def run(base: str, seconds: float) -> dict[str, object]:
+    async with httpx.AsyncClient(base_url=base, timeout=seconds + 30) as client:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                await client.get("/api/health")
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the service did not start") from None
+                await asyncio.sleep(0.1)
+        await client.get("/api/docs/search", params={"q": "*", "limit": 25})  # sites loading, hostile one included
+        health_times: list[float] = []
+        started = time.perf_counter()
+        getting = asyncio.ensure_future(client.get("/api/docs/get", params={"location": "operator-manual/ingress"}))
+        while not getting.done():
+            asked = time.perf_counter()
+            await client.get("/api/health")
+            health_times.append(time.perf_counter() - asked)
+            await asyncio.sleep(0.05)
+        got = await getting
+        get_seconds = time.perf_counter() - started
+        asked = time.perf_counter()
+        searched = await client.get("/api/docs/search", params={"q": "okta group rule"})
+        search_seconds = time.perf_counter() - asked
+        odd = await client.get("/api/docs/search", params={"q": "zebracorn"})
+    return {
+        "hostile_page": {
+            "status": got.status_code,
+            "code": got.json().get("error", {}).get("code"),
+            "seconds": round(get_seconds, 2),
+        },
+        "health_while_converting": {"answers": len(health_times), "slowest_ms": round(max(health_times) * 1000, 1)},
+        "all_sites_search": {"status": searched.status_code, "seconds": round(search_seconds, 2)},
+        "surrogate_entry_search": {"status": odd.status_code, "results": len(odd.json().get("results", []))},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument("--checkout", type=Path, default=REPO)
+    parser.add_argument("--deadline", type=float, default=30.0, help="RequestTimeoutSeconds")
+    args = parser.parse_args(argv)
+    index = json.loads((args.corpus / HOSTILE_SITE_INDEX.lstrip("/")).read_text())
+    index["docs"].append({"location": "hostile/", "title": "Hostile", "text": "<" * 400_000})
+    index["docs"].append({"location": "odd/", "title": "Odd\ud800", "text": "zebracorn \udfff"})
+    with StaticOrigin(args.corpus) as origin:
+        origin.respond(HOSTILE_PAGE, body="<a" * 40_000, content_type="text/html")
+        origin.respond(HOSTILE_PAGE.rstrip("/") + ".md", status=404, body="not found")
+        origin.respond(HOSTILE_SITE_INDEX, body=json.dumps(index), content_type="application/json")
+        env = {
+            k: v for k, v in os.environ.items() if not k.lower().startswith(("forge__documentation__", "azurewebjobs"))
+        }
+        env |= {
+            "Forge__Documentation__Origin": origin.url,
+            "Forge__Documentation__Sites": SITES,
+            "Forge__Documentation__SearchIndexOverrides": OVERRIDES,
+            "Forge__Documentation__Search__Semantic": "false",
+            "Forge__Documentation__RequestTimeoutSeconds": str(args.deadline),
+            "PYTHONPATH": str(args.checkout.resolve()),
+        }
+        port = free_port()
+        command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
+        server = subprocess.Popen(command, cwd=args.checkout, env=env)
+        try:
+            report = asyncio.run(run(f"http://127.0.0.1:{port}", args.deadline))
+        finally:
+            server.terminate()
+            server.wait(30)
+    print(json.dumps({"checkout": str(args.checkout)} | report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
