@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from shared.cache import IndexStore, open_store
 from shared.compose import compose, process_embedding
@@ -87,18 +87,13 @@ async def _warm(settings: DocumentationSettings) -> int:
     print(json.dumps({"cache": cache, "sites": report}, indent=2))
     # An unpublished site (404) is a normal state the spec expects; anything else needs attention, embeddings
     # that could not be computed or stored included.
-    broken = [
-        site
-        for site, item in report.items()
-        if (item["outcome"] == "failed" and item.get("status") != "404")
-        or str(item.get("semantic", "")).startswith("failed")
-    ]
+    broken = [site for site, item in report.items() if _needs_attention(item)]
     if broken:
         print(f"warm-up failed for: {', '.join(broken)}", file=sys.stderr)
     return EXIT_FAILED if broken else EXIT_OK
 
 
-def _needs_attention(outcome: dict[str, object]) -> bool:
+def _needs_attention(outcome: Mapping[str, object]) -> bool:
     failed = outcome["outcome"] == "failed" and outcome.get("status") != "404"
     return failed or str(outcome.get("semantic", "")).startswith("failed")
 

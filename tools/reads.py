@@ -107,11 +107,14 @@ async def check(base: str, rest: str, corpus: Path, origin: StaticOrigin, budget
         sites = await wait_listed(client, 600)
         pages: dict[str, str] = {}
         site_of: dict[str, str] = {}
+        outlines: dict[str, dict[str, dict[str, Any]]] = {}  # REST's, whole: an MCP outline keeps to the budget
         anchors = locations(corpus, ["forge", *[site for site in sites if site != "forge"]])
         for location in anchors:
             response = await client.get("/api/docs/get", params={"location": location})
             if response.status_code == 200:
                 pages[location], site_of[location] = response.json()["content"], response.json()["site"]
+                described = await client.get("/api/docs/get", params={"location": location, "view": "outline"})
+                outlines[location] = {e["anchor"]: e for e in described.json()["outline"] if e["anchor"]}
     report["pages"] = len(pages)
     long_pages = sorted((loc for loc, text in pages.items() if 2 * len(text) > budget), key=lambda p: -len(pages[p]))
     report["pages_read_in_parts"] = len(long_pages)
@@ -134,8 +137,7 @@ async def check(base: str, rest: str, corpus: Path, origin: StaticOrigin, budget
             later += seconds[1:]
         unreadable: list[str] = []
         for location in pages:
-            outline = await mcp.call_tool("get_doc", {"location": location, "view": "outline"})
-            offsets = {e["anchor"]: e for e in (outline.structured_content or {}).get("outline") or [] if e["anchor"]}
+            offsets = outlines[location]
             for anchor in anchors.get(location, []):
                 try:
                     joined, answer_sizes, _ = await read_parts(mcp, location=location, section=anchor)

@@ -52,8 +52,12 @@ class ConcurrencyLimit:
 def client_of(scope: Scope) -> str:
     """The first `X-Forwarded-For` address, else the peer's address, else one key for unknown clients."""
     forwarded = Headers(scope=scope).get("x-forwarded-for", "")
-    first = forwarded.split(",", 1)[0].strip()
+    first = forwarded.split(",", 1)[0].strip()[:64]
+    if first.startswith("["):  # [IPv6]:port
+        return first[1:].split("]", 1)[0]
+    if first.count(":") == 1:  # IPv4:port, as some front ends write it: the port is the connection, not the client
+        return first.split(":", 1)[0]
     if first:
-        return first[:64]
+        return first
     peer = scope.get("client")
     return str(peer[0]) if peer else "unknown"

@@ -141,17 +141,24 @@ class SiteRegistry:
 
         A site still loading is left out and keeps loading in the background (one load per site, however many
         requests wait on it), so one hung site costs its own results, never everyone's answer; when no site is
-        ready yet (a cold instance), the wait goes on until the first is, within the request's deadline.
+        ready yet (a cold instance), the wait goes on until the first is, within the request's deadline. A loaded
+        site whose check for a newer copy outlasts the wait is searched with the index in hand.
         """
         pending = {site: self._ready(site) for site in sites}
         done, waiting = await asyncio.wait(pending.values(), timeout=seconds)
         while waiting and not any(_result(future) is not None for future in done):
             more, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             done |= more
-        return {site: _result(future) for site, future in pending.items() if future.done()}
+        ready: dict[str, LoadedSite | None] = {}
+        for site, future in pending.items():
+            if future.done():
+                ready[site] = _result(future)
+            elif (in_hand := self._loaded.get(site)) is not None:  # a slow check for a newer copy: serve this one
+                ready[site] = in_hand
+        return ready
 
     def _ready(self, site: str) -> asyncio.Future[LoadedSite | None]:
-        """The site's index as a future: done now when it is loaded and needs no check, else its one load."""
+        """The site's index as a future: done now when it is loaded and needs no check, else its one load or check."""
         loaded = self._loaded.get(site)
         settled = not self._check_due(site) or self._gates[site].locked()
         if loaded is not None and site not in self._failed and settled:
@@ -164,8 +171,9 @@ class SiteRegistry:
         return task
 
     def loading(self, site: str) -> bool:
+        """A first load or a retry is running (a loaded site being checked is not `loading`: it is served)."""
         task = self._inflight.get(site)
-        return task is not None and not task.done()
+        return task is not None and not task.done() and site not in self._loaded
 
     def _check_due(self, site: str) -> bool:
         return self._clock() - self._checked.get(site, 0.0) >= self._settings.cache.check_interval_seconds
