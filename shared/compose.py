@@ -15,6 +15,7 @@ own providers, encoders and stores through the same functions.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ from shared.providers.base import DocumentationProvider
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.service import DocumentationService
-from shared.settings import DocumentationSettings
+from shared.settings import PREFIX, DocumentationSettings
+
+log = logging.getLogger(__name__)
 
 
 def process_embedding(settings: DocumentationSettings) -> EmbeddingModel | None:
@@ -66,12 +69,20 @@ class Composition:
             if any(state != "ok" for state in states) or cache.get("status") in FAILING_STORE  # loads go to the origin
             else "ok"
         )
-        return {
-            "status": status,
+        pending = self.settings.unresolved_secrets()
+        report: dict[str, object] = {
+            "status": "degraded" if pending and status == "ok" else status,
             "providers": providers,
             "cache": cache,
             "embedding": self.embedding.describe() if self.embedding is not None else {"state": "off"},
         }
+        if pending:
+            report["unresolvedSecrets"] = {
+                "keys": list(pending),
+                "detail": "Key Vault references the platform could not resolve: what they guard stays off "
+                "(docs/deployment.md says how to make the app read them again)",
+            }
+        return report
 
 
 @asynccontextmanager
@@ -103,11 +114,15 @@ async def compose(
         for given in providers:
             register(given)
         search = settings.ai_search
-        if search is not None and search.endpoint:
+        pending = settings.unresolved_secrets()
+        for key in pending:
+            log.warning("%s is an unresolved Key Vault reference: what it guards stays off until it resolves", key)
+        if search is not None and search.endpoint and PREFIX + "AiSearch__ApiKey" not in pending:
             credential = ai_search.credential(settings)  # the provider owns it from here and closes it
             stack.push_async_callback(_close_quietly, credential)  # only matters if the constructor raises
             register(ai_search.AiSearchProvider(search, sites=settings.sites, credential=credential))
-        if settings.remote is not None and settings.remote.endpoint:
+        remote_pending = {PREFIX + "Remote__Token", PREFIX + "Remote__FunctionsKey"} & set(pending)
+        if settings.remote is not None and settings.remote.endpoint and not remote_pending:
             token_source = remote.credential(settings)  # None with a static token; the provider closes it
             if token_source is not None:
                 stack.push_async_callback(_close_quietly, token_source)

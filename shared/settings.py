@@ -443,6 +443,19 @@ class DocumentationSettings(BaseSettings):
         override = self.search_index_overrides.get(site)
         return self.origin + override if override else self.base_url(site) + self.search_index_path
 
+    def unresolved_secrets(self) -> tuple[str, ...]:
+        """The secret settings whose value is still a Key Vault reference (`@Microsoft.KeyVault(...)`): App Service
+        passes the reference text itself when it cannot resolve it (before the identity's role propagates, a secret
+        deleted or disabled). Such a value is never used as the secret: what it guards fails closed."""
+        given = {
+            "Inbound__Tokens": any(unresolved(token) for token in self.inbound.tokens),
+            "Remote__Token": self.remote is not None and unresolved(self.remote.token),
+            "Remote__FunctionsKey": self.remote is not None and unresolved(self.remote.functions_key),
+            "AiSearch__ApiKey": self.ai_search is not None and unresolved(self.ai_search.api_key),
+            "Cache__ConnectionString": unresolved(self.cache.connection_string),
+        }
+        return tuple(PREFIX + key for key, pending in given.items() if pending)
+
     def site_named(self, name: str) -> str | None:
         """The configured site with this name, case-insensitively."""
         lowered = name.lower()
@@ -515,6 +528,14 @@ def section_model(annotation: Any) -> type[BaseModel] | None:
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
     return None
+
+
+KEY_VAULT_REFERENCE = "@microsoft.keyvault("
+
+
+def unresolved(secret: SecretStr | None) -> bool:
+    """True when the secret is an App Service Key Vault reference that did not resolve (its literal text)."""
+    return secret is not None and secret.get_secret_value().lstrip().lower().startswith(KEY_VAULT_REFERENCE)
 
 
 RETIRED = {"Mcp__MaxContentChars": "Mcp__AnswerBudgetChars"}

@@ -6,7 +6,8 @@ An ASGI middleware over the whole app:
   matching one of them, compared in constant time (`hmac.compare_digest`, against every accepted token, so the
   time taken says nothing about which one came close); anything else is `401` with the usual JSON error body and
   `WWW-Authenticate: Bearer`. Without the setting nothing is checked: in Azure the Functions key (or App Service
-  Authentication) is the gate.
+  Authentication) is the gate. A token that is an unresolved Key Vault reference (its `@Microsoft.KeyVault(...)`
+  text) is never accepted; when every token is one, every guarded route answers `503` naming the setting.
 - A request carrying the remote provider's forwarding marker (`x-docs-forwarded`) is answered with this app's
   remote provider declining (`shared.forwarding`), so a request from A to B never comes back to A.
 
@@ -24,7 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.forwarding import FORWARDED_HEADER, forwarded_request
-from shared.settings import DocumentationSettings
+from shared.settings import PREFIX, DocumentationSettings, unresolved
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +40,23 @@ class InboundCheck:
     def __init__(self, app: ASGIApp, *, settings: DocumentationSettings) -> None:
         self._app = app
         self._tokens: Sequence[bytes] = tuple(
-            token.get_secret_value().encode("utf-8") for token in settings.inbound.tokens
+            token.get_secret_value().encode("utf-8") for token in settings.inbound.tokens if not unresolved(token)
         )
+        # Only unresolved Key Vault references configured: the gate stays shut (503) rather than open or keyed to
+        # the reference's literal text.
+        self._shut = bool(settings.inbound.tokens) and not self._tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        if self._shut and self._guarded(scope["path"]):
+            message = f"{PREFIX}Inbound__Tokens is an unresolved Key Vault reference: no caller is accepted until it is"
+            await JSONResponse({"error": {"code": "unavailable", "message": message}}, status_code=503)(
+                scope, receive, send
+            )
+            return
         if self._tokens and self._guarded(scope["path"]) and not self._accepted(headers.get("authorization", "")):
             log.info("refused a request without an accepted bearer token (%s)", scope.get("method", "?"))
             body = {"error": {"code": "unauthorized", "message": "send Authorization: Bearer <an accepted token>"}}
