@@ -47,3 +47,23 @@ def trim() -> None:
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+"""Where a container's memory limit is (cgroup v2, then v1): a Flex Consumption instance's size shows there."""
+UNLIMITED = 1 << 60
+"""A cgroup v1 "no limit" is a huge number rather than `max`."""
+
+
+def limit_mb(paths: tuple[str, ...] = CGROUP_LIMITS) -> int | None:
+    """The process's memory limit in MB, or None when there is none (or it cannot be read)."""
+    for path in paths:
+        try:
+            with open(path, encoding="ascii") as limit:
+                value = limit.read().strip()
+        except OSError:
+            continue
+        if value == "max" or not value.isdigit() or int(value) >= UNLIMITED:
+            return None
+        return int(value) // (1024 * 1024)
+    return None
