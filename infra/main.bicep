@@ -25,7 +25,7 @@ param location string
 @description('Resource group to create or update; empty: rg-<environmentName>.')
 param resourceGroupName string = ''
 
-@description('Memory of each instance in MB. Semantic matching (the default) needs 2048: measured peaks are 322 MB serving and 380-465 MB while embedding, too close to 512 to rely on; 512 holds lexical search only (about 180 MB). See docs/deployment.md.')
+@description('Memory of each instance in MB. Semantic matching (the default) needs 2048: measured peaks are 322 MB serving and 380-465 MB while embedding, too close to 512 to rely on; 512 holds lexical search only (about 180 MB), so a deployment asking for 512 with searchSemantic true is refused. See docs/deployment.md.')
 @allowed([
   512
   2048
@@ -48,14 +48,20 @@ param httpPerInstanceConcurrency int = 8
 @description('Instances kept running for HTTP even when idle (billed while idle); 0: scale to zero, and a cold instance first loads the model and the indexes.')
 param alwaysReadyInstanceCount int = 0
 
-@description('VNet integration for the app and private endpoints for storage and the AI Search service; storage then takes no public traffic.')
+@description('VNet integration for the app and private endpoints for storage, the Key Vault and the AI Search service; storage and the vault then take no public traffic. The subscription needs the Microsoft.App resource provider registered (docs/deployment.md).')
 param privateNetworking bool = false
+
+@description('Key Vault purge protection: a deleted vault and its secrets cannot be purged for the 7-day retention period, so the vault name (fixed per environment) cannot be reused before then. Off by default so a development environment can be torn down and recreated (azd down --purge); production should turn it on (KEY_VAULT_PURGE_PROTECTION=true). Once on, it cannot be turned off.')
+param keyVaultPurgeProtection bool = false
 
 @description('Existing Azure AI Search service the app queries with its identity (Search Index Data Reader); empty: no AI Search provider.')
 param aiSearchServiceName string = ''
 
 @description('Resource group of that service; empty: the app\'s resource group.')
 param aiSearchResourceGroupName string = ''
+
+@description('DNS suffix of AI Search services in this cloud: the endpoint is https://<aiSearchServiceName>.<suffix> and the private DNS zone privatelink.<suffix>.')
+param aiSearchDnsSuffix string = 'search.windows.net'
 
 // ---------------------------------------------------------------------------------------------------------------
 // The service's settings (Forge__Documentation__*): one parameter each, named after the setting, with its default
@@ -139,7 +145,7 @@ param mcpAllowedHosts string = ''
 @description('Forge__Documentation__Mcp__AnswerBudgetChars: most characters a get_doc answer takes without maxChars.')
 param mcpAnswerBudgetChars string = '24000'
 
-@description('Forge__Documentation__AiSearch__Endpoint: AI Search endpoint; empty: https://<aiSearchServiceName>.search.windows.net.')
+@description('Forge__Documentation__AiSearch__Endpoint: AI Search endpoint; empty: https://<aiSearchServiceName>.<aiSearchDnsSuffix>.')
 param aiSearchEndpoint string = ''
 
 @description('Forge__Documentation__AiSearch__IndexName')
@@ -154,8 +160,8 @@ param aiSearchPlatformDocsBaseUrl string = 'https://docs.saif.com'
 @description('Forge__Documentation__AiSearch__MkDocsSitePrefix: leading segment stripped from locations; empty: none.')
 param aiSearchMkDocsSitePrefix string = 'forge'
 
-@description('Forge__Documentation__AiSearch__SearchFilter: OData filter sent with every search; empty: none.')
-param aiSearchSearchFilter string = ''
+@description('Forge__Documentation__AiSearch__SearchFilter: OData filter sent with every search; blank: none. The spec\'s AI Search host ships format eq \'.html\' (the service\'s own default is none): it drops each page\'s Markdown twin before ranking, so the limit counts pages. Blank it for an index whose documents carry no format.')
+param aiSearchSearchFilter string = 'format eq \'.html\''
 
 @description('Forge__Documentation__AiSearch__UrlField: index field holding each document\'s blob URL.')
 param aiSearchUrlField string = 'metadata_storage_path'
@@ -217,12 +223,16 @@ var remoteTokenSecretName = 'remote-token'
 var remoteFunctionsKeySecretName = 'remote-functions-key'
 var inboundTokensSecretName = 'inbound-tokens'
 var aiSearchEnabled = !empty(aiSearchServiceName) || !empty(aiSearchEndpoint)
-var aiSearchEndpointUrl = empty(aiSearchEndpoint) ? 'https://${aiSearchServiceName}.search.windows.net' : aiSearchEndpoint
+var aiSearchEndpointUrl = empty(aiSearchEndpoint) ? 'https://${aiSearchServiceName}.${aiSearchDnsSuffix}' : aiSearchEndpoint
 var remoteEnabled = !empty(remoteEndpoint)
 var remoteTokenGiven = remoteEnabled && !empty(remoteToken)
 var remoteFunctionsKeyGiven = remoteEnabled && !empty(remoteFunctionsKey)
 var inboundTokensGiven = !empty(inboundTokens)
 var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven
+// Key Vault's private DNS zone is privatelink.vaultcore.<cloud>, not privatelink plus the vault suffix (.vault.<cloud>).
+var keyVaultDnsZoneName = 'privatelink${replace(environment().suffixes.keyvaultDns, '.vault.', '.vaultcore.')}'
+// An instance below 2048 MB cannot hold semantic matching (instanceMemoryMB): such a deployment is refused.
+var semanticFitsInstance = !((instanceMemoryMB < 2048) && (searchSemantic == 'true'))
 // The host needs blob only (HTTP and timer triggers); add 'queue' or 'table' here with their roles if that changes.
 var storageServices = [
   'blob'
@@ -290,10 +300,12 @@ var inboundSettings = inboundTokensGiven ? {
 var secretSettings = union(remoteTokenSettings, remoteFunctionsKeySettings, inboundSettings)
 var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings, secretSettings)
 
+// The refusal of 512 MB with semantic matching sits on the resource group: every module is deployed into it (or
+// names it), so ARM stops there and creates nothing else. fail() needs a Bicep CLI released in 2025 or later.
 resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
   name: empty(resourceGroupName) ? '${abbrs.resourcesResourceGroups}${environmentName}' : resourceGroupName
   location: location
-  tags: tags
+  tags: semanticFitsInstance ? tags : fail('instanceMemoryMB ${instanceMemoryMB} cannot hold semantic matching: use 2048 or 4096, or set searchSemantic false (Forge__Documentation__Search__Semantic=false).')
 }
 
 module identity 'app/identity.bicep' = {
@@ -357,6 +369,8 @@ module keyVault 'app/keyvault.bicep' = if (anySecretGiven) {
     location: location
     tags: tags
     principalId: identity.outputs.principalId
+    purgeProtection: keyVaultPurgeProtection
+    privateNetworking: privateNetworking
     secrets: {
       '${remoteTokenSecretName}': remoteToken
       '${remoteFunctionsKeySecretName}': remoteFunctionsKey
@@ -401,7 +415,22 @@ module searchEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && !e
     vnetId: network.outputs.id
     targetId: searchAccess.outputs.id
     groupId: 'searchService'
-    dnsZoneName: 'privatelink.search.windows.net'
+    dnsZoneName: 'privatelink.${aiSearchDnsSuffix}'
+  }
+}
+
+module vaultEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && anySecretGiven) {
+  name: 'private-endpoint-vault'
+  scope: rg
+  params: {
+    name: '${abbrs.networkPrivateEndpoints}vault-${resourceToken}'
+    location: location
+    tags: tags
+    subnetId: network.outputs.privateEndpointSubnetId
+    vnetId: network.outputs.id
+    targetId: keyVault.outputs.id
+    groupId: 'vault'
+    dnsZoneName: keyVaultDnsZoneName
   }
 }
 
@@ -431,6 +460,7 @@ module api 'app/function.bicep' = {
     keyVault
     storageEndpoints
     searchEndpoint
+    vaultEndpoint
   ]
 }
 
@@ -443,4 +473,4 @@ output SERVICE_API_URI string = 'https://${api.outputs.defaultHostName}'
 output MCP_ENDPOINT string = 'https://${api.outputs.defaultHostName}/api/mcp'
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
-output AZURE_KEY_VAULT_NAME string = remoteTokenGiven ? keyVaultName : ''
+output AZURE_KEY_VAULT_NAME string = anySecretGiven ? keyVaultName : ''

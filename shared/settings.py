@@ -178,6 +178,13 @@ class AiSearchSettings(_Section):
             return None
         return absolute_url(value, "the service's absolute URL, such as https://NAME.search.windows.net").rstrip("/")
 
+    @field_validator("mkdocs_site_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        """Surrounding whitespace and slashes trimmed: a single space (how an azd user writes "empty", since azd
+        reads an empty variable as its default) disables stripping like an empty value does."""
+        return value.strip().strip("/")
+
     @field_validator("url_field", "content_field", "title_field", "description_field", "site_field")
     @classmethod
     def _field_name(cls, value: str | None) -> str | None:

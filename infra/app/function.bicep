@@ -65,8 +65,9 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
     httpsOnly: true
     keyVaultReferenceIdentity: identityId
     virtualNetworkSubnetId: empty(subnetId) ? null : subnetId
+    // No ftpsState or any other property Flex Consumption rejects (tests/infra/flex_consumption_unsupported.txt):
+    // FTP is off through the publishing-credentials policy below.
     siteConfig: {
-      ftpsState: 'Disabled'
       http20Enabled: true
       minTlsVersion: '1.2'
     }

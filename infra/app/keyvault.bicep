@@ -7,6 +7,10 @@ param principalId string
 @secure()
 @description('Secret name to value; each becomes one secret.')
 param secrets object
+@description('Purge protection: a deleted vault and its secrets cannot be purged before the retention period ends. Irreversible once on (the property accepts no false), so off is sent as no value at all.')
+param purgeProtection bool = false
+@description('Reachable only through a private endpoint when true; the deployment still writes the secrets (through Azure Resource Manager, not the vault\'s network endpoint).')
+param privateNetworking bool = false
 
 // Key Vault Secrets User: read secret values, nothing else; the vault holds only this app's secrets.
 var keyVaultSecretsUser = '4633458b-17de-408a-b874-0445c86b69e6' // Key Vault Secrets User
@@ -23,8 +27,14 @@ resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
     }
     enableRbacAuthorization: true
     enableSoftDelete: true
+    // Fixed when the vault is created; with purge protection on, the vault's name stays taken this long after a delete.
     softDeleteRetentionInDays: 7
-    publicNetworkAccess: 'Enabled'
+    enablePurgeProtection: purgeProtection ? true : null
+    publicNetworkAccess: privateNetworking ? 'Disabled' : 'Enabled'
+    networkAcls: {
+      bypass: 'AzureServices'
+      defaultAction: privateNetworking ? 'Deny' : 'Allow'
+    }
   }
 }
 
@@ -51,3 +61,4 @@ resource keyVaultSecretsUserAssignment 'Microsoft.Authorization/roleAssignments@
 }
 
 output name string = vault.name
+output id string = vault.id

@@ -76,6 +76,16 @@ WIRED = {
 }
 """Settings whose value comes from the deployment itself rather than from a parameter of the same name."""
 
+SHIPPED = {
+    f"{PREFIX}AiSearch__SearchFilter": (
+        "format eq '.html'",
+        "the spec's AI Search host ships it while the code default is none (documentation-retrieval.md, Search "
+        "filter: code default vs. shipped value): it drops each page's Markdown twin before ranking, so `top` = the "
+        "limit counts pages, not twins",
+    ),
+}
+"""Settings whose Bicep default is the spec's shipped host value rather than the service's own default."""
+
 
 @cache
 def parse(path: Path) -> dict[str, Any]:
@@ -132,6 +142,25 @@ def as_setting(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def bicep_string(value: Any) -> Any:
+    """A parsed Bicep string literal as the string it denotes (pycep keeps the escapes)."""
+    if not isinstance(value, str):
+        return value
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r", "t": "\t"}.get(m.group(1), m.group(1)), value)
+
+
+def values_below(node: Any) -> Iterator[Any]:
+    """Every value below a parsed node."""
+    if isinstance(node, dict):
+        for value in node.values():
+            yield value
+            yield from values_below(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield item
+            yield from values_below(item)
 
 
 def parameter_for(setting: str) -> str:
@@ -321,8 +350,12 @@ def test_settings_parameters_carry_the_services_defaults() -> None:
             continue
         parameter = parameter_for(name)
         assert value == parameter, f"{name} should be the parameter {parameter}"
-        default = parameters[parameter]["default"]
+        default = bicep_string(parameters[parameter]["default"])
         service = as_setting(fields[name].get_default(call_default_factory=True))
+        if name in SHIPPED:
+            assert default == SHIPPED[name][0], f"{name}: Bicep default {default!r}, shipped {SHIPPED[name][0]!r}"
+            assert default != service, f"{name} now ships the service's own default: drop it from SHIPPED"
+            continue
         try:
             assert float(default) == float(service), name
         except ValueError:
@@ -397,14 +430,68 @@ def test_outputs_for_azd_are_upper_snake_case() -> None:
     assert all(re.fullmatch(r"[A-Z][A-Z0-9_]*", name) for name in outputs)
 
 
-def test_main_parameters_json_maps_every_parameter_azd_must_supply() -> None:
-    mapped = json.loads((INFRA / "main.parameters.json").read_text())["parameters"]
+AZD_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<default>=[^}]*)?\}")
+"""`${VAR}` and `${VAR=default}` as azd reads them (github.com/drone/envsubst): a default runs to the first `}`."""
+
+
+def azd_parameters(environ: dict[str, str]) -> dict[str, Any]:
+    """infra/main.parameters.json as azd hands it to ARM: substituted as text, then read as JSON.
+
+    drone/envsubst, which azd uses, gives the default whenever the variable is unset *or empty* (`toDefault`), so
+    the older azd that passed an unset variable as "" gets the default too. A default cannot hold `}` (it ends the
+    reference), so the file writes it as the JSON escape `\\u007d`.
+    """
+    text = (INFRA / "main.parameters.json").read_text()
+    remains = AZD_REFERENCE.sub("", text)
+    assert "${" not in remains, "only ${VAR} and ${VAR=default} are understood here"
+
+    def substitute(match: re.Match[str]) -> str:
+        value = environ.get(match["name"], "")
+        return value if value or match["default"] is None else match["default"][1:]
+
+    return {
+        name: entry["value"] for name, entry in json.loads(AZD_REFERENCE.sub(substitute, text))["parameters"].items()
+    }
+
+
+def raw_parameter_values() -> dict[str, str]:
+    """Each parameter's `value` in main.parameters.json as written, JSON escapes and all (the text azd substitutes)."""
+    text = (INFRA / "main.parameters.json").read_text()
+    entry = re.compile(r'"(\w+)": \{\s*"value": "((?:[^"\\]|\\.)*)"\s*\}')
+    values = dict(entry.findall(text))
+    assert set(values) == set(json.loads(text)["parameters"]), "every value is one JSON string on its own"
+    return values
+
+
+def as_azd_value(default: Any) -> str:
+    """A Bicep default written as the string azd passes for it (numbers and booleans included)."""
+    return str(default).lower() if isinstance(default, bool) else str(bicep_string(default))
+
+
+def test_main_parameters_json_maps_every_parameter_to_an_azd_variable_with_its_default() -> None:
+    mapped = {name: {"value": value} for name, value in raw_parameter_values().items()}
     parameters = parse(MAIN)["parameters"]
-    assert set(mapped) <= set(parameters)
-    assert {name for name, p in parameters.items() if p["default"] is None} <= set(mapped)
+    assert set(mapped) == set(parameters), (
+        f"unmapped: {set(parameters) - set(mapped)}; unknown: {set(mapped) - set(parameters)}"
+    )
+    unset = azd_parameters({})
+    for name, parameter in parameters.items():
+        reference = AZD_REFERENCE.fullmatch(mapped[name]["value"])
+        assert reference, f"{name}: {mapped[name]['value']!r} is not one ${{VAR}} or ${{VAR=default}}"
+        if parameter["default"] is None:
+            assert reference["default"] is None, f"{name} has no Bicep default: azd must ask for it"
+            continue
+        assert reference["default"] is not None, f"{name}: write ${{{reference['name']}=<its default>}}"
+        assert unset[name] == as_azd_value(parameter["default"]), f"{name}: azd would pass {unset[name]!r}"
+        assert azd_parameters({reference["name"]: "x"})[name] == "x"
     for setting in set(deployed_settings()) - set(WIRED):
         if parameter_for(setting) in mapped:
-            assert mapped[parameter_for(setting)] == {"value": f"${{{setting}}}"}, setting
+            assert AZD_REFERENCE.fullmatch(mapped[parameter_for(setting)]["value"])["name"] == setting, setting
+
+
+def test_azure_yaml_requires_an_azd_that_leaves_unset_parameters_to_their_defaults() -> None:
+    project = yaml.safe_load((ROOT / "azure.yaml").read_text())
+    assert project["requiredVersions"] == {"azd": ">= 1.16.0"}
 
 
 def test_azure_yaml_deploys_this_directory_to_the_tagged_function_app() -> None:
@@ -422,9 +509,132 @@ def test_private_networking_integrates_the_app_and_uses_private_dns() -> None:
     ]
     assert delegations == ["Microsoft.App/environments"]
     main = parse(MAIN)["modules"]
-    assert body(main["searchEndpoint"])["params"]["dnsZoneName"] == "privatelink.search.windows.net"
+    assert body(main["searchEndpoint"])["params"]["dnsZoneName"] == "privatelink.${aiSearchDnsSuffix}"
     assert body(main["storageEndpoints"])["params"]["dnsZoneName"].startswith("privatelink.${service}.")
     assert body(main["storageEndpoints"])["params"]["groupId"] == "service"
+    # Key Vault: sub-resource `vault`, zone privatelink.vaultcore.<cloud> (Azure Private Endpoint DNS zone values).
+    vault = main["vaultEndpoint"]
+    assert vault["config"]["condition"] == {
+        "operator": {"type": "and", "operands": {"operand_1": "privateNetworking", "operand_2": "anySecretGiven"}}
+    }
+    assert body(vault)["params"]["groupId"] == "vault"
+    assert body(vault)["params"]["targetId"] == accessor("keyVault", "outputs", "id")
+    assert body(vault)["params"]["dnsZoneName"] == "keyVaultDnsZoneName"
+    zone = parse(MAIN)["variables"]["keyVaultDnsZoneName"]["value"]
+    assert zone == "privatelink${replace(environment().suffixes.keyvaultDns, '.vault.', '.vaultcore.')}"
+    assert "vaultEndpoint" in body(main["api"])["dependsOn"]
+
+
+def test_search_windows_net_is_written_once() -> None:
+    """The AI Search endpoint and its private DNS zone both come from `aiSearchDnsSuffix`."""
+    uses = [
+        (p.name, n)
+        for p in BICEP_FILES
+        for n, line in enumerate(p.read_text().splitlines())
+        if "search.windows.net" in line
+    ]
+    assert [name for name, _ in uses] == ["main.bicep"], uses
+    assert parse(MAIN)["parameters"]["aiSearchDnsSuffix"]["default"] == "search.windows.net"
+    assert parse(MAIN)["variables"]["aiSearchEndpointUrl"]["value"]["operator"]["operands"]["true_value"] == (
+        "https://${aiSearchServiceName}.${aiSearchDnsSuffix}"
+    )
+
+
+def test_key_vault_purge_protection_is_a_parameter_that_is_never_sent_as_false() -> None:
+    parameters = parse(MAIN)["parameters"]
+    assert parameters["keyVaultPurgeProtection"]["default"] is False
+    description = parameters["keyVaultPurgeProtection"]["decorators"]
+    assert any("production" in json.dumps(d) for d in description), "say that production turns it on"
+    params = body(parse(MAIN)["modules"]["keyVault"])["params"]
+    assert params["purgeProtection"] == "keyVaultPurgeProtection"
+    assert params["privateNetworking"] == "privateNetworking"
+    vault = body(resources(INFRA / "app" / "keyvault.bicep")["vault"])["properties"]
+    # Key Vault refuses enablePurgeProtection=false: off is no value at all.
+    assert vault["enablePurgeProtection"] == {
+        "operator": {
+            "type": "conditional",
+            "operands": {"condition": "purgeProtection", "true_value": True, "false_value": None},
+        }
+    }
+    assert vault["enableSoftDelete"] is True
+
+
+def test_key_vault_network_rules_follow_private_networking() -> None:
+    vault = body(resources(INFRA / "app" / "keyvault.bicep")["vault"])["properties"]
+
+    def when_private(on: str, off: str) -> dict[str, Any]:
+        return {
+            "operator": {
+                "type": "conditional",
+                "operands": {"condition": "privateNetworking", "true_value": on, "false_value": off},
+            }
+        }
+
+    assert vault["publicNetworkAccess"] == when_private("Disabled", "Enabled")
+    assert vault["networkAcls"]["defaultAction"] == when_private("Deny", "Allow")
+    storage = body(resources(INFRA / "app" / "storage.bicep")["storage"])["properties"]
+    assert storage["publicNetworkAccess"] == when_private("Disabled", "Enabled")
+
+
+def test_the_key_vault_output_follows_the_vaults_condition() -> None:
+    condition = parse(MAIN)["modules"]["keyVault"]["config"]["condition"]
+    output = parse(MAIN)["outputs"]["AZURE_KEY_VAULT_NAME"]["value"]["operator"]
+    assert output == {
+        "type": "conditional",
+        "operands": {"condition": condition, "true_value": "keyVaultName", "false_value": ""},
+    }
+    assert body(parse(MAIN)["modules"]["keyVault"])["params"]["name"] == "keyVaultName"
+
+
+def test_a_512_mb_instance_with_semantic_matching_is_refused_before_anything_is_deployed() -> None:
+    """Bicep's fail() (Microsoft Learn, "Bicep functions - flow control") on the resource group every module goes in."""
+    fits = parse(MAIN)["variables"]["semanticFitsInstance"]["value"]
+    assert fits == {
+        "operator": {
+            "type": "not",
+            "operands": {
+                "bool_value": {
+                    "operator": {
+                        "type": "and",
+                        "operands": {
+                            "operand_1": {
+                                "operator": {
+                                    "type": "less_than",
+                                    "operands": {"operand_1": "instanceMemoryMB", "operand_2": 2048},
+                                }
+                            },
+                            "operand_2": {
+                                "operator": {
+                                    "type": "equals",
+                                    "operands": {"operand_1": "searchSemantic", "operand_2": "true"},
+                                }
+                            },
+                        },
+                    }
+                }
+            },
+        }
+    }
+    tags = body(parse(MAIN)["resources"]["rg"])["tags"]["operator"]
+    assert tags["type"] == "conditional"
+    assert (tags["operands"]["condition"], tags["operands"]["true_value"]) == ("semanticFitsInstance", "tags")
+    assert tags["operands"]["false_value"]["function"]["type"] == "fail"
+    assert "searchSemantic" in tags["operands"]["false_value"]["function"]["parameters"]["arg_1"]
+    allowed = next(
+        d["argument"] for d in parse(MAIN)["parameters"]["instanceMemoryMB"]["decorators"] if d["type"] == "allowed"
+    )
+    assert [size for size in allowed if size < 2048] == [512], "the guard's threshold no longer splits the sizes"
+    # Every module waits for the resource group: it is deployed into it, or (AI Search access) names it.
+    for name, module in parse(MAIN)["modules"].items():
+        scope = body(module)["scope"]
+        assert scope == "rg" or accessor("rg", "name") in list(values_below(scope)), f"{name} does not depend on rg"
+
+
+def test_the_docs_state_host_jsons_function_timeout() -> None:
+    timeout = json.loads((ROOT / "host.json").read_text())["functionTimeout"]
+    hours, minutes, seconds = (int(part) for part in timeout.split(":"))
+    assert seconds == 0, f"say {timeout} in docs/deployment.md in its own terms"
+    assert f"`functionTimeout` ({hours * 60 + minutes} minutes)" in (ROOT / "docs" / "deployment.md").read_text()
 
 
 # --- the deployment package: what .funcignore leaves -----------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Options are read once, at construction (a change takes effect on restart, as the spec says). Each search is one
 `POST /indexes('NAME')/docs/search.post.search` with the query type `semantic`, the configured semantic
-configuration, `top` = the limit, and a `$filter` only when there is one to send: a non-whitespace `SearchFilter`,
+configuration, `top` = the limit (twice it without a configured filter, so `.md`/`.html` twins dropped still leave
+the limit), and a `$filter` only when there is one to send: a non-whitespace `SearchFilter`,
 and for a search within one `site` an equality on `SiteField`, both together when both apply. Without `SiteField`
 a search for one site is declined, so the chain asks the next provider; so is the listing query `*`.
 
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
     Credential = AzureKeyCredential | AsyncTokenCredential
 
 log = logging.getLogger(__name__)
+
+MAX_TOP = 50
+"""The most hits one search asks for: the chain returns at most 25 results."""
 
 SEMANTIC = "semantic"
 LIST_ALL = "*"
@@ -110,7 +114,7 @@ class AiSearchProvider:
             if seconds <= 0:
                 raise TimeoutError
             async with asyncio.timeout(seconds):
-                hits = await self._hits(query, limit, request_filter, seconds)
+                hits = await self._hits(query, self._fetched(limit), request_filter, seconds)
             results = self._mapper.results(hits, query, limit)
         except Exception as exc:
             error = translate(exc)
@@ -145,6 +149,12 @@ class AiSearchProvider:
             if len(hits) >= limit:  # never ask for a next page
                 break
         return hits
+
+    def _fetched(self, limit: int) -> int:
+        """How many hits to ask for: the limit with a configured filter (the spec's `format eq '.html'` keeps one
+        twin of each page); without one, twice it (at most `MAX_TOP`), so dropping the `.md` twin of each page
+        still leaves `limit` results."""
+        return limit if self._filter else min(2 * limit, MAX_TOP)
 
     def _request_filter(self, site: str | None) -> str | None:
         """The `$filter` to send: the configured one and the site's, whichever apply; None sends none."""

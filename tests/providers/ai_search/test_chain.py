@@ -78,7 +78,7 @@ async def test_ai_search_answers_first_and_mkdocs_serves_its_locations(
     ]
     assert all(d.resolution.reason is Reason.RESOLVED and d.content for d in documents)
     [sent] = search_server.searches()
-    assert sent.body["top"] == 5 and sent.body["queryType"] == "semantic"
+    assert sent.body["top"] == 10 and sent.body["queryType"] == "semantic"
 
 
 @pytest.mark.parametrize(

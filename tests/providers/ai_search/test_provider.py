@@ -75,7 +75,7 @@ async def test_a_search_is_one_semantic_query_with_the_configuration_top_and_no_
     assert sent.body["search"] == "how do I install the cli"
     assert sent.body["queryType"] == "semantic"
     assert sent.body["semanticConfiguration"] == "docs-semantic"
-    assert sent.body["top"] == 7
+    assert sent.body["top"] == 14  # twice the limit without a filter: the .md twins dropped still leave 7
     assert "filter" not in sent.body
     assert sent.body["select"] == "metadata_storage_path,title,content,description"
 
@@ -361,3 +361,14 @@ async def test_nothing_logged_at_debug_holds_the_query_or_the_key(
     assert any(record.name.startswith("azure") for record in caplog.records)
     assert any(f"query length {len(query)}, 3 terms" in record.getMessage() for record in caplog.records)
     assert not [record.getMessage() for record in caplog.records if marker in record.getMessage()]
+
+
+async def test_with_a_filter_a_search_asks_for_exactly_the_limit(search_server: AiSearchServer) -> None:
+    filtered = build(settings_for(search_server, SearchFilter="format eq '.html'"))
+    search_server.respond(REALISTIC)
+    try:
+        await filtered.search("install", limit=7)
+    finally:
+        await filtered.aclose()
+    [sent] = search_server.searches()
+    assert sent.body["top"] == 7 and sent.body["filter"] == "format eq '.html'"

@@ -1,0 +1,152 @@
+"""No Bicep file sets a site property or app setting that Flex Consumption rejects or ignores.
+
+The list is Microsoft's, kept in `flex_consumption_unsupported.txt` with its sources; the check reads every Bicep file
+under infra/ with pycep-parser, as tests/infra/test_bicep.py does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pycep import BicepParser
+
+from tests.infra.test_bicep import BICEP_FILES, INFRA, body, pairs, parse
+
+LIST = Path(__file__).with_name("flex_consumption_unsupported.txt")
+
+REST_NAMES = {"isreserved": "reserved"}
+"""The table's names that are not the REST API's: the SDK's `IsReserved` is the site's `reserved` property."""
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    name: str
+    source: str
+    reason: str
+
+    @property
+    def is_site_property(self) -> bool:
+        return self.name.startswith("properties.")
+
+    @property
+    def key(self) -> str:
+        """What a template writes: a property's last segment or a setting's name (matched case-insensitively)."""
+        leaf = self.name.rsplit(".", 1)[-1].lower() if self.is_site_property else self.name.lower()
+        return REST_NAMES.get(leaf, leaf)
+
+
+@cache
+def unsupported() -> tuple[Unsupported, ...]:
+    text = LIST.read_text()
+    sources = set(re.findall(r"^# (\[\d+\]) ", text, re.MULTILINE))
+    entries = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        entry = re.fullmatch(r"(\S+)\s+(\[\d+\])\s+(.+)", line)
+        assert entry, f"not `<name> [source] <reason>`: {line!r}"
+        assert entry.group(2) in sources, f"{entry.group(1)} cites {entry.group(2)}, which the header does not name"
+        entries.append(Unsupported(*entry.groups()))
+    return tuple(entries)
+
+
+def keys(node: Any) -> set[str]:
+    """The property names of a parsed object literal (none for an expression)."""
+    return {key.strip("'").lower() for key in node} if isinstance(node, dict) else set()
+
+
+def rejected(document: dict[str, Any]) -> list[str]:
+    """Where a parsed Bicep document sets something on the list, as `resource: name`."""
+    site_properties = {entry.key: entry.name for entry in unsupported() if entry.is_site_property}
+    app_settings = {entry.key: entry.name for entry in unsupported() if not entry.is_site_property}
+    found = []
+    for name, resource in (document.get("resources") or {}).items():
+        if resource.get("existing") or resource["type"] not in ("Microsoft.Web/sites", "Microsoft.Web/sites/config"):
+            continue
+        config = body(resource)
+        properties = config.get("properties")
+        if resource["type"] == "Microsoft.Web/sites":
+            site_config = properties.get("siteConfig") if isinstance(properties, dict) else None
+            written = keys(properties) | keys(site_config)
+            listed = site_config.get("appSettings") if isinstance(site_config, dict) else None
+            settings = {str(item.get("name", "")).lower() for item in listed or [] if isinstance(item, dict)}
+        elif config["name"] == "web":
+            written, settings = keys(properties), set()
+        else:  # appsettings (or another config section): every literal key is a setting name
+            written, settings = set(), {key.lower() for key, _ in pairs(properties)}
+        found += [f"{name}: {site_properties[key]}" for key in sorted(written & set(site_properties))]
+        found += [f"{name}: {app_settings[key]}" for key in sorted(settings & set(app_settings))]
+    # The service's settings are built in main.bicep's variables and handed to the app as one object.
+    variables = {key.lower() for key, _ in pairs(document.get("variables") or {})}
+    found += [f"variables: {app_settings[key]}" for key in sorted(variables & set(app_settings))]
+    return found
+
+
+def test_the_list_names_its_source_and_holds_ftps_state() -> None:
+    text = LIST.read_text()
+    assert "learn.microsoft.com/azure/azure-functions/functions-app-settings#flex-consumption-plan-deprecations" in text
+    names = {entry.name for entry in unsupported()}
+    assert {"properties.ftpsState", "FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION"} <= names
+    assert len(names) == len(unsupported()), "a name is listed twice"
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=lambda p: str(p.relative_to(INFRA)))
+def test_no_bicep_file_sets_what_flex_consumption_rejects(path: Path) -> None:
+    assert rejected(parse(path)) == []
+
+
+def test_the_check_finds_each_kind_of_place_a_rejected_name_can_be_set(tmp_path: Path) -> None:
+    template = tmp_path / "site.bicep"
+    template.write_text(
+        """resource site 'Microsoft.Web/sites@2024-04-01' = {
+  name: 'app'
+  location: 'westeurope'
+  properties: {
+    reserved: true
+    siteConfig: {
+      ftpsState: 'Disabled'
+      minTlsVersion: '1.2'
+      appSettings: [
+        {
+          name: 'FUNCTIONS_WORKER_RUNTIME'
+          value: 'python'
+        }
+      ]
+    }
+  }
+}
+
+resource web 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: site
+  name: 'web'
+  properties: {
+    alwaysOn: false
+  }
+}
+
+resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: site
+  name: 'appsettings'
+  properties: union({}, {
+    WEBSITE_TIME_ZONE: 'UTC'
+  })
+}
+
+var more = {
+  functions_extension_version: '~4'
+}
+"""
+    )
+    assert sorted(rejected(BicepParser().parse(file_path=template))) == [
+        "settings: WEBSITE_TIME_ZONE",
+        "site: FUNCTIONS_WORKER_RUNTIME",
+        "site: properties.ftpsState",
+        "site: properties.isReserved",
+        "variables: FUNCTIONS_EXTENSION_VERSION",
+        "web: properties.alwaysOn",
+    ]
