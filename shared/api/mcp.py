@@ -87,12 +87,33 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
+ALIASES = {
+    "search_docs": {"q": "query", "question": "query", "max_results": "limit", "top_k": "limit", "k": "limit"},
+    "get_doc": {"path": "location", "url": "location", "page": "location"},
+}
+"""Names models reach for instead of the declared ones: accepted as those, never listed in the schemas."""
+
+
+def with_aliases(arguments: dict[str, Any], aliases: dict[str, str]) -> dict[str, Any]:
+    """The arguments under their declared names; InvalidRequestError when an alias and its name are both given."""
+    renamed: dict[str, Any] = {}
+    spelt: dict[str, str] = {}
+    for given, value in arguments.items():
+        name = aliases.get(given, given)
+        if name in renamed:
+            alias = given if given != name else spelt[name]
+            raise InvalidRequestError(f"`{alias}` and `{name}` mean the same: give `{name}` once")
+        renamed[name], spelt[name] = value, given
+    return renamed
+
+
 class DocsServer(MCPServer[Any]):
     """The SDK's server, with the arguments checked before a tool runs and pages readable as resources.
 
-    An argument the tool does not take is refused, naming those it does (a silently ignored `max_results` or `path`
-    is an agent's wrong guess that costs it a useless answer); a value of the wrong type is refused naming the
-    argument, never echoing the value (the SDK's own message quotes it).
+    The names models reach for (`q`, `path`, `max_results`...) are read as the declared ones (`ALIASES`); any other
+    argument the tool does not take is refused, naming those it does (silently ignored, a wrong guess would cost
+    the agent a useless answer); a value of the wrong type is refused naming the argument, never echoing the value
+    (the SDK's own message quotes it).
     """
 
     def __init__(self, service: DocumentationService, *, budget: int, seconds: float) -> None:
@@ -107,6 +128,10 @@ class DocsServer(MCPServer[Any]):
         tool = next((tool for tool in await self.list_tools() if tool.name == name), None)
         if tool is not None:
             accepted = list(tool.input_schema.get("properties", {}))
+            try:
+                arguments = with_aliases(arguments, ALIASES.get(name, {}))
+            except InvalidRequestError as exc:
+                return failure(exc)
             unknown = sorted(set(arguments) - set(accepted))
             if unknown:
                 named = ", ".join(f"`{argument}`" for argument in unknown)

@@ -5,7 +5,7 @@ pattern is built from the configured sites inside `install_routes`.
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -74,6 +74,23 @@ def _single_valued(request: Request) -> None:
         raise InvalidRequestError(f"{', '.join(repeated)} must be given once")
 
 
+HOST_PARAMETERS = frozenset({"code"})
+"""Query parameters a host reads before the app does: the Functions key for clients that cannot set headers."""
+
+
+def _known(*accepted: str) -> Callable[[Request], None]:
+    """A parameter the route does not take is refused naming those it does: silently ignored, a misspelt `limt` or
+    a guessed `max_results` would answer something other than what was asked."""
+
+    def check(request: Request) -> None:
+        unknown = sorted({key for key in request.query_params if key not in accepted and key not in HOST_PARAMETERS})
+        if unknown:
+            named = ", ".join(f"`{name}`" for name in unknown)
+            raise InvalidRequestError(f"no parameter {named} here; this takes: {', '.join(accepted)}")
+
+    return check
+
+
 Composed = Annotated[Composition, Depends(composition)]
 
 
@@ -85,7 +102,7 @@ def install_routes(app: FastAPI, sites: Sequence[str]) -> None:
         response_model=SearchResponse,
         responses=SEARCH_ERRORS,
         tags=["docs"],
-        dependencies=[Depends(_single_valued)],
+        dependencies=[Depends(_single_valued), Depends(_known("q", "limit", "site"))],
     )
     async def search(
         composed: Composed,
@@ -114,7 +131,7 @@ def install_routes(app: FastAPI, sites: Sequence[str]) -> None:
         response_model=Document,
         responses=GET_ERRORS,
         tags=["docs"],
-        dependencies=[Depends(_single_valued)],
+        dependencies=[Depends(_single_valued), Depends(_known("location", "section", "offset", "maxChars", "view"))],
     )
     async def get(
         composed: Composed,

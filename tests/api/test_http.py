@@ -423,3 +423,21 @@ def test_one_unencodable_character_in_an_index_never_breaks_its_site(
         health = client.get("/api/health").json()
     assert found.status_code == 200 and found.json()["results"][0]["title"] == "Odd\ufffd page"
     assert health["providers"]["mkdocs"]["sites"][DEFAULT_SITE]["state"] == "loaded"
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "named"),
+    [
+        ("/api/docs/search", {"q": "install", "limt": "3"}, "no parameter `limt` here; this takes: q, limit, site"),
+        ("/api/docs/get", {"location": "guide/install", "max_results": "3"}, "no parameter `max_results` here"),
+    ],
+)
+def test_a_parameter_a_route_does_not_take_is_refused_naming_those_it_does(
+    api: httpx.Client, path: str, params: dict[str, str], named: str
+) -> None:
+    response = api.get(path, params=params)
+    assert response.status_code == 400 and named in response.json()["error"]["message"]
+    assert (
+        api.get(path, params={k: v for k, v in params.items() if k in ("q", "location")} | {"code": "k"}).status_code
+        == 200
+    )

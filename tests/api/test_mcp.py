@@ -124,9 +124,18 @@ async def test_a_failed_get_is_a_tool_error_naming_its_reason(
         ({"query": "   "}, "bad_request: q is required"),
         ({"query": "install", "limit": "many"}, "limit"),
         ({}, "bad_request: query is required"),
-        ({"q": "install"}, "search_docs takes no argument `q`; it takes: query, limit, site"),
+        ({"phrase": "install"}, "search_docs takes no argument `phrase`; it takes: query, limit, site"),
+        ({"q": "install", "query": "install"}, "bad_request: `q` and `query` mean the same: give `query` once"),
     ],
-    ids=["limit out of range", "unknown site", "blank query", "limit not a number", "no query", "a guessed name"],
+    ids=[
+        "limit out of range",
+        "unknown site",
+        "blank query",
+        "limit not a number",
+        "no query",
+        "a guessed name",
+        "an alias beside its name",
+    ],
 )
 async def test_bad_arguments_are_tool_errors_an_agent_can_read(
     server: UvicornServer, arguments: dict[str, Any], expected: str
@@ -185,3 +194,17 @@ async def test_the_sites_offered_are_the_services(server: UvicornServer) -> None
     assert {hit["site"] for hit in listing.structured_content["results"]} == set(PUBLISHED_SITES)
     assert json.loads(json.dumps(listing.structured_content))  # plain JSON all the way down
     assert httpx2 is not None
+
+
+async def test_the_names_models_reach_for_are_read_as_the_declared_ones(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        found = await client.call_tool("search_docs", {"q": "install the agent", "max_results": 2})
+        got = await client.call_tool("get_doc", {"path": "guide/install"})
+        listed = (await client.list_tools()).tools
+    assert not found.is_error and found.structured_content is not None
+    assert len(found.structured_content["results"]) == 2
+    assert not got.is_error and got.structured_content is not None
+    assert got.structured_content["location"] == "guide/install/"
+    assert all(
+        "q" not in tool.input_schema["properties"] and "path" not in tool.input_schema["properties"] for tool in listed
+    )

@@ -228,7 +228,7 @@ async def test_a_short_page_comes_whole_and_its_text_is_the_page(server: Uvicorn
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
-        ({"path": "guide/install"}, "get_doc takes no argument `path`; it takes: location, section, offset, maxChars"),
+        ({"loc": "guide/install"}, "get_doc takes no argument `loc`; it takes: location, section, offset, maxChars"),
         ({"location": "guide/install", "max_results": 3}, "takes no argument `max_results`"),
         ({"location": "guide/install", "offset": "SECRET-many"}, "bad_request: offset "),
         ({"location": HANDBOOK, "section": "nowhere"}, "bad_request: the page has no such section"),

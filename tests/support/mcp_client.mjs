@@ -29,7 +29,7 @@ const page = await readInParts({ location });
 const section = await readInParts({ location, section: "chapter-5-capacity" });
 const outline = await client.callTool({ name: "get_doc", arguments: { location, view: "outline" } });
 const missing = await client.callTool({ name: "get_doc", arguments: { location: "no/such/page-xyz" } });
-const unknownArgument = await client.callTool({ name: "get_doc", arguments: { path: location } });
+const unknownArgument = await client.callTool({ name: "get_doc", arguments: { loc: location } });
 
 const found = await client.callTool({ name: "search_docs", arguments: { query } });
 const link = found.content.find((block) => block.type === "resource_link" && block.name === location);
