@@ -42,7 +42,7 @@ from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Found, Reason, Res
 from shared.providers.base import DocumentationProvider
 from shared.reading import Read
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
-from shared.validation import check_limit, check_location, check_query
+from shared.validation import check_limit, check_location, check_query, nearest
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ class DocumentationService:
         for known in self.sites:
             if known.lower() == lowered:
                 return known
-        raise InvalidRequestError(f"site must be one of: {', '.join(self.sites)}")
+        raise InvalidRequestError(f"site must be one of: {', '.join(by_nearness(site, self.sites))}")
 
 
 TIMED_OUT = {"error": "timeout"}
@@ -202,6 +202,12 @@ def _declared(provider: DocumentationProvider, site: str | None) -> str | None:
     if site is None:
         return None
     return next((own for own in provider.sites if own.lower() == site.lower()), None)
+
+
+def by_nearness(name: str, names: Sequence[str]) -> list[str]:
+    """`names` with those nearest `name` first (a misspelt or shortened site name), the rest in their order."""
+    close = nearest(name, names)
+    return [*close, *(known for known in names if known not in close)]
 
 
 def most_specific(misses: Sequence[Resolution]) -> Resolution | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
+from difflib import SequenceMatcher
 from urllib.parse import unquote, urlsplit
 
 from shared.errors import InvalidRequestError
@@ -100,3 +102,24 @@ def _strip_origin(value: str, origin: str) -> str:
         raise InvalidRequestError("location is a URL outside the configured documentation origin")
     rest = parts.path[len(allowed.path.rstrip("/")) :]
     return rest + (f"#{parts.fragment}" if parts.fragment else "")
+
+
+def nearest(name: str, names: Sequence[str], *, limit: int = 3) -> list[str]:
+    """The configured names closest to `name`, closest first: one that starts with it or contains it (or that it
+    contains) before one merely spelt alike (difflib's ratio of at least 0.6); case-insensitive."""
+    wanted = name.strip().lower()
+    scored: list[tuple[float, str]] = []
+    for candidate in names:
+        known = candidate.lower()
+        if not wanted:
+            continue
+        if known.startswith(wanted) or wanted.startswith(known):
+            score = 2.0 + min(len(wanted), len(known)) / max(len(wanted), len(known))
+        elif wanted in known or known in wanted:
+            score = 1.5 + min(len(wanted), len(known)) / max(len(wanted), len(known))
+        else:
+            score = SequenceMatcher(None, wanted, known).ratio()
+            if score < 0.6:
+                continue
+        scored.append((score, candidate))
+    return [candidate for _, candidate in sorted(scored, key=lambda pair: -pair[0])[:limit]]

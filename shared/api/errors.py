@@ -38,6 +38,7 @@ from shared.errors import (
 )
 from shared.models import OutlineEntry, Reason, Resolution
 from shared.reading import UnknownSectionError
+from shared.service import by_nearness
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,8 @@ def _readable(request: Request, name: str, problem: Mapping[str, Any]) -> str:
         return f"{name} is required and must not be blank"
     if kind == "string_pattern_mismatch" and name == "site":
         composition = getattr(request.app.state, "composition", None)
-        sites = ", ".join(composition.service.sites) if composition is not None else "a configured site"
+        given = str(problem.get("input", ""))
+        sites = ", ".join(by_nearness(given, composition.service.sites)) if composition is not None else "a site"
         return f"site must be one of: {sites}"
     return f"{name}: {problem.get('msg', 'invalid value')}"
 

@@ -441,3 +441,12 @@ def test_a_parameter_a_route_does_not_take_is_refused_naming_those_it_does(
         api.get(path, params={k: v for k, v in params.items() if k in ("q", "location")} | {"code": "k"}).status_code
         == 200
     )
+
+
+def test_a_near_miss_site_is_answered_with_the_nearest_sites_first(api: httpx.Client) -> None:
+    searched = api.get("/api/docs/search", params={"q": "install", "site": "gamma"})
+    got = api.get("/api/docs/get", params={"location": "beta-doc/api/no-such-page"})
+    assert searched.status_code == 400
+    assert searched.json()["error"]["message"].startswith("site must be one of: gamma-docs, alpha")
+    assert got.status_code == 404 and got.json()["error"]["code"] == "unknown_site"
+    assert got.json()["resolution"]["detail"] == "'beta-doc' is not a configured site; the nearest: beta-docs"

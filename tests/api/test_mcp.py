@@ -208,3 +208,9 @@ async def test_the_names_models_reach_for_are_read_as_the_declared_ones(server: 
     assert all(
         "q" not in tool.input_schema["properties"] and "path" not in tool.input_schema["properties"] for tool in listed
     )
+
+
+async def test_a_near_miss_site_names_the_nearest_first_over_mcp(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        result = await client.call_tool("search_docs", {"query": "install", "site": "rooted"})
+    assert result.is_error and text(result).startswith("bad_request: site must be one of: rooted-docs, alpha")

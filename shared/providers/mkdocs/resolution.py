@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from shared.models import Reason, Resolution, Rule
 from shared.providers.mkdocs.index import Page, SiteIndex, page_key
+from shared.validation import nearest
 
 Loader = Callable[[str], Awaitable[SiteIndex | None]]
 _SUFFIXES = (".md", ".html", ".htm")
@@ -121,7 +122,14 @@ class Resolver:
         if found:
             return _across_sites(requested, found)
         everything = [index for index in (default_index, *loaded) if index is not None]
-        return _no_match(requested, path, everything, default_loaded=default_index is not None, shared_leaf=shared_leaf)
+        return _no_match(
+            requested,
+            path,
+            everything,
+            default_loaded=default_index is not None,
+            shared_leaf=shared_leaf,
+            sites=self._sites,
+        )
 
     async def _in_named_site(self, requested: str, site: str, rest: str, path: str) -> Resolution:
         index = await self._load(site)
@@ -184,12 +192,23 @@ def _across_sites(requested: str, found: Sequence[tuple[str, SiteOutcome]]) -> R
 
 
 def _no_match(
-    requested: str, path: str, loaded: Sequence[SiteIndex], *, default_loaded: bool, shared_leaf: list[str]
+    requested: str,
+    path: str,
+    loaded: Sequence[SiteIndex],
+    *,
+    default_loaded: bool,
+    shared_leaf: list[str],
+    sites: Sequence[str] = (),
 ) -> Resolution:
-    """Step 5; a leaf shared by several pages is still not_found, but the pages are offered as candidates."""
+    """Step 5; a leaf shared by several pages is still not_found, but the pages are offered as candidates; an
+    unknown site names the configured sites nearest to it first."""
     head = path.split("/", 1)[0]
     if "/" in path and "-" in head and all(head.lower() not in index.top_dirs for index in loaded):
-        reason, detail = Reason.UNKNOWN_SITE, f"'{head}' is not a configured site"
+        close = nearest(head, sites)
+        reason, detail = (
+            Reason.UNKNOWN_SITE,
+            f"'{head}' is not a configured site" + (f"; the nearest: {', '.join(close)}" if close else ""),
+        )
     elif not default_loaded:
         reason, detail = Reason.SITE_UNAVAILABLE, "the default site could not be loaded, so the path was not checked"
     elif shared_leaf:
