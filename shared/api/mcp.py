@@ -34,7 +34,7 @@ from shared import __version__, reading
 from shared.api import budget, resources
 from shared.api.errors import ErrorBody, answer, tool_error, where, within
 from shared.errors import DocsError, InvalidRequestError
-from shared.models import Document, SearchResponse, View
+from shared.models import Document, SearchResponse, SiteAnswer, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.service import DocumentationService
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
@@ -180,7 +180,7 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
             response = await within(service.search(query, limit=limit, site=site), seconds)
             links = [resources.resource_link(hit) for hit in response.results]
             return CallToolResult(
-                content=[TextContent(type="text", text=render_search(response)), *links],
+                content=[TextContent(type="text", text=render_search(response, site)), *links],
                 structured_content=response.model_dump(mode="json", by_alias=True),
             )
 
@@ -295,13 +295,24 @@ def failure(exc: BaseException) -> CallToolResult:
     )
 
 
-def render_search(response: SearchResponse) -> str:
-    """What an agent reads: one block per hit (title, location, breadcrumb, size, preview)."""
+def render_search(response: SearchResponse, site: str | None = None) -> str:
+    """What an agent reads: one block per hit (title, location, breadcrumb, size, preview); for no hit, which sites
+    were searched and what to try next."""
     if not response.results:
-        return (
-            "No results: the documentation does not cover this, or nothing scored above the relevance floor. "
-            "Try the words the documentation would use, or search without `site`."
+        states = response.sites or {}
+        searched = [name for name, state in states.items() if state == SiteAnswer.SEARCHED]
+        pending = [f"{name} ({state.value})" for name, state in states.items() if state != SiteAnswer.SEARCHED]
+        lines = ["No results: the documentation does not cover this, or nothing scored above the relevance floor."]
+        if searched:
+            lines.append(
+                f"Searched: {', '.join(searched)}." + (f" Not searched: {', '.join(pending)}." if pending else "")
+            )
+        lines.append(
+            f"Search again without `site` (only {site} was searched), or with the words the documentation would use."
+            if site
+            else "Try the words the documentation would use."
         )
+        return " ".join(lines)
     lines = [f"{len(response.results)} result(s), best first (answered by {response.provider}):"]
     for rank, hit in enumerate(response.results, 1):
         size = f" (page about {hit.page_chars:,} characters)" if hit.page_chars else ""

@@ -214,3 +214,10 @@ async def test_a_near_miss_site_names_the_nearest_first_over_mcp(server: Uvicorn
     async with session(server.url) as client:
         result = await client.call_tool("search_docs", {"query": "install", "site": "rooted"})
     assert result.is_error and text(result).startswith("bad_request: site must be one of: rooted-docs, alpha")
+
+
+async def test_an_empty_search_names_the_sites_searched_and_suggests_dropping_site(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        narrowed = await client.call_tool("search_docs", {"query": "sourdough starter hydration", "site": "beta-docs"})
+    assert "Searched: beta-docs." in text(narrowed)
+    assert "Search again without `site` (only beta-docs was searched)" in text(narrowed)
