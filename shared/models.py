@@ -51,6 +51,11 @@ class Resolution(_Wire):
     location: str | None = Field(default=None, description="Resolved page path within the site, as indexed.")
     candidates: list[str] = Field(default_factory=list, description="Ambiguity candidates in site/location form.")
     detail: str = ""
+    suggestions: list[str] = Field(
+        default_factory=list,
+        description="For `not_found` and `unknown_site`: up to 5 locations of pages near the one asked for (shared "
+        "path and title words, a misspelt leaf), nearest first, each one `get` serves. Offered, never followed.",
+    )
 
     @property
     def resolved(self) -> bool:

@@ -157,6 +157,9 @@ class DocumentationService:
         resolution = most_specific(misses) or Resolution(
             requested_location=requested, reason=Reason.NOT_FOUND, detail="no provider could answer for this location"
         )
+        offered = [suggested for miss in misses for suggested in miss.suggestions]
+        if offered and not resolution.suggestions:  # the reported miss is another provider's: keep what one offered
+            resolution = resolution.model_copy(update={"suggestions": list(dict.fromkeys(offered))[:5]})
         resolution = resolution.model_copy(update={"requested_location": requested})
         log.info("fetch found nothing: %s (location length %d)", resolution.reason.value, len(requested))
         raise ResolutionError(resolution)

@@ -29,6 +29,7 @@ PURE = {
     "shared.providers.mkdocs.missing",
     "shared.providers.mkdocs.ranking",
     "shared.providers.mkdocs.resolution",
+    "shared.providers.mkdocs.suggest",
     "shared.providers.mkdocs.text",
     "shared.providers.mkdocs.vectors",
     "shared.providers.ai_search.mapping",

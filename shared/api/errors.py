@@ -130,6 +130,8 @@ def _resolution_text(resolution: Resolution) -> str:
     lines = [f"{resolution.reason.value}: {resolution.detail}", NEXT_STEP.get(resolution.reason, "")]
     if resolution.candidates:
         lines.append("Candidates: " + ", ".join(resolution.candidates))
+    if resolution.suggestions:
+        lines.append("Did you mean: " + ", ".join(resolution.suggestions))
     return "\n".join(line for line in lines if line)
 
 

@@ -200,7 +200,16 @@ def test_resolution_outcomes_over_http(
         resolved,
     )
     assert resolution["requestedLocation"] == location
-    assert set(resolution) == {"requestedLocation", "reason", "rule", "site", "location", "candidates", "detail"}
+    assert set(resolution) == {
+        "requestedLocation",
+        "reason",
+        "rule",
+        "site",
+        "location",
+        "candidates",
+        "detail",
+        "suggestions",
+    }
     if status != 200:
         assert body["error"]["code"] == reason and body["error"]["message"]
     if reason == "ambiguous":
@@ -450,3 +459,26 @@ def test_a_near_miss_site_is_answered_with_the_nearest_sites_first(api: httpx.Cl
     assert searched.json()["error"]["message"].startswith("site must be one of: gamma-docs, alpha")
     assert got.status_code == 404 and got.json()["error"]["code"] == "unknown_site"
     assert got.json()["resolution"]["detail"] == "'beta-doc' is not a configured site; the nearest: beta-docs"
+
+
+@pytest.mark.parametrize(
+    ("location", "meant"),
+    [
+        ("guide/instal", "guide/install/"),
+        ("guide/configration", "guide/configuration/"),
+        ("beta-docs/api/authentcation", "beta-docs/api/authentication/"),
+        ("ops/backups-and-restore", "ops/backup/"),
+    ],
+)
+def test_a_miss_offers_the_pages_near_it_and_each_suggestion_fetches(
+    api: httpx.Client, static_origin: StaticOrigin, location: str, meant: str
+) -> None:
+    static_origin.clear_requests()
+    body = get(api, location, status=404)
+    suggestions = body["resolution"]["suggestions"]
+    assert body["error"]["code"] in ("not_found", "unknown_site") and meant in suggestions[:3]
+    assert 1 <= len(suggestions) <= 5
+    asked = {request.path for request in static_origin.requests if not request.path.endswith("search_index.json")}
+    assert asked == set()  # suggestions come from the indexes in hand: no page was fetched
+    for suggested in suggestions:
+        assert get(api, suggested)["resolution"]["reason"] == "resolved"

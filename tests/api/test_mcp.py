@@ -221,3 +221,11 @@ async def test_an_empty_search_names_the_sites_searched_and_suggests_dropping_si
         narrowed = await client.call_tool("search_docs", {"query": "sourdough starter hydration", "site": "beta-docs"})
     assert "Searched: beta-docs." in text(narrowed)
     assert "Search again without `site` (only beta-docs was searched)" in text(narrowed)
+
+
+async def test_a_miss_says_did_you_mean_in_text_and_fields(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        result = await client.call_tool("get_doc", {"location": "guide/instal"})
+    assert result.is_error and "Did you mean: guide/install/" in text(result)
+    assert result.structured_content is not None
+    assert "guide/install/" in result.structured_content["resolution"]["suggestions"]
