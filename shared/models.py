@@ -32,6 +32,9 @@ class Rule(StrEnum):
     EXACT = "exact"
     VARIANT = "variant"
     CANONICAL_LEAF = "canonical-leaf"
+    REDIRECT = "redirect"
+    """An extension of the spec's vocabulary: the path missed, and the origin's redirect stub there points at this
+    page (a moved page's old path, a troubleshooting ID)."""
     NONE = "none"
 
 

@@ -182,7 +182,8 @@ def test_a_phantom_found_by_get_leaves_search_and_health_counts_it(api: httpx.Cl
         ("rooted-docs/dns/records/", 200, "resolved", "exact", "rooted-docs", "dns/records/"),
         ("metrics", 409, "ambiguous", "exact", None, None),
         ("webhook", 404, "not_found", "none", None, None),
-        ("guide/backup-and-restore", 404, "not_found", "none", None, None),
+        ("guide/backup-and-restore", 200, "resolved", "redirect", "alpha", "ops/backup/"),  # moved_from's stub
+        ("troubleshoot/SAIFTRBL-0042", 200, "resolved", "redirect", "alpha", "ops/webhook/"),
         ("delta-docs/nothing/here", 404, "unknown_site", "none", None, None),
         ("release-notes/v9", 404, "not_found", "none", None, None),
         ("missing-docs/anything", 503, "site_unavailable", "none", None, None),
@@ -478,7 +479,35 @@ def test_a_miss_offers_the_pages_near_it_and_each_suggestion_fetches(
     suggestions = body["resolution"]["suggestions"]
     assert body["error"]["code"] in ("not_found", "unknown_site") and meant in suggestions[:3]
     assert 1 <= len(suggestions) <= 5
-    asked = {request.path for request in static_origin.requests if not request.path.endswith("search_index.json")}
-    assert asked == set()  # suggestions come from the indexes in hand: no page was fetched
+    asked = [request.path for request in static_origin.requests if not request.path.endswith("search_index.json")]
+    assert len(asked) == 1 and asked[0].endswith(location.split("/", 1)[-1] + "/")  # one probe for a redirect stub
+    # at the path asked for; the suggestions themselves come from the indexes in hand
     for suggested in suggestions:
         assert get(api, suggested)["resolution"]["reason"] == "resolved"
+
+
+STUB = (
+    '<!doctype html><html><head><title>Redirecting...</title><link rel="canonical" href="{to}">'
+    '<meta http-equiv="refresh" content="0; url={to}"></head><body>Moved.</body></html>'
+)
+
+
+def test_an_old_path_resolves_through_the_origins_stub_once_per_index_version(
+    api: httpx.Client, static_origin: StaticOrigin
+) -> None:
+    static_origin.respond("/alpha/old-guides/access-control/", body=STUB.format(to="../../guide/configuration/"))
+    first = get(api, "old-guides/access-control")  # shaped like a site-qualified path: unknown_site, then the stub
+    second = get(api, "old-guides/access-control")
+    assert first["resolution"]["rule"] == "redirect" and first["location"] == "guide/configuration/"
+    assert second["content"] == first["content"]
+    assert len(static_origin.requests_for("/alpha/old-guides/access-control/")) == 1  # remembered
+
+
+def test_a_stub_pointing_off_the_site_or_the_origin_is_not_followed(
+    api: httpx.Client, static_origin: StaticOrigin, outside_host: StaticOrigin
+) -> None:
+    static_origin.respond("/alpha/gone/elsewhere/", body=STUB.format(to=f"{outside_host.url}/alpha/guide/install/"))
+    static_origin.respond("/alpha/gone/other-site/", body=STUB.format(to="../../../beta-docs/api/authentication/"))
+    for old in ("gone/elsewhere", "gone/other-site"):
+        assert get(api, old, status=404)["error"]["code"] == "not_found"
+    assert outside_host.requests == []

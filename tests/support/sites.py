@@ -22,6 +22,8 @@ from tools.build_origin import build_site, source_digest
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_SITES = ROOT / "tests" / "fixtures" / "sites"
 HOOK = ROOT / "docs" / "hooks" / "copy_markdown.py"
+MOVED_HOOK = ROOT / "tests" / "fixtures" / "hooks" / "moved_from.py"
+"""Turns `moved_from` and `troubleshoot_id` front matter into `mkdocs-redirects` stubs, as the spec's build does."""
 CACHE_ROOT = ROOT / "build" / "test-origin"
 
 DEFAULT_SITE = "alpha"
@@ -48,7 +50,7 @@ PHANTOM_ENTRY = {
 
 def build_fixture_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False) -> Path:
     """The built origin directory (`{origin}/{site}/...`), rebuilt only when its inputs changed."""
-    digest = source_digest([FIXTURE_SITES, HOOK, Path(__file__)])[:16]
+    digest = source_digest([FIXTURE_SITES, HOOK, MOVED_HOOK, Path(__file__)])[:16]
     origin = cache_root / digest
     if not force and (origin / ".complete").is_file():
         return origin
@@ -57,7 +59,9 @@ def build_fixture_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False) 
     try:
         with ThreadPoolExecutor(len(PUBLISHED_SITES)) as pool:
             builds = [
-                pool.submit(build_site, FIXTURE_SITES / site / "mkdocs.yml", staging / site, extra_inputs=[HOOK])
+                pool.submit(
+                    build_site, FIXTURE_SITES / site / "mkdocs.yml", staging / site, extra_inputs=[HOOK, MOVED_HOOK]
+                )
                 for site in PUBLISHED_SITES
             ]
             for build in builds:

@@ -22,7 +22,7 @@ from urllib.parse import unquote
 from shared import reading
 from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
 from shared.fetch import MAX_PAGE_BYTES, OriginClient, Response
-from shared.models import Document, Found, Reason, Rule, SearchResult, SiteAnswer
+from shared.models import Document, Found, Reason, Resolution, Rule, SearchResult, SiteAnswer
 from shared.preview import make_preview
 from shared.providers.mkdocs.convert import Unconvertible, convert, includes_files, looks_like_html
 from shared.providers.mkdocs.index import SiteIndex, page_key
@@ -30,6 +30,7 @@ from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.pagecache import CachedPage, PageCache
 from shared.providers.mkdocs.ranking import RankedHit
+from shared.providers.mkdocs.redirects import RedirectProbe
 from shared.providers.mkdocs.resolution import Resolver, qualify
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.suggest import Suggester, suggest
@@ -72,6 +73,7 @@ class MkDocsProvider:
         self._converter = ThreadPoolExecutor(max_workers=CONVERSIONS, thread_name_prefix="convert")
         self._pages = pages if pages is not None else PageCache()
         self._suggesters: dict[str, tuple[SiteIndex, Suggester]] = {}
+        self._redirects = RedirectProbe(client)
         self.sites = settings.sites
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
@@ -177,6 +179,34 @@ class MkDocsProvider:
         head = location.strip("/").split("/", 1)[0]
         return qualify(site, location) if head and self._settings.site_named(unquote(head)) else location
 
+    async def _moved(self, location: str) -> Resolution | None:
+        """The page an old path now redirects to at the origin (`redirects`), resolved with the rule `redirect`."""
+        path = location.partition("#")[0].strip("/")
+        head, _, rest = path.partition("/")
+        named = self._settings.site_named(head)
+        site, old = (named, rest) if named is not None and rest else (self._settings.default_site, path)
+        loaded = self._registry.current(site)
+        if loaded is None or not old:
+            return None
+
+        async def known(relative: str) -> str | None:
+            found = await self._resolver.resolve(qualify(site, relative))
+            return found.location if found.resolved and found.rule is not Rule.CANONICAL_LEAF else None
+
+        base = self._settings.base_url(site)
+        target = await self._redirects.moved(base, old, loaded.fetched_at.isoformat(), known)
+        if target is None:
+            return None
+        log.info("location of length %d resolved in site %s by rule redirect", len(location), site)
+        return Resolution(
+            requested_location=location,
+            reason=Reason.RESOLVED,
+            rule=Rule.REDIRECT,
+            site=site,
+            location=target,
+            detail="the page moved: the origin redirects this path to it",
+        )
+
     async def _suggestions(self, location: str) -> list[str]:
         """Pages near a location that resolved to nothing, from the indexes in hand (no origin request); a site's
         suggester is built once per index version, off the event loop (about 160 ms for 4,500 pages)."""
@@ -197,6 +227,8 @@ class MkDocsProvider:
     async def get(self, location: str, *, outline: bool = False) -> Document:
         """The page as Markdown with front matter, and its outline (anchors from the site's index)."""
         resolution = await self._resolver.resolve(location)
+        if resolution.reason in (Reason.NOT_FOUND, Reason.UNKNOWN_SITE) and not resolution.candidates:
+            resolution = await self._moved(location) or resolution
         if not resolution.resolved:
             if resolution.reason in (Reason.NOT_FOUND, Reason.UNKNOWN_SITE) and not resolution.candidates:
                 resolution = resolution.model_copy(update={"suggestions": await self._suggestions(location)})
