@@ -511,3 +511,13 @@ def test_a_stub_pointing_off_the_site_or_the_origin_is_not_followed(
     for old in ("gone/elsewhere", "gone/other-site"):
         assert get(api, old, status=404)["error"]["code"] == "not_found"
     assert outside_host.requests == []
+
+
+def test_an_indexed_page_that_became_a_stub_is_served_as_the_page_it_points_to(
+    api: httpx.Client, static_origin: StaticOrigin
+) -> None:
+    static_origin.respond("/alpha/guide/webhook.md", status=404, body="not found")
+    static_origin.respond("/alpha/guide/webhook/", body=STUB.format(to="../../ops/webhook/"))
+    page = get(api, "guide/webhook")
+    assert page["resolution"]["rule"] == "redirect" and page["location"] == "ops/webhook/"
+    assert "# Operating the webhook receiver" in page["content"] and "Redirecting" not in page["content"]

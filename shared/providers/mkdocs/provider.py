@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
+from urllib.parse import unquote, urljoin
 
 from shared import reading
 from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
@@ -30,7 +30,7 @@ from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.pagecache import CachedPage, PageCache
 from shared.providers.mkdocs.ranking import RankedHit
-from shared.providers.mkdocs.redirects import RedirectProbe
+from shared.providers.mkdocs.redirects import RedirectProbe, stub_target
 from shared.providers.mkdocs.resolution import Resolver, qualify
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.suggest import Suggester, suggest
@@ -207,6 +207,14 @@ class MkDocsProvider:
             detail="the page moved: the origin redirects this path to it",
         )
 
+    async def _stub_target(self, site: str, target: str) -> str | None:
+        """The indexed path of a stub's target when it is a page of the same site the index knows, else None."""
+        base = self._settings.base_url(site) + "/"
+        if not target.startswith(base):
+            return None
+        found = await self._resolver.resolve(qualify(site, target[len(base) :].split("#", 1)[0]))
+        return found.location if found.resolved and found.rule is not Rule.CANONICAL_LEAF else None
+
     async def _suggestions(self, location: str) -> list[str]:
         """Pages near a location that resolved to nothing, from the indexes in hand (no origin request); a site's
         suggester is built once per index version, off the event loop (about 160 ms for 4,500 pages)."""
@@ -245,6 +253,13 @@ class MkDocsProvider:
         url = self._url(site, path)
         try:
             fetched = await self._fetch_markdown(site, path, url)
+            if fetched.redirect is not None and (moved := await self._stub_target(site, fetched.redirect)):
+                # An index entry whose page became a stub is served as the page it points to, never "Redirecting...".
+                path, url = moved, self._url(site, moved)
+                resolution = resolution.model_copy(
+                    update={"location": moved, "rule": Rule.REDIRECT, "detail": "the indexed page redirects here"}
+                )
+                fetched = await self._fetch_markdown(site, path, url)
         except ConversionError as exc:
             log.warning("site %s: a page could not be converted (%s)", site, exc)
             failed = resolution.model_copy(update={"reason": Reason.FETCH_FAILED, "detail": str(exc)})
@@ -315,7 +330,10 @@ class MkDocsProvider:
             if response.status == 304 and kept is not None and not kept.raw:
                 return self._kept(site, path, kept)
             if response.status == 200:
-                return self._keep(site, path, await self._convert(response.text()), response, raw=False)
+                page = response.text()
+                if (target := stub_target(page)) is not None:
+                    return _Fetched("", redirect=urljoin(html_url, target))
+                return self._keep(site, path, await self._convert(page), response, raw=False)
             html_down = response.status >= 500
             if raw_gone and response.status in GONE:
                 self._pages.forget(site, path)
@@ -416,6 +434,8 @@ class _Fetched:
     origin_down: bool = False
     missing: bool = False
     """The origin says the page does not exist: neither raw Markdown nor an HTML page (404 or 410)."""
+    redirect: str | None = None
+    """The page is a redirect stub to this URL (an index entry left behind by a move)."""
 
 
 def _asking(kept: CachedPage | None, *, raw: bool) -> dict[str, str] | None:
