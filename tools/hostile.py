@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.load import OVERRIDES, SITES, free_port  # noqa: E402
+from tools.load import corpus_env, free_port  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 HOSTILE_PAGE = "/forge/operator-manual/ingress/"
@@ -88,17 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         origin.respond(HOSTILE_PAGE, body="<a" * 40_000, content_type="text/html")
         origin.respond(HOSTILE_PAGE.rstrip("/") + ".md", status=404, body="not found")
         origin.respond(HOSTILE_SITE_INDEX, body=json.dumps(index), content_type="application/json")
-        env = {
-            k: v for k, v in os.environ.items() if not k.lower().startswith(("forge__documentation__", "azurewebjobs"))
-        }
-        env |= {
-            "Forge__Documentation__Origin": origin.url,
-            "Forge__Documentation__Sites": SITES,
-            "Forge__Documentation__SearchIndexOverrides": OVERRIDES,
-            "Forge__Documentation__Search__Semantic": "false",
-            "Forge__Documentation__RequestTimeoutSeconds": str(args.deadline),
-            "PYTHONPATH": str(args.checkout.resolve()),
-        }
+        env = corpus_env(origin.url, Search__Semantic="false", RequestTimeoutSeconds=str(args.deadline))
+        env["PYTHONPATH"] = str(args.checkout.resolve())
         port = free_port()
         command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
         server = subprocess.Popen(command, cwd=args.checkout, env=env)

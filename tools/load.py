@@ -144,20 +144,26 @@ async def measure(args: argparse.Namespace, base: str, pid: int) -> dict[str, ob
     return summary | {"rss_mb_before": before["VmRSS"], "rss_mb_after": after["VmRSS"], "peak_mb": after["VmHWM"]}
 
 
+def corpus_env(origin_url: str, **settings: str) -> dict[str, str]:
+    """The environment for `python -m shared serve` over a corpus origin: the caller's, without its app settings,
+    plus the corpus's sites and `settings` (`Search__Semantic="false"` -> `Forge__Documentation__Search__...`)."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.lower().startswith(("forge__documentation__", "azurewebjobsstorage"))
+    }
+    env |= {
+        "Forge__Documentation__Origin": origin_url,
+        "Forge__Documentation__Sites": SITES,
+        "Forge__Documentation__SearchIndexOverrides": OVERRIDES,
+    }
+    return env | {f"Forge__Documentation__{key}": value for key, value in settings.items()}
+
+
 def serve_and_measure(args: argparse.Namespace, corpus: Path, lexical: bool) -> dict[str, Any]:
     port = free_port()
     with StaticOrigin(corpus) as origin:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.lower().startswith(("forge__documentation__", "azurewebjobsstorage"))
-        }
-        env |= {
-            "Forge__Documentation__Origin": origin.url,
-            "Forge__Documentation__Sites": SITES,
-            "Forge__Documentation__SearchIndexOverrides": OVERRIDES,
-            "Forge__Documentation__Search__Semantic": "false" if lexical else "true",
-        }
+        env = corpus_env(origin.url, Search__Semantic="false" if lexical else "true")
         command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
         server = subprocess.Popen(command, cwd=REPO, env=env)
         try:

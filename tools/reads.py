@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from shared.api.budget import size  # noqa: E402
 from shared.api.resources import page_uri  # noqa: E402
-from tools.load import OVERRIDES, QUERIES, SITES, free_port  # noqa: E402
+from tools.load import OVERRIDES, QUERIES, corpus_env, free_port  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 
@@ -195,19 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=24_000, help="Mcp__AnswerBudgetChars")
     args = parser.parse_args(argv)
     with StaticOrigin(args.corpus) as origin:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.lower().startswith(("forge__documentation__", "azurewebjobsstorage"))
-        }
-        env |= {
-            "Forge__Documentation__Origin": origin.url,
-            "Forge__Documentation__Sites": SITES,
-            "Forge__Documentation__SearchIndexOverrides": OVERRIDES,
-            "Forge__Documentation__Search__Semantic": "false",
-            "Forge__Documentation__Mcp__AnswerBudgetChars": str(args.budget),
-            "Forge__Documentation__RequestTimeoutSeconds": "60",
-        }
+        env = corpus_env(
+            origin.url,
+            Search__Semantic="false",
+            Mcp__AnswerBudgetChars=str(args.budget),
+            RequestTimeoutSeconds="60",
+        )
         ports = [free_port(), free_port()]
         servers = [
             subprocess.Popen(
