@@ -55,8 +55,10 @@ UNLIMITED = 1 << 60
 """A cgroup v1 "no limit" is a huge number rather than `max`."""
 
 
+@cache
 def limit_mb(paths: tuple[str, ...] = CGROUP_LIMITS) -> int | None:
-    """The process's memory limit in MB, or None when there is none (or it cannot be read)."""
+    """The process's memory limit in MB, or None when there is none (or it cannot be read); read once: health asks
+    for it without doing I/O, and an instance's size does not change while it runs."""
     for path in paths:
         try:
             with open(path, encoding="ascii") as limit:

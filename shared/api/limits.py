@@ -15,9 +15,8 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.api.errors import error
+from shared.api.inbound import GUARDED_PREFIX, OPEN_PATHS
 
-GUARDED_PREFIX = "/api/"
-OPEN_PATHS = frozenset({"/api/health"})
 RETRY_AFTER_SECONDS = 1
 
 

@@ -190,8 +190,7 @@ class MkDocsProvider:
             return None
 
         async def known(relative: str) -> str | None:
-            found = await self._resolver.resolve(qualify(site, relative))
-            return found.location if found.resolved and found.rule is not Rule.CANONICAL_LEAF else None
+            return await self._indexed(site, relative)
 
         base = self._settings.base_url(site)
         target = await self._redirects.moved(base, old, loaded.fetched_at.isoformat(), known)
@@ -212,7 +211,12 @@ class MkDocsProvider:
         base = self._settings.base_url(site) + "/"
         if not target.startswith(base):
             return None
-        found = await self._resolver.resolve(qualify(site, target[len(base) :].split("#", 1)[0]))
+        return await self._indexed(site, target[len(base) :].split("#", 1)[0])
+
+    async def _indexed(self, site: str, relative: str) -> str | None:
+        """The indexed path of the page at `relative` in `site`, found exactly or by a variant (a shared leaf is a
+        guess, never a redirect's target), or None."""
+        found = await self._resolver.resolve(qualify(site, relative))
         return found.location if found.resolved and found.rule is not Rule.CANONICAL_LEAF else None
 
     async def _suggestions(self, location: str) -> list[str]:
