@@ -63,6 +63,25 @@ param aiSearchResourceGroupName string = ''
 @description('DNS suffix of AI Search services in this cloud: the endpoint is https://<aiSearchServiceName>.<suffix> and the private DNS zone privatelink.<suffix>.')
 param aiSearchDnsSuffix string = 'search.windows.net'
 
+@description('Fresh on publish for documentation published to Azure Storage: an Event Grid system topic on docsStorageAccountName sends every BlobCreated of a site\'s search index in docsStorageContainer to a queue in the host storage, and the app refreshes that site (Forge__Documentation__Refresh__QueueName). See docs/deployment.md.')
+param refreshOnPublish bool = false
+
+@description('With refreshOnPublish: the existing storage account the documentation is published to. It must be in this subscription (Event Grid creates a system topic only in its source\'s subscription), in docsStorageResourceGroupName, and have no Event Grid system topic yet (one per source).')
+param docsStorageAccountName string = ''
+
+@description('Resource group of docsStorageAccountName, where its system topic and event subscription are created; empty: the app\'s resource group.')
+param docsStorageResourceGroupName string = ''
+
+@description('Blob container the documentation is published to in docsStorageAccountName: $web for a static website.')
+@minLength(3)
+@maxLength(63)
+param docsStorageContainer string = '$web'
+
+@description('With refreshOnPublish: the storage queue created in the host storage for the index-written events.')
+@minLength(3)
+@maxLength(63)
+param refreshOnPublishQueue string = 'docs-refresh'
+
 // ---------------------------------------------------------------------------------------------------------------
 // The service's settings (Forge__Documentation__*): one parameter each, named after the setting, with its default
 // ---------------------------------------------------------------------------------------------------------------
@@ -99,8 +118,8 @@ param cacheContainer string = 'docs-index-cache'
 @description('Forge__Documentation__Cache__BlobServiceUri: another blob service for the cache; empty: the host storage.')
 param cacheBlobServiceUri string = ''
 
-@description('Forge__Documentation__Cache__CheckIntervalSeconds: how often a warm instance looks for a newer index.')
-param cacheCheckIntervalSeconds string = '60'
+@description('Forge__Documentation__Cache__CheckIntervalSeconds: how often a warm instance looks for a newer index; a refresh written by any instance is served by every instance within it.')
+param cacheCheckIntervalSeconds string = '15'
 
 @description('Forge__Documentation__Warmup__Schedule: NCRONTAB schedule of the warm-up timer.')
 param warmupSchedule string = '0 */30 * * * *'
@@ -208,6 +227,13 @@ param remoteCooldownSeconds string = '300'
 @description('Forge__Documentation__Inbound__Tokens: bearer tokens this app requires on /api/* (comma-separated), stored in Key Vault; empty: none (the Functions key is the gate).')
 param inboundTokens string = ''
 
+@secure()
+@description('Forge__Documentation__Refresh__Tokens: bearer tokens the publish hook (POST /api/admin/refresh) accepts (comma-separated), stored in Key Vault; empty: the hook refuses every caller.')
+param refreshTokens string = ''
+
+@description('Forge__Documentation__Refresh__WaitSeconds: how long the publish hook waits for its refresh before answering 202 (at most 220, below the front end\'s 230 s).')
+param refreshWaitSeconds string = '100'
+
 // ---------------------------------------------------------------------------------------------------------------
 
 var abbrs = loadJsonContent('abbreviations.json')
@@ -222,19 +248,25 @@ var keyVaultName = '${abbrs.keyVaultVaults}${resourceToken}'
 var remoteTokenSecretName = 'remote-token'
 var remoteFunctionsKeySecretName = 'remote-functions-key'
 var inboundTokensSecretName = 'inbound-tokens'
+var refreshTokensSecretName = 'refresh-tokens'
 var aiSearchEnabled = !empty(aiSearchServiceName) || !empty(aiSearchEndpoint)
 var aiSearchEndpointUrl = empty(aiSearchEndpoint) ? 'https://${aiSearchServiceName}.${aiSearchDnsSuffix}' : aiSearchEndpoint
 var remoteEnabled = !empty(remoteEndpoint)
 var remoteTokenGiven = remoteEnabled && !empty(remoteToken)
 var remoteFunctionsKeyGiven = remoteEnabled && !empty(remoteFunctionsKey)
 var inboundTokensGiven = !empty(inboundTokens)
-var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven
+var refreshTokensGiven = !empty(refreshTokens)
+var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven || refreshTokensGiven
 // Key Vault's private DNS zone is privatelink.vaultcore.<cloud>, not privatelink plus the vault suffix (.vault.<cloud>).
 var keyVaultDnsZoneName = 'privatelink${replace(environment().suffixes.keyvaultDns, '.vault.', '.vaultcore.')}'
 // An instance below 2048 MB cannot hold semantic matching (instanceMemoryMB): such a deployment is refused.
 var semanticFitsInstance = !((instanceMemoryMB < 2048) && (searchSemantic == 'true'))
-// The host needs blob only (HTTP and timer triggers); add 'queue' or 'table' here with their roles if that changes.
-var storageServices = [
+// The host needs blob (HTTP and timer triggers), and queue for refreshOnPublish's queue trigger (its role is in
+// app/rbac.bicep, its service URI in app/function.bicep); add 'table' here with its role if that changes.
+var storageServices = refreshOnPublish ? [
+  'blob'
+  'queue'
+] : [
   'blob'
 ]
 
@@ -265,6 +297,9 @@ var coreSettings = {
   Forge__Documentation__RequestTimeoutSeconds: requestTimeoutSeconds
   Forge__Documentation__Mcp__AllowedHosts: mcpAllowedHosts
   Forge__Documentation__Mcp__AnswerBudgetChars: mcpAnswerBudgetChars
+  Forge__Documentation__Refresh__WaitSeconds: refreshWaitSeconds
+  // Empty (no queue trigger) unless refreshOnPublish creates the queue and the events that fill it.
+  Forge__Documentation__Refresh__QueueName: refreshOnPublish ? refreshOnPublishQueue : ''
   Forge__Documentation__Identity__ClientId: identity.outputs.clientId
 }
 var aiSearchSettings = aiSearchEnabled ? {
@@ -297,7 +332,10 @@ var remoteFunctionsKeySettings = remoteFunctionsKeyGiven ? {
 var inboundSettings = inboundTokensGiven ? {
   Forge__Documentation__Inbound__Tokens: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${inboundTokensSecretName})'
 } : {}
-var secretSettings = union(remoteTokenSettings, remoteFunctionsKeySettings, inboundSettings)
+var refreshSettings = refreshTokensGiven ? {
+  Forge__Documentation__Refresh__Tokens: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${refreshTokensSecretName})'
+} : {}
+var secretSettings = union(remoteTokenSettings, remoteFunctionsKeySettings, inboundSettings, refreshSettings)
 var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings, secretSettings)
 
 // The refusal of 512 MB with semantic matching sits on the resource group: every module is deployed into it (or
@@ -338,6 +376,7 @@ module storage 'app/storage.bicep' = {
     tags: tags
     deploymentContainerName: deploymentContainerName
     cacheContainerName: cacheContainer
+    queueName: refreshOnPublish ? refreshOnPublishQueue : ''
     privateNetworking: privateNetworking
   }
 }
@@ -349,6 +388,7 @@ module rbac 'app/rbac.bicep' = {
     principalId: identity.outputs.principalId
     storageAccountName: storage.outputs.name
     applicationInsightsName: monitoring.outputs.applicationInsightsName
+    hostQueues: refreshOnPublish
   }
 }
 
@@ -375,6 +415,7 @@ module keyVault 'app/keyvault.bicep' = if (anySecretGiven) {
       '${remoteTokenSecretName}': remoteToken
       '${remoteFunctionsKeySecretName}': remoteFunctionsKey
       '${inboundTokensSecretName}': inboundTokens
+      '${refreshTokensSecretName}': refreshTokens
     }
   }
 }
@@ -454,6 +495,7 @@ module api 'app/function.bicep' = {
     httpPerInstanceConcurrency: httpPerInstanceConcurrency
     alwaysReadyInstanceCount: alwaysReadyInstanceCount
     subnetId: privateNetworking ? network.outputs.appSubnetId : ''
+    hostQueues: refreshOnPublish
     appSettings: documentationSettings
   }
   dependsOn: [
@@ -464,6 +506,44 @@ module api 'app/function.bicep' = {
   ]
 }
 
+// Fresh on publish (refreshOnPublish): the docs account's system topic, in that account's resource group and region;
+// its identity may put messages on the refresh queue, and only then is the subscription that delivers there created.
+module docsEvents 'app/docs-events.bicep' = if (refreshOnPublish) {
+  name: 'docs-events'
+  scope: resourceGroup(empty(docsStorageResourceGroupName) ? rg.name : docsStorageResourceGroupName)
+  params: {
+    name: '${abbrs.eventGridSystemTopics}docs-${resourceToken}'
+    tags: tags
+    storageAccountName: empty(docsStorageAccountName) ? fail('refreshOnPublish needs docsStorageAccountName (DOCS_STORAGE_ACCOUNT): the existing storage account the documentation is published to.') : docsStorageAccountName
+  }
+}
+
+module refreshQueueSender 'app/queue-sender.bicep' = if (refreshOnPublish) {
+  name: 'refresh-queue-sender'
+  scope: rg
+  params: {
+    principalId: docsEvents.outputs.principalId
+    storageAccountName: storage.outputs.name
+    queueName: refreshOnPublishQueue
+  }
+}
+
+module docsEventsSubscription 'app/docs-events-subscription.bicep' = if (refreshOnPublish) {
+  name: 'docs-events-subscription'
+  scope: resourceGroup(empty(docsStorageResourceGroupName) ? rg.name : docsStorageResourceGroupName)
+  params: {
+    systemTopicName: docsEvents.outputs.name
+    name: '${abbrs.eventGridEventSubscriptions}docs-refresh-${resourceToken}'
+    containerName: docsStorageContainer
+    indexPath: searchIndexPath
+    queueStorageAccountId: storage.outputs.id
+    queueName: refreshOnPublishQueue
+  }
+  dependsOn: [
+    refreshQueueSender
+  ]
+}
+
 output AZURE_LOCATION string = location
 output AZURE_TENANT_ID string = tenant().tenantId
 output AZURE_RESOURCE_GROUP string = rg.name
@@ -471,6 +551,7 @@ output AZURE_FUNCTION_NAME string = api.outputs.name
 output SERVICE_API_NAME string = api.outputs.name
 output SERVICE_API_URI string = 'https://${api.outputs.defaultHostName}'
 output MCP_ENDPOINT string = 'https://${api.outputs.defaultHostName}/api/mcp'
+output REFRESH_ENDPOINT string = 'https://${api.outputs.defaultHostName}/api/admin/refresh'
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
 output AZURE_KEY_VAULT_NAME string = anySecretGiven ? keyVaultName : ''

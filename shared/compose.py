@@ -27,6 +27,7 @@ from shared.fetch import OriginClient
 from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider
 from shared.providers.mkdocs.provider import MkDocsProvider
+from shared.providers.mkdocs.refresh import Refresher, blob_events, published_sites
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.service import DocumentationService
 from shared.settings import PREFIX, DocumentationSettings
@@ -70,6 +71,14 @@ class Composition:
     service: DocumentationService
     store: IndexStore
     embedding: EmbeddingModel | None
+    refresher: Refresher
+    """Publish refreshes of the MkDocs sites' cached indexes (the hook and the queue)."""
+
+    def published(self, message: bytes | str) -> list[str]:
+        """The sites whose index an Event Grid `BlobCreated` queue message reports written (none for anything else);
+        raises ValueError when the message is not JSON."""
+        blobs = blob_events(message)
+        return sorted({site for blob in blobs for site in published_sites(self.settings, blob)})
 
     def health(self) -> dict[str, object]:
         """Overall status, providers in chain order, the cache store and the embedding model, without I/O.
@@ -135,7 +144,10 @@ async def compose(
             stack.push_async_callback(provider.aclose)
             registered.append(provider)
 
-        register(MkDocsProvider(settings, client, SiteRegistry(settings, client, store, embedding=embedding)))
+        registry = SiteRegistry(settings, client, store, embedding=embedding)
+        register(MkDocsProvider(settings, client, registry))
+        refresher = Refresher(settings, client, store, registry, embedding=embedding)
+        stack.push_async_callback(refresher.aclose)  # before the provider closes its registry (LIFO)
         for given in providers:
             register(given)
         search = settings.ai_search
@@ -152,7 +164,8 @@ async def compose(
             if token_source is not None:
                 stack.push_async_callback(_close_quietly, token_source)
             register(remote.RemoteProvider(settings.remote, sites=settings.sites, credential=token_source))
-        yield Composition(settings, DocumentationService(registered, origin=settings.origin), store, embedding)
+        service = DocumentationService(registered, origin=settings.origin)
+        yield Composition(settings, service, store, embedding, refresher)
 
 
 async def _close_quietly(credential: object) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 NO_PROVIDER = "none"
@@ -91,6 +93,11 @@ class SearchResult(_Wire):
         "(within about a fifth either way), to choose between the whole page and the matched section (`anchor`). "
         "Null when the provider cannot tell.",
     )
+    indexed_at: datetime | None = Field(
+        default=None,
+        description="When the origin last vouched for the index version this result came from (fetched, or "
+        "confirmed unchanged); null when the provider cannot tell (Azure AI Search).",
+    )
 
 
 class SiteAnswer(StrEnum):
@@ -102,10 +109,27 @@ class SiteAnswer(StrEnum):
     UNPUBLISHED = "unpublished"
 
 
+class SiteSearched(_Wire):
+    """How one site stood in a search, and how fresh the index searched was."""
+
+    state: SiteAnswer
+    indexed_at: datetime | None = Field(
+        default=None,
+        description="When the origin last vouched for the site's index that was searched (or, for a site not "
+        "searched, the one this instance holds); null when there is none or the provider cannot tell.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_state(cls, value: Any) -> Any:
+        """A deployment from before freshness answered the state alone."""
+        return {"state": value} if isinstance(value, str) else value
+
+
 class Found(list[SearchResult]):
     """A provider's results and, when it searched several sites, how each stood (the answer's `sites`)."""
 
-    def __init__(self, results: Iterable[SearchResult] = (), *, sites: dict[str, SiteAnswer] | None = None) -> None:
+    def __init__(self, results: Iterable[SearchResult] = (), *, sites: dict[str, SiteSearched] | None = None) -> None:
         super().__init__(results)
         self.sites = dict(sites or {})
 
@@ -114,11 +138,12 @@ class SearchResponse(_Wire):
     query: str
     provider: str
     results: list[SearchResult]
-    sites: dict[str, SiteAnswer] | None = Field(
+    sites: dict[str, SiteSearched] | None = Field(
         default=None,
-        description="For the MkDocs provider, each site the search was meant to cover: `searched`, `loading` (its "
-        "index was not ready within `Search__SiteWaitSeconds`: its results are missing from this answer, ask again "
-        "shortly), `failed` or `unpublished`. Null for a provider that does not search by site.",
+        description="Each site the search was meant to cover: its `state` (`searched`; `loading`: its index was "
+        "not ready within `Search__SiteWaitSeconds`, so its results are missing from this answer, ask again "
+        "shortly; `failed`; `unpublished`) and `indexedAt`, when its index was fetched. Null when no provider "
+        "searched.",
     )
 
 
@@ -181,6 +206,11 @@ class Document(_Wire):
     )
     last_modified: str | None = Field(
         default=None, description="When the origin says the page last changed (its Last-Modified), when it says."
+    )
+    indexed_at: datetime | None = Field(
+        default=None,
+        description="When the origin last vouched for the site index the location was resolved with; null when "
+        "the provider cannot tell. `retrieved` (front matter) is when the page itself was fetched.",
     )
     outline: list[OutlineEntry] | None = Field(
         default=None, description="The page's (or the section's) headings, with `view=outline`; otherwise null."

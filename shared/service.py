@@ -38,7 +38,7 @@ from shared.errors import (
     ResolutionError,
     ServiceUnavailableError,
 )
-from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Found, Reason, Resolution, SearchResponse, SiteAnswer
+from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Found, Reason, Resolution, SearchResponse, SiteSearched
 from shared.providers.base import DocumentationProvider
 from shared.reading import Read
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
@@ -79,7 +79,7 @@ class DocumentationService:
 
     async def _search(self, query: str, effective: int, wanted: str | None) -> SearchResponse:
         searched, failures = False, {}
-        sites: dict[str, SiteAnswer] | None = None
+        sites: dict[str, SiteSearched] | None = None
         for provider in self.providers:
             scoped = _declared(provider, wanted)
             if wanted is not None and scoped is None:

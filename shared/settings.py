@@ -85,8 +85,10 @@ class CacheSettings(_Section):
     container: str = Field("docs-index-cache", alias="Container")
     connection_string: SecretStr | None = Field(None, alias="ConnectionString")
     blob_service_uri: str | None = Field(None, alias="BlobServiceUri")
-    check_interval_seconds: float = Field(60.0, alias="CheckIntervalSeconds", ge=0)
-    """How often a warm instance asks the store whether a newer copy of a loaded index exists."""
+    check_interval_seconds: float = Field(15.0, alias="CheckIntervalSeconds", ge=0)
+    """How often a warm instance asks the store whether a newer copy of a loaded index exists: one blob property
+    read per site (and one for its missing-pages record) per interval, and only while requests arrive. A refresh
+    written by any instance is served by every instance within this many seconds."""
 
     @field_validator("container")
     @classmethod
@@ -104,6 +106,45 @@ class WarmupSettings(_Section):
     """Page requests the warm-up's check of an index's pages keeps in flight at once, across all sites."""
     page_check_seconds: float = Field(120.0, alias="PageCheckSeconds", gt=0, le=1800)
     """How long one site's page check may take per warm-up; what it does not reach is checked next time."""
+
+
+def _secret_list(value: Any) -> Any:
+    """Comma-separated, indexed (`Key__0`, ...) or a sequence, trimmed, empty entries dropped, each a SecretStr."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if isinstance(value, str):
+        value = value.split(",")
+    if isinstance(value, Mapping):
+        value = [value[k] for k in sorted(value, key=int)]
+    tokens = [str(t.get_secret_value() if isinstance(t, SecretStr) else t).strip() for t in value]
+    return tuple(SecretStr(token) for token in tokens if token)
+
+
+class RefreshSettings(_Section):
+    """`Forge__Documentation__Refresh__*`: the publish hook (`POST /api/admin/refresh`) and its queue."""
+
+    tokens: tuple[SecretStr, ...] = Field((), alias="Tokens")
+    """Bearer tokens the publish hook accepts (comma-separated or `Tokens__0`, ...), apart from `Inbound__Tokens`:
+    a docs pipeline holds one of these and nothing that reads. Unset, the hook refuses every caller (401)."""
+    wait_seconds: float = Field(100.0, alias="WaitSeconds", gt=0, le=220)
+    """How long the hook waits for its refresh before answering `202` with where to read the outcome: below the
+    Functions front end's 230 s limit on an HTTP request."""
+    queue_name: str = Field("", alias="QueueName")
+    """The storage queue (in the host's `AzureWebJobsStorage`) Event Grid drops the docs container's `BlobCreated`
+    events into; set, the Functions app reads it and refreshes the site whose index was written. Empty: no queue."""
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _tokens(cls, value: Any) -> Any:
+        return _secret_list(value)
+
+    @field_validator("queue_name")
+    @classmethod
+    def _queue(cls, value: str) -> str:
+        value = value.strip()
+        if value and not re.fullmatch(r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]", value):
+            raise ValueError("must be a valid storage queue name (3-63 lowercase letters, digits, hyphens)")
+        return value
 
 
 class SearchSettings(_Section):
@@ -242,14 +283,7 @@ class InboundSettings(_Section):
     @field_validator("tokens", mode="before")
     @classmethod
     def _tokens(cls, value: Any) -> Any:
-        if isinstance(value, SecretStr):
-            value = value.get_secret_value()
-        if isinstance(value, str):
-            value = value.split(",")
-        if isinstance(value, Mapping):
-            value = [value[k] for k in sorted(value, key=int)]
-        tokens = [str(t.get_secret_value() if isinstance(t, SecretStr) else t).strip() for t in value]
-        return tuple(SecretStr(token) for token in tokens if token)
+        return _secret_list(value)
 
 
 class McpSettings(_Section):
@@ -313,6 +347,7 @@ class DocumentationSettings(BaseSettings):
     ai_search: AiSearchSettings | None = Field(None, alias="AiSearch")
     remote: RemoteSettings | None = Field(None, alias="Remote")
     inbound: InboundSettings = Field(default_factory=InboundSettings, alias="Inbound")
+    refresh: RefreshSettings = Field(default_factory=RefreshSettings, alias="Refresh")
     host_storage: SecretStr | None = Field(None, alias="AzureWebJobsStorage")
     host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")
     website_hostname: str | None = Field(None, alias="WEBSITE_HOSTNAME")
@@ -456,6 +491,7 @@ class DocumentationSettings(BaseSettings):
         deleted or disabled). Such a value is never used as the secret: what it guards fails closed."""
         given = {
             "Inbound__Tokens": any(unresolved(token) for token in self.inbound.tokens),
+            "Refresh__Tokens": any(unresolved(token) for token in self.refresh.tokens),
             "Remote__Token": self.remote is not None and unresolved(self.remote.token),
             "Remote__FunctionsKey": self.remote is not None and unresolved(self.remote.functions_key),
             "AiSearch__ApiKey": self.ai_search is not None and unresolved(self.ai_search.api_key),

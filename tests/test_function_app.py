@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
@@ -13,6 +15,7 @@ from urllib.parse import urlencode
 import azure.functions as func
 import pytest
 from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueClient
 
 from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_env
 from tools.azurite import Azurite
@@ -52,15 +55,19 @@ def functions(module: ModuleType) -> dict[str, Any]:
     return module._indexed
 
 
-def test_worker_indexing_finds_the_http_app_and_the_timer(function_app: ModuleType) -> None:
+def test_worker_indexing_finds_the_http_app_the_admin_routes_and_the_timer(function_app: ModuleType) -> None:
     found = functions(function_app)
-    assert set(found) == {"http_app_func", "warm_index_caches"}
+    assert set(found) == {"http_app_func", "admin_http", "warm_index_caches"}  # no queue without QueueName
     http = json.loads(found["http_app_func"].get_function_json())
     trigger, output = http["bindings"]
     assert trigger["type"] == "httpTrigger" and trigger["route"] == "/{*route}"
     assert trigger["authLevel"] == "FUNCTION"
     assert {"GET", "POST"} <= set(trigger["methods"])
     assert output == {"direction": "OUT", "type": "http", "name": "$return"}
+    # The publish hook carries its own token, checked by the app: no Functions key in a docs pipeline.
+    admin, admin_output = json.loads(found["admin_http"].get_function_json())["bindings"]
+    assert admin["type"] == "httpTrigger" and admin["route"] == "api/admin/{*path}"
+    assert admin["authLevel"] == "ANONYMOUS" and admin_output["type"] == "http"
     timer = json.loads(found["warm_index_caches"].get_function_json())
     (binding,) = timer["bindings"]
     assert binding["type"] == "timerTrigger"
@@ -195,3 +202,100 @@ async def test_mcp_through_the_function_initialize_list_and_call(
     assert not result.get("isError") and result["structuredContent"]["provider"] == "mkdocs"
     assert result["structuredContent"]["results"]
     assert refused.status_code == 421
+
+
+# -- fresh on publish: the hook without a Functions key, and the Event Grid queue
+
+
+def publishing_env(origin: StaticOrigin, azurite: Azurite, container: str, **settings: str) -> dict[str, str]:
+    env = fixture_env(
+        origin.url,
+        SearchIndexOverrides=ROOTED_OVERRIDE,
+        Cache__Container=container,
+        Search__Semantic="false",
+        **settings,
+    )
+    return env | {"AzureWebJobsStorage": azurite.connection_string}
+
+
+async def test_the_publish_hook_is_served_through_its_own_function_with_its_own_token(
+    monkeypatch: pytest.MonkeyPatch, static_origin: StaticOrigin, azurite: Azurite, blob_container: str
+) -> None:
+    env = publishing_env(static_origin, azurite, blob_container, Refresh__Tokens="hook-token")
+    module = import_function_app(monkeypatch, env)
+    admin = functions(module)["admin_http"].get_user_function()
+
+    async def call(headers: dict[str, str]) -> func.HttpResponse:
+        request = func.HttpRequest(
+            "POST", "http://localhost/api/admin/refresh", headers=headers, params={}, body=b'{"sites": ["beta-docs"]}'
+        )
+        context = SimpleNamespace(
+            function_directory=".",
+            function_name="admin_http",
+            invocation_id="2",
+            thread_local_storage=None,
+            trace_context=None,
+            retry_context=None,
+        )
+        return await admin(request, context)
+
+    assert (await call({})).status_code == 401
+    answered = await call({"Authorization": "Bearer hook-token", "Content-Type": "application/json"})
+    assert answered.status_code == 200, answered.get_body()
+    assert json.loads(answered.get_body())["sites"]["beta-docs"]["outcome"] == "changed"
+
+
+def event_grid_message(blob: str) -> str:
+    """A `BlobCreated` event as Event Grid writes it to a storage queue (Event Grid schema, base64 by default)."""
+    event = {
+        "topic": "/subscriptions/0/resourceGroups/docs/providers/Microsoft.Storage/storageAccounts/docs",
+        "subject": f"/blobServices/default/containers/$web/blobs/{blob}",
+        "eventType": "Microsoft.Storage.BlobCreated",
+        "id": "1",
+        "data": {"api": "PutBlob", "url": f"https://docs.blob.core.windows.net/$web/{blob}"},
+        "dataVersion": "",
+        "metadataVersion": "1",
+        "eventTime": "2026-12-02T10:00:00Z",
+    }
+    return base64.b64encode(json.dumps(event).encode()).decode()
+
+
+async def test_an_index_blob_written_to_the_docs_container_refreshes_that_site_through_the_queue(
+    monkeypatch: pytest.MonkeyPatch,
+    static_origin: StaticOrigin,
+    built_origin: Path,
+    azurite: Azurite,
+    blob_container: str,
+) -> None:
+    env = publishing_env(static_origin, azurite, blob_container, Refresh__QueueName="docs-refresh")
+    module = import_function_app(monkeypatch, env)
+    found = functions(module)
+    (binding,) = json.loads(found["refresh_on_publish"].get_function_json())["bindings"]
+    assert binding["type"] == "queueTrigger" and binding["queueName"] == "docs-refresh"
+    assert binding["connection"] == "AzureWebJobsStorage"
+    handler = found["refresh_on_publish"].get_user_function()
+
+    # Event Grid drops the event into the queue; the host dequeues it and base64-decodes it (its default).
+    with Azurite(service="queue") as queues:
+        queue = QueueClient.from_connection_string(queues.connection_string, "docs-refresh")
+        queue.create_queue()
+        queue.send_message(event_grid_message("beta-docs/search/search_index.json"))
+        queue.send_message(event_grid_message("beta-docs/assets/app.css"))
+        delivered = list(queue.receive_messages(messages_per_page=10))
+    assert len(delivered) == 2
+
+    with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
+        container = service.get_container_client(blob_container)
+        for message in delivered:
+            body = base64.b64decode(message.content)
+            await handler(func.QueueMessage(id=message.id, body=body, pop_receipt=message.pop_receipt))
+        names = {blob.name for blob in container.list_blobs()}
+    assert names == {"beta-docs-docs-search-index.json", "embeddings/beta-docs/missing/pages.json"}  # only that site
+
+    # A refresh that fails raises, so the queue delivers the message again (and, at last, to the poison queue).
+    static_origin.fail("/beta-docs/search/search_index.json", 503)
+    with pytest.raises(RuntimeError, match="beta-docs"):
+        body = base64.b64decode(event_grid_message("beta-docs/search/search_index.json"))
+        await handler(func.QueueMessage(id="3", body=body))
+    # Not JSON, or no site's index: dropped, said in the log, never retried forever.
+    await handler(func.QueueMessage(id="4", body=b"not json"))

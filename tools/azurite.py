@@ -1,7 +1,9 @@
-"""Run Azurite's Blob service on a free loopback port, in memory, for tests and the local run.
+"""Run one Azurite service (Blob by default, or Queue) on a free loopback port, in memory, for tests and the local run.
 
     with Azurite() as azurite:
         BlobServiceClient.from_connection_string(azurite.connection_string)
+    with Azurite(service="queue") as queues:
+        QueueServiceClient.from_connection_string(queues.connection_string)
 
 Azurite is the npm package pinned in package.json; `npm ci` installs it into node_modules/. The port is chosen
 by the operating system (`--blobPort 0`) and read back from Azurite's start-up line, so parallel runs never
@@ -31,36 +33,51 @@ ACCOUNT_NAME = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 SETUP_HINT = f"run `npm ci` in {ROOT} to install the pinned Azurite into node_modules/"
 
-_LISTENING = re.compile(r"Blob service (?:is )?successfully listen(?:s|ing) on (https?://[^\s]+)")
+SERVICES = ("blob", "queue")
+
+
+def _listening(service: str) -> re.Pattern[str]:
+    return re.compile(service.capitalize() + r" service (?:is )?successfully listen(?:s|ing) on (https?://[^\s]+)")
 
 
 class AzuriteError(RuntimeError):
     """Azurite is not installed, did not start in time, or exited early."""
 
 
-def find_azurite(root: Path = ROOT) -> Path:
-    """The Blob-only Azurite launcher from node_modules (or PATH), else AzuriteError with the set-up command."""
-    for name in ("azurite-blob", "azurite"):
+def find_azurite(root: Path = ROOT, service: str = "blob") -> Path:
+    """The one-service Azurite launcher from node_modules (or PATH), else AzuriteError with the set-up command."""
+    for name in (f"azurite-{service}", "azurite"):
         candidate = root / "node_modules" / ".bin" / name
         if candidate.exists():
             return candidate
-    on_path = shutil.which("azurite-blob")
+    on_path = shutil.which(f"azurite-{service}")
     if on_path:
         return Path(on_path)
     raise AzuriteError(f"Azurite is not installed: {SETUP_HINT}")
 
 
-def connection_string(blob_endpoint: str) -> str:
+def connection_string(endpoint: str, service: str = "blob") -> str:
     return (
         f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT_NAME};AccountKey={ACCOUNT_KEY};"
-        f"BlobEndpoint={blob_endpoint};"
+        f"{service.capitalize()}Endpoint={endpoint};"
     )
 
 
 class Azurite:
-    """One Azurite Blob service process; a context manager that always stops what it started."""
+    """One Azurite service process; a context manager that always stops what it started."""
 
-    def __init__(self, *, binary: Path | None = None, startup_timeout: float = 30.0, memory_limit_mb: int = 256):
+    def __init__(
+        self,
+        *,
+        binary: Path | None = None,
+        startup_timeout: float = 30.0,
+        memory_limit_mb: int = 256,
+        service: str = "blob",
+    ):
+        if service not in SERVICES:
+            raise ValueError(f"service must be one of {SERVICES}")
+        self.service = service
+        self._pattern = _listening(service)
         self._binary = binary
         self._startup_timeout = startup_timeout
         self._memory_limit_mb = memory_limit_mb
@@ -72,31 +89,37 @@ class Azurite:
         self._url: str | None = None
 
     @property
-    def blob_endpoint(self) -> str:
+    def endpoint(self) -> str:
         """`http://127.0.0.1:PORT/devstoreaccount1`."""
         if self._url is None:
             raise AzuriteError("Azurite is not running")
         return f"{self._url}/{ACCOUNT_NAME}"
 
     @property
+    def blob_endpoint(self) -> str:
+        return self.endpoint
+
+    @property
     def port(self) -> int:
-        return int(self.blob_endpoint.rsplit(":", 1)[1].split("/", 1)[0])
+        return int(self.endpoint.rsplit(":", 1)[1].split("/", 1)[0])
 
     @property
     def connection_string(self) -> str:
-        return connection_string(self.blob_endpoint)
+        return connection_string(self.endpoint, self.service)
 
     def start(self) -> Azurite:
         if self._process is not None:
             raise AzuriteError("Azurite is already running")
-        binary = self._binary or find_azurite()
+        binary = self._binary or find_azurite(service=self.service)
         # In-memory persistence refuses --location; the working directory keeps any debug files out of the repo.
         self._workdir = tempfile.TemporaryDirectory(prefix="azurite-")
-        command = [str(binary), "--blobHost", "127.0.0.1", "--blobPort", "0"]
+        command = [str(binary), f"--{self.service}Host", "127.0.0.1", f"--{self.service}Port", "0"]
         command += ["--inMemoryPersistence", "--extentMemoryLimit", str(self._memory_limit_mb)]
         command += ["--silent", "--skipApiVersionCheck", "--loose", "--disableTelemetry"]
-        if binary.name == "azurite":
-            command += ["--queuePort", "0", "--tablePort", "0"]
+        if binary.name == "azurite":  # the all-services launcher: the other services on free ports too
+            for other in ("blob", "queue", "table"):
+                if other != self.service:
+                    command += [f"--{other}Port", "0"]
         self._process = subprocess.Popen(
             command,
             cwd=self._workdir.name,
@@ -119,7 +142,7 @@ class Azurite:
         assert process.stdout is not None
         for line in process.stdout:
             self._output.append(line.rstrip())
-            match = _LISTENING.search(line)
+            match = self._pattern.search(line)
             if match and not self._listening.is_set():
                 self._url = match.group(1).rstrip("/")
                 self._listening.set()
@@ -133,7 +156,7 @@ class Azurite:
             if self._process.poll() is not None:
                 raise AzuriteError(self._failure(f"exited with code {self._process.returncode}"))
             try:
-                urllib.request.urlopen(f"{self.blob_endpoint}?comp=list", timeout=1)
+                urllib.request.urlopen(f"{self.endpoint}?comp=list", timeout=1)
                 return
             except urllib.error.HTTPError:
                 return  # any HTTP answer (403 without credentials) means the service is serving

@@ -24,6 +24,9 @@ param alwaysReadyInstanceCount int
 @description('Subnet delegated to Microsoft.App/environments for VNet integration; empty for none.')
 param subnetId string = ''
 
+@description('The host also uses queues (refreshOnPublish\'s queue trigger): it is given the queue service URI.')
+param hostQueues bool = false
+
 @description('The service\'s own settings (Forge__Documentation__*), one object built in main.bicep.')
 param appSettings object
 
@@ -117,7 +120,8 @@ resource scmCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@
   }
 }
 
-// The host's settings come last so the service's settings can never replace them.
+// The host's settings come last so the service's settings can never replace them. Identity-based
+// AzureWebJobsStorage names each service's URI; the queue's only when a queue trigger reads it (with its role).
 resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
   parent: site
   name: 'appsettings'
@@ -127,7 +131,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     AzureWebJobsStorage__blobServiceUri: storage.properties.primaryEndpoints.blob
     APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString
     APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
-  })
+  }, hostQueues ? {
+    AzureWebJobsStorage__queueServiceUri: storage.properties.primaryEndpoints.queue
+  } : {})
 }
 
 output name string = site.name

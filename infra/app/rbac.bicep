@@ -3,11 +3,16 @@
 param principalId string
 param storageAccountName string
 param applicationInsightsName string
+@description('The host also reads queues (refreshOnPublish\'s queue trigger).')
+param hostQueues bool = false
 
 // Storage Blob Data Owner: the host's own blobs (keys, timer locks and schedules), the deployment package and the
 // index cache container all live in this account. Owner, not Contributor, is what the Functions host requires
 // for AzureWebJobsStorage; it covers the cache container, so the cache needs no assignment of its own.
 var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
+// Storage Queue Data Contributor: with refreshOnPublish, the queue trigger reads and deletes the refresh queue's
+// messages and moves one that keeps failing to its poison queue, which it creates: more than Message Processor.
+var storageQueueDataContributor = '974c5e8b-45b9-4653-ba55-5f855dd0fb88' // Storage Queue Data Contributor
 // Monitoring Metrics Publisher: Application Insights accepts only Entra ID-authenticated telemetry.
 var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb' // Monitoring Metrics Publisher
 
@@ -25,6 +30,17 @@ resource storageBlobDataOwnerAssignment 'Microsoft.Authorization/roleAssignments
   scope: storage
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataOwner)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Storage Queue Data Contributor on the host storage account
+resource storageQueueDataContributorAssignment 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (hostQueues) {
+  name: guid(storage.id, principalId, storageQueueDataContributor)
+  scope: storage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageQueueDataContributor)
     principalId: principalId
     principalType: 'ServicePrincipal'
   }

@@ -1,4 +1,5 @@
-// The host's storage account: keyless (Entra ID only), holding the deployment package and the shared index cache.
+// The host's storage account: keyless (Entra ID only), holding the deployment package, the shared index cache and,
+// with refreshOnPublish, the queue the docs account's Event Grid events arrive in.
 param name string
 param location string
 param tags object = {}
@@ -6,6 +7,8 @@ param tags object = {}
 param deploymentContainerName string
 @description('Blob container of the shared index cache (Forge__Documentation__Cache__Container).')
 param cacheContainerName string
+@description('Storage queue for the index-written events (Forge__Documentation__Refresh__QueueName); empty: none.')
+param queueName string = ''
 @description('Reachable only through private endpoints when true.')
 param privateNetworking bool = false
 
@@ -54,6 +57,17 @@ resource cacheContainer 'Microsoft.Storage/storageAccounts/blobServices/containe
   properties: {
     publicAccess: 'None'
   }
+}
+
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' = if (!empty(queueName)) {
+  parent: storage
+  name: 'default'
+}
+
+// Created here so Event Grid has somewhere to deliver before the app first runs its queue trigger.
+resource queue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = if (!empty(queueName)) {
+  parent: queueService
+  name: queueName
 }
 
 output name string = storage.name

@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from starlette.routing import Route
 
 from shared import __version__
+from shared.api.admin import install_admin_routes
 from shared.api.disconnect import CancelOnDisconnect
 from shared.api.errors import install_error_handlers, internal_error
 from shared.api.inbound import InboundCheck
@@ -91,6 +92,7 @@ def create_app(
     app.add_middleware(ConcurrencyLimit, limit=settings.inbound.max_concurrent_per_client)
     declared = {site.lower(): site for provider in providers for site in provider.sites}
     install_routes(app, [*settings.sites, *(site for key, site in declared.items() if not settings.site_named(key))])
+    install_admin_routes(app, settings)
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.
     for path in (MCP_PATH, MCP_PATH + "/"):
         # POST only: stateless JSON holds no SSE stream (GET) and no session to end (DELETE); the MCP specification

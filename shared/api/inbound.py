@@ -8,6 +8,8 @@ An ASGI middleware over the whole app:
   `WWW-Authenticate: Bearer`. Without the setting nothing is checked: in Azure the Functions key (or App Service
   Authentication) is the gate. A token that is an unresolved Key Vault reference (its `@Microsoft.KeyVault(...)`
   text) is never accepted; when every token is one, every guarded route answers `503` naming the setting.
+- `/api/admin/*` (the publish hook) is not read access: it has its own tokens (`Refresh__Tokens`, checked by
+  `shared.api.admin` with the same `BearerTokens`), so `Inbound__Tokens` neither guards nor opens it.
 - A request carrying the remote provider's forwarding marker (`x-docs-forwarded`) is answered with this app's
   remote provider declining (`shared.forwarding`), so a request from A to B never comes back to A.
 
@@ -20,6 +22,7 @@ import hmac
 import logging
 from collections.abc import Sequence
 
+from pydantic import SecretStr
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -31,7 +34,34 @@ log = logging.getLogger(__name__)
 
 GUARDED_PREFIX = "/api/"
 OPEN_PATHS = frozenset({"/api/health"})
+ADMIN_PREFIX = "/api/admin/"
 BEARER = "bearer "
+
+
+class BearerTokens:
+    """Accepted bearer tokens, compared in constant time against every one; Key Vault references that did not
+    resolve are never accepted (`shut`: tokens were configured but none is usable)."""
+
+    def __init__(self, tokens: Sequence[SecretStr]) -> None:
+        self._tokens: tuple[bytes, ...] = tuple(
+            token.get_secret_value().encode("utf-8") for token in tokens if not unresolved(token)
+        )
+        self.configured = bool(tokens)
+        self.shut = bool(tokens) and not self._tokens
+
+    def __bool__(self) -> bool:
+        return bool(self._tokens)
+
+    def match(self, authorization: str) -> int | None:
+        """Which accepted token the `Authorization` header carries (its position), or None."""
+        if authorization[: len(BEARER)].lower() != BEARER:
+            return None
+        offered = authorization[len(BEARER) :].strip().encode("utf-8")
+        matched = None
+        for number, token in enumerate(self._tokens):
+            if hmac.compare_digest(offered, token) and offered:
+                matched = number  # no early exit: the time taken says nothing about which token came close
+        return matched
 
 
 class InboundCheck:
@@ -39,12 +69,10 @@ class InboundCheck:
 
     def __init__(self, app: ASGIApp, *, settings: DocumentationSettings) -> None:
         self._app = app
-        self._tokens: Sequence[bytes] = tuple(
-            token.get_secret_value().encode("utf-8") for token in settings.inbound.tokens if not unresolved(token)
-        )
+        self._tokens = BearerTokens(settings.inbound.tokens)
         # Only unresolved Key Vault references configured: the gate stays shut (503) rather than open or keyed to
         # the reference's literal text.
-        self._shut = bool(settings.inbound.tokens) and not self._tokens
+        self._shut = self._tokens.shut
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -57,7 +85,8 @@ class InboundCheck:
                 scope, receive, send
             )
             return
-        if self._tokens and self._guarded(scope["path"]) and not self._accepted(headers.get("authorization", "")):
+        offered = headers.get("authorization", "")
+        if self._tokens and self._guarded(scope["path"]) and self._tokens.match(offered) is None:
             log.info("refused a request without an accepted bearer token (%s)", scope.get("method", "?"))
             body = {"error": {"code": "unauthorized", "message": "send Authorization: Bearer <an accepted token>"}}
             await JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
@@ -70,13 +99,5 @@ class InboundCheck:
 
     @staticmethod
     def _guarded(path: str) -> bool:
-        return (path.startswith(GUARDED_PREFIX) or path == GUARDED_PREFIX.rstrip("/")) and path not in OPEN_PATHS
-
-    def _accepted(self, authorization: str) -> bool:
-        if authorization[: len(BEARER)].lower() != BEARER:
-            return False
-        offered = authorization[len(BEARER) :].strip().encode("utf-8")
-        matched = False
-        for token in self._tokens:
-            matched |= hmac.compare_digest(offered, token)
-        return matched and bool(offered)
+        reads = path.startswith(GUARDED_PREFIX) or path == GUARDED_PREFIX.rstrip("/")
+        return reads and path not in OPEN_PATHS and not path.startswith(ADMIN_PREFIX)

@@ -14,6 +14,7 @@ in `search_docs`' schema is built from the service's sites in `build_server`'s s
 
 import logging
 from collections.abc import Awaitable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -300,8 +301,8 @@ def render_search(response: SearchResponse, site: str | None = None) -> str:
     were searched and what to try next."""
     if not response.results:
         states = response.sites or {}
-        searched = [name for name, state in states.items() if state == SiteAnswer.SEARCHED]
-        pending = [f"{name} ({state.value})" for name, state in states.items() if state != SiteAnswer.SEARCHED]
+        searched = [name for name, site in states.items() if site.state == SiteAnswer.SEARCHED]
+        pending = [f"{name} ({site.state.value})" for name, site in states.items() if site.state != SiteAnswer.SEARCHED]
         lines = ["No results: the documentation does not cover this, or nothing scored above the relevance floor."]
         if searched:
             lines.append(
@@ -322,11 +323,36 @@ def render_search(response: SearchResponse, site: str | None = None) -> str:
             lines.append(f"   section: {' > '.join(hit.breadcrumb)}{anchor}")
         if hit.preview_text:
             lines.append(f"   {hit.preview_text}")
+    if fresh := freshness(response):
+        lines.append(f"\n{fresh}")
     lines.append(
         "\nPass a location to get_doc to read the page; add section=<the result's anchor> to read only the matched "
         "section of a long page."
     )
     return "\n".join(lines)
+
+
+def freshness(response: SearchResponse, now: datetime | None = None) -> str:
+    """How old each answering site's index is, in words ("forge index fetched 12 minutes ago"), for the sites the
+    results came from; empty when the provider cannot tell."""
+    answering = dict.fromkeys(hit.site for hit in response.results)
+    said = []
+    for site in answering:
+        state = (response.sites or {}).get(site)
+        when = state.indexed_at if state is not None else None
+        if when is not None:
+            said.append(f"{site} index fetched {ago(when, now)}")
+    return ("Freshness: " + "; ".join(said) + ".") if said else ""
+
+
+def ago(when: datetime, now: datetime | None = None) -> str:
+    """`just now`, `12 minutes ago`, `3 hours ago`, `2 days ago`."""
+    seconds = max(0.0, ((now or datetime.now(UTC)) - when).total_seconds())
+    for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''} ago"
+    return "just now"
 
 
 class McpEndpoint:

@@ -9,6 +9,7 @@ from shared.cache.store import (
     IndexStore,
     index_name,
     missing_name,
+    refresh_run_name,
     store_newest,
     vectors_name,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "index_name",
     "missing_name",
     "open_store",
+    "refresh_run_name",
     "store_newest",
     "vectors_name",
 ]

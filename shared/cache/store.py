@@ -100,6 +100,12 @@ def missing_name(site: str) -> str:
     return f"{ARTIFACTS_PREFIX}{safe_name(site)}/missing/pages.json"
 
 
+def refresh_run_name(run: str) -> str:
+    """Where the outcome of a publish refresh that outlasted its caller is kept: `embeddings/refresh/runs/{run}.json`
+    (three levels, like `missing_name`, but never under `missing/`, so no site or model id can collide)."""
+    return f"{ARTIFACTS_PREFIX}refresh/runs/{safe_name(run)}.json"
+
+
 async def store_newest(store: IndexStore, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
     """Write `entry` unless the store already holds a copy the origin vouched for at the same time or later.
 

@@ -171,9 +171,10 @@ def test_a_site_whose_index_hangs_costs_its_own_results_not_the_answer(static_or
 
     assert first.status_code == 200 and second.status_code == 200  # well within the 5 s deadline, not 504
     answer = first.json()
-    assert answer["sites"]["gamma-docs"] == "loading" and answer["sites"]["alpha"] == "searched"
-    assert answer["sites"]["missing-docs"] == "unpublished"
+    assert answer["sites"]["gamma-docs"] == {"state": "loading", "indexedAt": None}
+    assert answer["sites"]["alpha"]["state"] == "searched" and answer["sites"]["alpha"]["indexedAt"]
+    assert answer["sites"]["missing-docs"] == {"state": "unpublished", "indexedAt": None}
     assert answer["results"] and {hit["site"] for hit in answer["results"]} <= {"alpha", "beta-docs", "rooted-docs"}
-    assert second.json()["results"] and second.json()["sites"]["gamma-docs"] == "loading"
+    assert second.json()["results"] and second.json()["sites"]["gamma-docs"]["state"] == "loading"
     assert health["gamma-docs"]["state"] == "loading"
     assert len(static_origin.requests_for("/gamma-docs/search/search_index.json")) == 1  # one load, not one a search

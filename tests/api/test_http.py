@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,19 @@ def test_wildcard_lists_pages_round_robin_across_sites_and_caps_at_25(api: httpx
     assert scored and any("webhook" in result["location"] for result in scored)
 
 
+def states(sites: dict[str, dict[str, str]]) -> dict[str, str]:
+    """Each site's state in an answer's `sites`, without its `indexedAt`."""
+    return {site: stood["state"] for site, stood in sites.items()}
+
+
 def test_no_match_is_an_empty_list_attributed_to_none(api: httpx.Client) -> None:
     body = search(api, "zzqxv nonexistentterm")
-    assert body == {"query": "zzqxv nonexistentterm", "provider": "none", "results": [], "sites": EVERY_SITE_SEARCHED}
+    sites = body.pop("sites")
+    assert body == {"query": "zzqxv nonexistentterm", "provider": "none", "results": []}
+    assert states(sites) == EVERY_SITE_SEARCHED
+    fetched = {site: datetime.fromisoformat(stood["indexedAt"]) for site, stood in sites.items() if stood["indexedAt"]}
+    assert set(fetched) == set(PUBLISHED_SITES)  # an unpublished site has no index to date
+    assert all(datetime.now(UTC) - when < timedelta(minutes=5) for when in fetched.values())
 
 
 def test_get_prefers_raw_markdown(api: httpx.Client, static_origin: StaticOrigin) -> None:
@@ -373,12 +384,9 @@ def test_openapi_document_describes_the_contract(api: httpx.Client) -> None:
 
 @pytest.mark.parametrize("api", [{"Search__MinScore": "1000"}], indirect=True)
 def test_results_below_the_relevance_floor_are_dropped(api: httpx.Client) -> None:
-    assert search(api, "install") == {
-        "query": "install",
-        "provider": "none",
-        "results": [],
-        "sites": EVERY_SITE_SEARCHED,
-    }
+    body = search(api, "install")
+    assert states(body.pop("sites")) == EVERY_SITE_SEARCHED
+    assert body == {"query": "install", "provider": "none", "results": []}
     assert search(api, "*")["results"]  # a listing is not scored, so the floor does not apply
 
 

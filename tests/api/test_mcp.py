@@ -150,12 +150,14 @@ async def test_an_empty_search_says_what_it_means(server: UvicornServer) -> None
     async with session(server.url) as client:
         result = await client.call_tool("search_docs", {"query": "sourdough starter hydration"})
 
-    assert not result.is_error and result.structured_content == {
-        "query": "sourdough starter hydration",
-        "provider": "none",
-        "results": [],
-        "sites": {site: "searched" for site in PUBLISHED_SITES} | {"missing-docs": "unpublished"},
+    assert not result.is_error and result.structured_content is not None
+    answer = dict(result.structured_content)
+    sites = answer.pop("sites")
+    assert answer == {"query": "sourdough starter hydration", "provider": "none", "results": []}
+    assert {site: stood["state"] for site, stood in sites.items()} == {site: "searched" for site in PUBLISHED_SITES} | {
+        "missing-docs": "unpublished"
     }
+    assert all(sites[site]["indexedAt"] for site in PUBLISHED_SITES)
     assert "does not cover" in text(result)
 
 

@@ -32,6 +32,8 @@ BICEP_FILES = sorted(INFRA.rglob("*.bicep"))
 
 ALLOWED_API_VERSIONS = {
     "Microsoft.Authorization/roleAssignments": "2022-04-01",
+    "Microsoft.EventGrid/systemTopics": "2025-02-15",
+    "Microsoft.EventGrid/systemTopics/eventSubscriptions": "2025-02-15",
     "Microsoft.Insights/components": "2020-02-02",
     "Microsoft.KeyVault/vaults": "2023-07-01",
     "Microsoft.KeyVault/vaults/secrets": "2023-07-01",
@@ -47,6 +49,8 @@ ALLOWED_API_VERSIONS = {
     "Microsoft.Storage/storageAccounts": "2023-05-01",
     "Microsoft.Storage/storageAccounts/blobServices": "2023-05-01",
     "Microsoft.Storage/storageAccounts/blobServices/containers": "2023-05-01",
+    "Microsoft.Storage/storageAccounts/queueServices": "2023-05-01",
+    "Microsoft.Storage/storageAccounts/queueServices/queues": "2023-05-01",
     "Microsoft.Web/serverfarms": "2024-04-01",
     "Microsoft.Web/sites": "2024-04-01",
     "Microsoft.Web/sites/basicPublishingCredentialsPolicies": "2024-04-01",
@@ -58,8 +62,20 @@ ROLES = {
     "3913510d-42f4-4e42-8a64-420c390055eb": "Monitoring Metrics Publisher",
     "1407120a-92aa-4202-b7e9-c0e197c71c8f": "Search Index Data Reader",
     "4633458b-17de-408a-b874-0445c86b69e6": "Key Vault Secrets User",
+    "974c5e8b-45b9-4653-ba55-5f855dd0fb88": "Storage Queue Data Contributor",
 }
 """Every role the app's identity holds, by built-in role definition id: exactly what the app touches."""
+
+EVENT_GRID_SENDER = "app/queue-sender.bicep"
+EVENT_GRID_ROLES = {"c6a89b2d-59bc-44d0-9896-0f6e12d7b80a": "Storage Queue Data Message Sender"}
+"""The one role assignment that goes to another identity than the app's, and the only role it may carry.
+
+With `refreshOnPublish`, Event Grid delivers the docs account's BlobCreated events to the host storage's refresh queue
+as the docs account's system topic (its system-assigned identity): Microsoft's documented keyless delivery to a storage
+queue, and the only identity it may use past a storage firewall. That identity is Event Grid's, not the app's, so
+it may only add messages (no reading, no blobs), on that one queue, and only in `app/queue-sender.bicep`, whose
+callers must hand it the topic's identity (`app/docs-events.bicep`) and nothing else.
+"""
 
 HOST_OWNED = re.compile(r"^(FUNCTIONS_|AzureWebJobs|APPLICATIONINSIGHTS_|AZURE_|WEBSITE_)", re.IGNORECASE)
 """Names the Functions host or the platform owns (the model reads some, such as `WEBSITE_HOSTNAME`, as they are)."""
@@ -73,6 +89,7 @@ NOT_DEPLOYED = {
 WIRED = {
     f"{PREFIX}Identity__ClientId": "the user-assigned identity's client id",
     f"{PREFIX}AiSearch__Endpoint": "the given endpoint, else the AI Search service's",
+    f"{PREFIX}Refresh__QueueName": "the queue refreshOnPublish creates, else empty (no queue trigger)",
 }
 """Settings whose value comes from the deployment itself rather than from a parameter of the same name."""
 
@@ -287,6 +304,8 @@ def test_no_output_exposes_a_key_connection_string_or_secret() -> None:
 
 
 def test_every_role_assignment_goes_to_the_apps_identity_with_a_named_role() -> None:
+    """All but one: the docs account's Event Grid system topic may send to the refresh queue (EVENT_GRID_ROLES)."""
+    apps_principal = accessor("identity", "outputs", "principalId")
     granted = set()
     for path in BICEP_FILES:
         text = path.read_text()
@@ -297,7 +316,9 @@ def test_every_role_assignment_goes_to_the_apps_identity_with_a_named_role() -> 
             role_var = config["properties"]["roleDefinitionId"]["function"]["parameters"]["resource_name_1"]
             definition = re.search(rf"^var {role_var} = '([0-9a-f-]{{36}})' // (.+)$", text, re.MULTILINE)
             assert definition, f"{path.name}:{name}: {role_var} is not a role id with its name in a comment"
-            role = ROLES.get(definition.group(1))
+            module_path = path.relative_to(INFRA).as_posix()
+            for_event_grid = module_path == EVENT_GRID_SENDER
+            role = (EVENT_GRID_ROLES if for_event_grid else ROLES).get(definition.group(1))
             assert role == definition.group(2), f"{path.name}:{role_var} is {role}, commented {definition.group(2)}"
             assert re.search(rf"^// {role} on .+\nresource {name} ", text, re.MULTILINE), f"{name}: say the role"
             assert config["properties"]["principalId"] == "principalId"
@@ -306,12 +327,15 @@ def test_every_role_assignment_goes_to_the_apps_identity_with_a_named_role() -> 
             scope = config["scope"]
             assert guid["base_string"] == accessor(scope, "id")
             assert (guid["extra_string_1"], guid["extra_string_2"]) == ("principalId", role_var)
-            granted.add(role)
-            module_path = path.relative_to(INFRA).as_posix()
             callers = [m for m in parse(MAIN)["modules"].values() if m["detail"]["path"] == module_path]
             assert callers, f"{module_path} is not deployed by main.bicep"
+            principal = accessor("docsEvents", "outputs", "principalId") if for_event_grid else apps_principal
             for module in callers:
-                assert body(module)["params"]["principalId"] == accessor("identity", "outputs", "principalId")
+                assert body(module)["params"]["principalId"] == principal
+            if for_event_grid:
+                assert resources(path)[scope]["type"] == "Microsoft.Storage/storageAccounts/queueServices/queues"
+                continue
+            granted.add(role)
     assert granted == set(ROLES.values())
     identity = resources(INFRA / "app" / "identity.bicep")["identity"]
     assert identity["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities"
@@ -361,7 +385,8 @@ def test_settings_parameters_carry_the_services_defaults() -> None:
         except ValueError:
             assert str(default) == service, f"{name}: Bicep default {default!r}, service default {service!r}"
     for name in WIRED:
-        assert fields[name].get_default() is None, f"{name} has a service default the deployment would hide"
+        # An empty app setting reads as unset (shared/settings.py), so "" hides no default either.
+        assert fields[name].get_default() in (None, ""), f"{name} has a service default the deployment would hide"
 
 
 def test_a_deployment_with_every_default_configures_the_service_as_its_own_defaults_do() -> None:

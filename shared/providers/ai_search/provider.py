@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from shared.deadline import remaining
 from shared.errors import ConfigurationError, ProviderDeclinedError
 from shared.identity import credential as identity_credential
-from shared.models import Document, SearchResult
+from shared.models import Document, Found, SiteAnswer, SiteSearched
 from shared.providers.ai_search.errors import AiSearchError, translate
 from shared.providers.ai_search.mapping import PROVIDER, Fields, Mapper
 from shared.settings import PREFIX, AiSearchSettings, DocumentationSettings
@@ -96,7 +96,8 @@ class AiSearchProvider:
         self._last_error: AiSearchError | None = None
         self._last_error_at: datetime | None = None
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+        """Results from the index, with every site in scope `searched` (the service cannot say when it indexed)."""
         if query.strip() == LIST_ALL:
             raise ProviderDeclinedError("listing every page is left to a provider that knows the sites' pages")
         request_filter = self._request_filter(site)
@@ -128,7 +129,8 @@ class AiSearchProvider:
             raise error from exc
         self._last_success = datetime.now(UTC)
         log.debug("ai_search answered %d hits, %d results", len(hits), len(results))
-        return results
+        scope = (site,) if site is not None else self.sites
+        return Found(results, sites={name: SiteSearched(state=SiteAnswer.SEARCHED) for name in scope})
 
     async def _hits(
         self, query: str, limit: int, request_filter: str | None, seconds: float

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urljoin
 from shared import reading
 from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
 from shared.fetch import MAX_PAGE_BYTES, OriginClient, Response
-from shared.models import Document, Found, Reason, Resolution, Rule, SearchResult, SiteAnswer
+from shared.models import Document, Found, Reason, Resolution, Rule, SearchResult, SiteAnswer, SiteSearched
 from shared.preview import make_preview
 from shared.providers.mkdocs.convert import Unconvertible, convert, includes_files, looks_like_html
 from shared.providers.mkdocs.index import SiteIndex, page_key
@@ -114,7 +114,7 @@ class MkDocsProvider:
             log.warning("embedding the query failed (%s); this search is ranked lexically", type(exc).__name__)
             return None
 
-    async def _load_sites(self, site: str | None) -> tuple[list[LoadedSite], dict[str, SiteAnswer]]:
+    async def _load_sites(self, site: str | None) -> tuple[list[LoadedSite], dict[str, SiteSearched]]:
         """The sites ready to search within the per-site wait, and how each site asked for stood."""
         if site is not None:
             named = self._settings.site_named(site)
@@ -126,7 +126,7 @@ class MkDocsProvider:
         ready = await self._registry.within(sites, self._settings.search.site_wait_seconds)
         loaded = [entry for entry in ready.values() if entry is not None]
         failures = {name: failure for name in sites if (failure := self._registry.failure(name)) is not None}
-        states = {
+        answers = {
             name: SiteAnswer.SEARCHED
             if ready.get(name) is not None
             else SiteAnswer.LOADING
@@ -136,11 +136,20 @@ class MkDocsProvider:
             else SiteAnswer.FAILED
             for name in sites
         }
+        states = {
+            name: SiteSearched(state=answer, indexed_at=self._indexed_at(ready, name))
+            for name, answer in answers.items()
+        }
         if not loaded and not all(failure.unpublished for failure in failures.values()):
             # Nothing to search because sites are failing is an outage to report, not "no match"; sites that are
             # merely not published yet have nothing to find.
             raise NoSiteLoadedError({name: failure.reason for name, failure in failures.items()})
         return loaded, states
+
+    def _indexed_at(self, ready: dict[str, LoadedSite | None], site: str) -> datetime | None:
+        """The searched index's age, else the one this instance holds (a site whose check outlasted the wait)."""
+        held = ready.get(site) or self._registry.current(site)
+        return held.fetched_at if held is not None else None
 
     def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
         """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""
@@ -166,6 +175,7 @@ class MkDocsProvider:
             breadcrumb=list(hit.breadcrumb),
             anchor=hit.section.anchor if hit.section is not None else entry.anchor,
             page_chars=loaded.index.page_chars.get(entry.page),
+            indexed_at=loaded.fetched_at,
         )
 
     def _location(self, site: str, location: str) -> str:
@@ -290,6 +300,7 @@ class MkDocsProvider:
             content=content,
             resolution=resolution,
             last_modified=_iso(fetched.page.last_modified) if fetched.page is not None else None,
+            indexed_at=loaded.fetched_at if loaded is not None else None,
             outline=reading.outline(content, loaded.index.sections(path) if loaded is not None else []),
         )
 

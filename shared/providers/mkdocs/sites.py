@@ -175,6 +175,24 @@ class SiteRegistry:
         task = self._inflight.get(site)
         return task is not None and not task.done() and site not in self._loaded
 
+    def check_soon(self, site: str) -> None:
+        """A newer copy was just written (a publish refresh): check the store now, in the background, rather than at
+        the next interval; requests keep being answered from the index in hand meanwhile."""
+        if site not in self._gates:
+            return
+        self._checked[site] = float("-inf")
+        if site in self._loaded or site in self._failed:
+            if site in self._failed:
+                failure = self._failed[site]
+                self._failed[site] = replace(failure, retry_at=self._clock(), store_checked=float("-inf"))
+            self._ready(site)
+
+    async def checked(self, site: str) -> None:
+        """Wait for the site's load or store check running in the background, if any (tests and tools use it)."""
+        task = self._inflight.get(site)
+        if task is not None:
+            await asyncio.wait([task])
+
     def _check_due(self, site: str) -> bool:
         return self._clock() - self._checked.get(site, 0.0) >= self._settings.cache.check_interval_seconds
 

@@ -3,9 +3,10 @@
 Per site: read the stored copy's properties (not its payload), send a conditional GET with the validators the
 origin gave last time, and then
     304       record in the metadata that the origin vouched for the copy again (no upload)   -> unchanged
-    200       validate (parses, has entries) and write it, conditionally                      -> refreshed
+    200       validate (parses, has entries) and write it, conditionally                      -> changed
               (or -> unchanged when the content is the same as the stored copy's)
     failure   leave the stored copy alone                                                      -> failed, reason
+Each outcome but a failure carries `fetchedAt`: when the origin last vouched for the copy the store now holds.
 One site's failure never stops the others. With shared storage, the stored index version's pages are then
 checked against the origin unless its missing-pages record is already complete (`pagecheck`: bounded
 concurrency, conditional requests, a time budget), and what is found is merged into the record beside the index,
@@ -37,8 +38,8 @@ from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
 
-REFRESHED, UNCHANGED, FAILED = "refreshed", "unchanged", "failed"
-OUTCOMES = (REFRESHED, UNCHANGED, FAILED)
+CHANGED, UNCHANGED, FAILED = "changed", "unchanged", "failed"
+OUTCOMES = (CHANGED, UNCHANGED, FAILED)
 
 
 async def warm_site(
@@ -144,18 +145,36 @@ async def _warm_index(
     try:
         if fetched is None:
             assert stat is not None  # a 304 only answers a conditional request
-            touched = await store.touch(name, datetime.now(UTC), expected_version=stat.version)
-            detail = "origin answered 304; metadata refreshed" if touched else "another instance refreshed it first"
-            return {"outcome": UNCHANGED, "detail": detail}
+            now = datetime.now(UTC)
+            touched = await store.touch(name, now, expected_version=stat.version)
+            if touched:
+                return {"outcome": UNCHANGED, "detail": "origin answered 304; metadata refreshed", **_at(now)}
+            return {
+                "outcome": UNCHANGED,
+                "detail": "another instance refreshed it first",
+                **await _stored_at(store, name),
+            }
         written = await store_newest(store, name, fetched.entry, expected_version=stat.version if stat else None)
+        entries = str(fetched.entry.entries)
+        if written is None:
+            detail = "another instance wrote a copy at least as new"
+            return {"outcome": UNCHANGED, "detail": detail, "entries": entries, **await _stored_at(store, name)}
     except StoreError as exc:
         return {"outcome": FAILED, "reason": f"cache write failed: {exc}"}
-    entries = str(fetched.entry.entries)
-    if written is None:
-        return {"outcome": UNCHANGED, "detail": "another instance wrote a copy at least as new", "entries": entries}
+    at = _at(fetched.entry.fetched_at)
     if stat is not None and stat.digest == fetched.entry.digest:
-        return {"outcome": UNCHANGED, "detail": "same content; validators refreshed", "entries": entries}
-    return {"outcome": REFRESHED, "entries": entries}
+        return {"outcome": UNCHANGED, "detail": "same content; validators refreshed", "entries": entries, **at}
+    return {"outcome": CHANGED, "entries": entries, **at}
+
+
+def _at(fetched_at: datetime) -> dict[str, str]:
+    return {"fetchedAt": fetched_at.astimezone(UTC).isoformat(timespec="seconds")}
+
+
+async def _stored_at(store: IndexStore, name: str) -> dict[str, str]:
+    """When the origin vouched for the copy another instance left in the store."""
+    stat = await store.stat(name)
+    return _at(stat.fetched_at) if stat is not None else {}
 
 
 async def warm_all(
@@ -189,9 +208,7 @@ async def warm_all(
         if "semantic" in outcome:
             log.info("warm-up %s: embeddings %s", site, outcome["semantic"])
     counts = {kind: sum(1 for item in outcomes if item["outcome"] == kind) for kind in OUTCOMES}
-    log.info(
-        "warm-up done: %d refreshed, %d unchanged, %d failed", counts[REFRESHED], counts[UNCHANGED], counts[FAILED]
-    )
+    log.info("warm-up done: %d changed, %d unchanged, %d failed", counts[CHANGED], counts[UNCHANGED], counts[FAILED])
     return report
 
 

@@ -24,7 +24,7 @@ from shared.providers.mkdocs.pagecheck import PageCheck
 from shared.providers.mkdocs.phantoms import save
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.warm import REFRESHED, UNCHANGED, warm_all, warm_site
+from shared.providers.mkdocs.warm import CHANGED, UNCHANGED, warm_all, warm_site
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, PHANTOM_PAGE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
@@ -335,7 +335,7 @@ async def test_the_warm_up_finds_a_phantom_in_a_new_index_version_with_condition
 
     second = await warm_all(blob_settings, counting_store)
 
-    assert second[SITE]["outcome"] == REFRESHED and second[SITE]["pages"] == "checked: 2 missing"
+    assert second[SITE]["outcome"] == CHANGED and second[SITE]["pages"] == "checked: 2 missing"
     asked = page_requests(static_origin)
     phantoms = {f"/{SITE}/{PHANTOM}", f"/{SITE}/{PHANTOM_PAGE}.md", f"/{SITE}/{GHOST}", "/alpha/legacy/ghost.md"}
     served = [request for request in asked if request[1] not in phantoms]

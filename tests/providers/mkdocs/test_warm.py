@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -19,7 +20,7 @@ from shared.errors import StoreError
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.vectors import SiteVectors
-from shared.providers.mkdocs.warm import FAILED, REFRESHED, UNCHANGED, warm_all
+from shared.providers.mkdocs.warm import CHANGED, FAILED, UNCHANGED, warm_all
 from shared.settings import DocumentationSettings
 from tests.support.encoders import WordEncoder, model_of
 from tests.support.sites import (
@@ -74,7 +75,7 @@ async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpub
     report = await warm_all(blob_settings, counting_store)
 
     assert {site: outcome["outcome"] for site, outcome in report.items()} == {
-        **dict.fromkeys(PUBLISHED_SITES, REFRESHED),
+        **dict.fromkeys(PUBLISHED_SITES, CHANGED),
         UNPUBLISHED_SITE: FAILED,
     }
     assert report[UNPUBLISHED_SITE]["status"] == "404" and "404" in report[UNPUBLISHED_SITE]["reason"]
@@ -141,10 +142,13 @@ async def test_changed_origin_content_is_validated_and_written(
     changed = json.dumps({"docs": [{"location": "", "title": "Home", "text": "<p>Rewritten.</p>"}]}).encode()
     static_origin.respond(index_path("beta-docs"), body=changed, content_type="application/json")
 
+    before = datetime.now(UTC).replace(microsecond=0)
     report = await warm_all(blob_settings, counting_store)
 
-    assert report["beta-docs"] == {"outcome": REFRESHED, "entries": "1", "pages": "checked: 0 missing"}
-    assert report["alpha"]["outcome"] == UNCHANGED
+    fetched_at = datetime.fromisoformat(report["beta-docs"].pop("fetchedAt"))
+    assert report["beta-docs"] == {"outcome": CHANGED, "entries": "1", "pages": "checked: 0 missing"}
+    assert fetched_at >= before  # the new version's, as the stored copy records it
+    assert report["alpha"]["outcome"] == UNCHANGED and "fetchedAt" in report["alpha"]
     assert blobs(azurite, blob_container)[blob_name("beta-docs")] == changed
 
 
@@ -186,7 +190,7 @@ async def test_a_blob_not_written_by_this_service_is_fetched_whole_and_replaced(
 
     report = await warm_all(blob_settings, counting_store)
 
-    assert report["alpha"]["outcome"] == REFRESHED
+    assert report["alpha"]["outcome"] == CHANGED
     assert static_origin.requests_for(index_path("alpha"))[0].header("If-None-Match") is None
     published = (built_origin / "alpha" / "search" / "search_index.json").read_bytes()
     assert blobs(azurite, blob_container)[blob_name("alpha")] == published
@@ -291,7 +295,7 @@ async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_war
     finally:
         await store.aclose()
 
-    assert {site: report[site]["outcome"] for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, REFRESHED)
+    assert {site: report[site]["outcome"] for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, CHANGED)
     assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {"failed: RuntimeError"}
     assert set(blobs(azurite, blob_container)) == stored_names()
 
@@ -319,7 +323,7 @@ async def test_embeddings_that_could_not_be_stored_fail_their_site_in_the_report
         report = await warm_all(blob_settings, store, embedding=model_of(WordEncoder()))
     finally:
         await store.aclose()
-    assert {report[site]["outcome"] for site in PUBLISHED_SITES} == {REFRESHED}
+    assert {report[site]["outcome"] for site in PUBLISHED_SITES} == {CHANGED}
     assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {
         "failed: the computed embeddings could not be stored"
     }

@@ -1,0 +1,193 @@
+"""The publish hook: `POST /api/admin/refresh` refreshes sites' cached indexes now, and where to read a long run.
+
+    POST /api/admin/refresh              {"sites": ["forge"]} (absent or empty: every site)
+        200  {"run", "status": "done", "sites": {site: {"outcome": "changed" | "unchanged" | "failed", "fetchedAt"...}}}
+        202  the refresh outlasted `Refresh__WaitSeconds` (or `Prefer: respond-async` asked not to wait): the same
+             body with `status: running`, and `Location: /api/admin/refresh/runs/{run}`
+    GET  /api/admin/refresh/runs/{run}   the run's report (from any instance sharing the storage, once done)
+
+Its own credential and policy, apart from reads: `Authorization: Bearer <one of Refresh__Tokens>` (compared in
+constant time; `Inbound__Tokens` is neither required nor accepted here), else `401`; no `Refresh__Tokens` set,
+every call is `401`; only unresolved Key Vault references set, `503`. Each caller (the token it presents) may
+start `BURST` calls at once and one more every `REFILL_SECONDS`; past that `429` with `Retry-After`. Refreshes
+themselves coalesce per site (`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly one
+more. Neither the token nor the body is logged.
+
+No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time, and the caller's
+dependency is built per app inside `install_admin_routes`.
+"""
+
+import asyncio
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Path, Request
+from fastapi.responses import JSONResponse
+
+from shared.api.errors import error
+from shared.api.inbound import BearerTokens
+from shared.api.rest import composition
+from shared.compose import Composition
+from shared.errors import InvalidRequestError
+from shared.service import by_nearness
+from shared.settings import PREFIX, DocumentationSettings
+
+log = logging.getLogger(__name__)
+
+REFRESH_PATH = "/api/admin/refresh"
+RUNS_PATH = REFRESH_PATH + "/runs/{run}"
+MAX_BODY_BYTES = 16_384
+BURST = 10
+REFILL_SECONDS = 6.0
+RUN_ID = r"^[0-9a-f]{32}$"
+
+
+class Unauthorized(Exception):
+    """The hook's credential is missing or wrong (401), or cannot be checked (503)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RateLimit:
+    """A token bucket per caller: `burst` at once, one more every `refill` seconds."""
+
+    def __init__(self, burst: int = BURST, refill: float = REFILL_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self._burst, self._refill, self._clock = burst, refill, clock
+        self._buckets: dict[int, tuple[float, float]] = {}
+
+    def take(self, caller: int) -> float:
+        """0 when the caller may go on (one taken), else the seconds until it may."""
+        now = self._clock()
+        level, at = self._buckets.get(caller, (float(self._burst), now))
+        level = min(float(self._burst), level + (now - at) / self._refill)
+        if level < 1:
+            self._buckets[caller] = (level, now)
+            return (1 - level) * self._refill
+        self._buckets[caller] = (level - 1, now)
+        return 0.0
+
+
+class RefreshGate:
+    """Who may call the hook: one of `Refresh__Tokens`, within its rate."""
+
+    def __init__(self, settings: DocumentationSettings, limit: RateLimit | None = None) -> None:
+        self._tokens = BearerTokens(settings.refresh.tokens)
+        self._limit = limit or RateLimit()
+
+    def caller(self, request: Request) -> int:
+        """The caller's token (its position); raises Unauthorized."""
+        if self._tokens.shut:
+            message = f"{PREFIX}Refresh__Tokens is an unresolved Key Vault reference: no caller is accepted"
+            raise Unauthorized(503, message)
+        if not self._tokens.configured:
+            raise Unauthorized(401, f"the refresh hook is off: set {PREFIX}Refresh__Tokens to accept a caller")
+        caller = self._tokens.match(request.headers.get("authorization", ""))
+        if caller is None:
+            log.info("refused a refresh hook call without an accepted token")
+            raise Unauthorized(401, "send Authorization: Bearer <one of Refresh__Tokens>")
+        return caller
+
+    def admit(self, caller: int) -> float:
+        """0 when the caller may start a refresh now, else the seconds until it may."""
+        return self._limit.take(caller)
+
+
+def install_admin_routes(app: FastAPI, settings: DocumentationSettings) -> None:
+    gate = RefreshGate(settings)
+
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(_: Request, exc: Unauthorized) -> JSONResponse:
+        if exc.status == 503:
+            return error(503, "unavailable", str(exc))
+        return error(401, "unauthorized", str(exc), headers={"WWW-Authenticate": "Bearer"})
+
+    def checked(request: Request) -> int:
+        return gate.caller(request)
+
+    Caller = Annotated[int, Depends(checked)]
+    Composed = Annotated[Composition, Depends(composition)]
+
+    @app.post(
+        REFRESH_PATH,
+        tags=["admin"],
+        responses={
+            202: {"description": "Still refreshing: read the outcome at `Location`."},
+            400: {"description": '`bad_request`: the body is not `{"sites": [...]}` naming configured sites.'},
+            401: {"description": "`unauthorized`: no accepted `Refresh__Tokens` bearer token."},
+            429: {"description": "`too_many_requests`: this caller called too often; `Retry-After` says when again."},
+        },
+    )
+    async def refresh(request: Request, caller: Caller, composed: Composed) -> JSONResponse:
+        """Refresh the named sites' cached indexes from the origin now (every site without `sites`), as the warm-up
+        timer does, and answer each site's outcome and its index's `fetchedAt`. Needs `Authorization: Bearer <one
+        of Refresh__Tokens>`; `Prefer: respond-async` answers `202` at once."""
+        sites = _sites(composed.settings, await _body(request))
+        wait = gate.admit(caller)
+        if wait > 0:
+            retry = max(1, math.ceil(wait))
+            message = f"this caller asked for refreshes too often; the next is accepted in {retry} s"
+            return error(429, "too_many_requests", message, headers={"Retry-After": str(retry)})
+        run = composed.refresher.request(sites)
+        if "respond-async" not in request.headers.get("prefer", "").lower():
+            futures = list(run.outcomes.values())
+            await asyncio.wait(futures, timeout=composed.settings.refresh.wait_seconds)
+        report = run.report()
+        if run.done:
+            return JSONResponse(report)
+        composed.refresher.keep(run)
+        location = RUNS_PATH.format(run=run.id)
+        return JSONResponse(report | {"location": location}, status_code=202, headers={"Location": location})
+
+    @app.get(RUNS_PATH, tags=["admin"], responses={404: {"description": "`not_found`: no such run."}})
+    async def run(
+        _: Caller, composed: Composed, run: Annotated[str, Path(pattern=RUN_ID, description="The run's id.")]
+    ) -> JSONResponse:
+        """A refresh run's report: `status` `running` until every site has its outcome, then `done`."""
+        report = await composed.refresher.outcome(run)
+        if report is None:
+            return error(404, "not_found", "no refresh run with this id (or its outcome was not recorded)")
+        return JSONResponse(report)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise InvalidRequestError(f"the body is larger than {MAX_BODY_BYTES:,} bytes")
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise InvalidRequestError('the body must be JSON: {"sites": ["<site>", ...]}') from None
+    if not isinstance(body, dict):
+        raise InvalidRequestError('the body must be a JSON object: {"sites": ["<site>", ...]}')
+    unknown = sorted(set(body) - {"sites"})
+    if unknown:
+        raise InvalidRequestError(f"no field {', '.join(f'`{name}`' for name in unknown)} here; this takes: sites")
+    return body
+
+
+def _sites(settings: DocumentationSettings, body: dict[str, Any]) -> list[str]:
+    """The configured sites named (case-insensitively), every site when none is."""
+    given = body.get("sites")
+    if given is None or given == []:
+        return list(settings.sites)
+    if not isinstance(given, list) or not all(isinstance(name, str) for name in given):
+        raise InvalidRequestError("sites must be a list of site names")
+    named: list[str] = []
+    for name in given:
+        site = settings.site_named(name.strip())
+        if site is None:
+            shown = name if re.fullmatch(r"[\w.-]{1,64}", name) else "a name"
+            raise InvalidRequestError(
+                f"{shown} is not a site this deployment caches; sites: {', '.join(by_nearness(name, settings.sites))}"
+            )
+        named.append(site)
+    return list(dict.fromkeys(named))

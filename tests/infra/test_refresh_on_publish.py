@@ -1,0 +1,153 @@
+"""The `refreshOnPublish` option of infra/main.bicep: off by default; when on, Event Grid's BlobCreated events of the
+docs container's search indexes reach a queue in the host storage that the app reads (Refresh__QueueName).
+
+Parsed with pycep-parser like tests/infra/test_bicep.py; the resource shapes follow Microsoft's Event Grid references
+("Storage queue as an event handler", deliveryWithResourceIdentity with the system topic's system-assigned identity).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.settings import PREFIX, DocumentationSettings, load_settings
+from tests.infra.test_bicep import INFRA, MAIN, accessor, azd_parameters, body, deployed_settings, parse, resources
+
+EVENTING = ("docsEvents", "refreshQueueSender", "docsEventsSubscription")
+"""The modules that exist only with the option: the system topic, its right to send, and the subscription."""
+
+
+def when_on(true_value: Any, false_value: Any) -> dict[str, Any]:
+    return {
+        "operator": {
+            "type": "conditional",
+            "operands": {"condition": "refreshOnPublish", "true_value": true_value, "false_value": false_value},
+        }
+    }
+
+
+def modules() -> dict[str, Any]:
+    return parse(MAIN)["modules"]
+
+
+def test_the_option_is_off_by_default_and_then_deploys_no_topic_subscription_queue_or_role() -> None:
+    parameters = parse(MAIN)["parameters"]
+    assert parameters["refreshOnPublish"]["default"] is False
+    assert azd_parameters({})["refreshOnPublish"] == "false"
+    for name in EVENTING:
+        assert modules()[name]["config"]["condition"] == "refreshOnPublish", f"{name} is deployed without the option"
+    # Off, the host storage gets no queue, the app's identity no queue role and the host no queue setting.
+    assert body(modules()["storage"])["params"]["queueName"] == when_on("refreshOnPublishQueue", "")
+    assert body(modules()["rbac"])["params"]["hostQueues"] == "refreshOnPublish"
+    assert body(modules()["api"])["params"]["hostQueues"] == "refreshOnPublish"
+    storage = resources(INFRA / "app" / "storage.bicep")
+    for name in ("queueService", "queue"):
+        condition = storage[name]["config"]["condition"]
+        assert condition == {"operator": {"type": "not", "operands": {"bool_value": _empty("queueName")}}}, name
+    rbac = resources(INFRA / "app" / "rbac.bicep")
+    assert rbac["storageQueueDataContributorAssignment"]["config"]["condition"] == "hostQueues"
+    assert parse(INFRA / "app" / "rbac.bicep")["parameters"]["hostQueues"]["default"] is False
+    assert parse(INFRA / "app" / "function.bicep")["parameters"]["hostQueues"]["default"] is False
+    # The queue's private endpoint comes with it.
+    assert parse(MAIN)["variables"]["storageServices"]["value"] == when_on(["blob", "queue"], ["blob"])
+
+
+def _empty(name: str) -> dict[str, Any]:
+    return {"function": {"type": "empty", "parameters": {"item_to_test": name}}}
+
+
+def test_the_queue_name_setting_is_the_queue_only_when_the_option_is_on() -> None:
+    assert deployed_settings()[f"{PREFIX}Refresh__QueueName"] == when_on("refreshOnPublishQueue", "")
+    assert DocumentationSettings.model_fields["refresh"].default_factory().queue_name == ""
+    queue = parse(MAIN)["parameters"]["refreshOnPublishQueue"]["default"]
+    # The same name everywhere: the queue created, the role's scope, the delivery's destination, the app's trigger.
+    assert body(modules()["refreshQueueSender"])["params"]["queueName"] == "refreshOnPublishQueue"
+    assert body(modules()["docsEventsSubscription"])["params"]["queueName"] == "refreshOnPublishQueue"
+    # The default is a name the service accepts (storage queue naming).
+    assert load_settings({f"{PREFIX}Refresh__QueueName": queue}).refresh.queue_name == queue
+    assert azd_parameters({})["refreshOnPublishQueue"] == queue
+    assert azd_parameters({"REFRESH_ON_PUBLISH": "true"})["refreshOnPublish"] == "true"
+
+
+def test_the_host_reads_queues_with_its_identity_when_the_option_is_on() -> None:
+    properties = body(resources(INFRA / "app" / "function.bicep")["settings"])["properties"]
+    queues = properties["function"]["parameters"]["arg_3"]
+    uri = accessor("storage", "properties", "primaryEndpoints", "queue")
+    assert queues == {
+        "operator": {
+            "type": "conditional",
+            "operands": {
+                "condition": "hostQueues",
+                "true_value": {"AzureWebJobsStorage__queueServiceUri": uri},
+                "false_value": {},
+            },
+        }
+    }
+
+
+def test_the_system_topic_is_the_docs_accounts_with_a_system_assigned_identity() -> None:
+    path = INFRA / "app" / "docs-events.bicep"
+    topic = body(resources(path)["topic"])
+    assert resources(path)["docs"]["existing"] is True
+    assert resources(path)["docs"]["type"] == "Microsoft.Storage/storageAccounts"
+    assert topic["properties"] == {"source": accessor("docs", "id"), "topicType": "Microsoft.Storage.StorageAccounts"}
+    assert topic["identity"] == {"type": "SystemAssigned"}
+    assert topic["location"] == accessor("docs", "location"), "a regional source's topic lives in its region"
+    assert parse(path)["outputs"]["principalId"]["value"] == accessor("topic", "identity", "principalId")
+    # Deployed where the docs account is (same subscription), default the app's resource group.
+    for name in ("docsEvents", "docsEventsSubscription"):
+        scope = body(modules()[name])["scope"]["function"]["parameters"]["resource_group_name"]
+        assert scope["operator"]["operands"]["condition"] == _empty("docsStorageResourceGroupName"), name
+        assert scope["operator"]["operands"]["true_value"] == accessor("rg", "name"), name
+    # An unnamed docs account stops the deployment with a message instead of an unknown-resource error.
+    account = body(modules()["docsEvents"])["params"]["storageAccountName"]["operator"]["operands"]
+    assert account["condition"] == _empty("docsStorageAccountName")
+    assert account["true_value"]["function"]["type"] == "fail"
+    assert "DOCS_STORAGE_ACCOUNT" in account["true_value"]["function"]["parameters"]["arg_1"]
+
+
+def test_the_subscription_sends_only_search_index_writes_of_the_docs_container() -> None:
+    path = INFRA / "app" / "docs-events-subscription.bicep"
+    subscription = body(resources(path)["subscription"])
+    assert subscription["parent"] == "topic" and resources(path)["topic"]["existing"] is True
+    assert subscription["properties"]["filter"] == {
+        "includedEventTypes": ["Microsoft.Storage.BlobCreated"],
+        "subjectBeginsWith": "/blobServices/default/containers/${containerName}/blobs/",
+        "subjectEndsWith": "indexPath",
+    }
+    params = body(modules()["docsEventsSubscription"])["params"]
+    assert params["containerName"] == "docsStorageContainer"
+    assert params["indexPath"] == "searchIndexPath"
+    parameters = parse(MAIN)["parameters"]
+    index_path = DocumentationSettings.model_fields["search_index_path"].default
+    assert parameters["searchIndexPath"]["default"] == index_path == "/search/search_index.json"
+    # `$web` (a static website) survives azd's substitution, which would read a bare `$web` as a variable.
+    assert parameters["docsStorageContainer"]["default"] == "$web"
+    assert azd_parameters({})["docsStorageContainer"] == "$web"
+    assert azd_parameters({"DOCS_STORAGE_CONTAINER": "site"})["docsStorageContainer"] == "site"
+
+
+def test_events_reach_the_refresh_queue_as_the_topics_identity_once_it_may_send() -> None:
+    path = INFRA / "app" / "docs-events-subscription.bicep"
+    properties = body(resources(path)["subscription"])["properties"]
+    assert "destination" not in properties, "deliver with the topic's identity, not a key"
+    assert properties["deliveryWithResourceIdentity"] == {
+        "identity": {"type": "SystemAssigned"},
+        "destination": {
+            "endpointType": "StorageQueue",
+            "properties": {"resourceId": "queueStorageAccountId", "queueName": "queueName"},
+        },
+    }
+    assert properties["eventDeliverySchema"] == "EventGridSchema"
+    params = body(modules()["docsEventsSubscription"])["params"]
+    assert params["queueStorageAccountId"] == accessor("storage", "outputs", "id"), "the host storage holds the queue"
+    assert params["systemTopicName"] == accessor("docsEvents", "outputs", "name")
+    assert body(modules()["docsEventsSubscription"])["dependsOn"] == ["refreshQueueSender"]
+    sender = body(modules()["refreshQueueSender"])
+    assert sender["scope"] == "rg"
+    assert sender["params"]["principalId"] == accessor("docsEvents", "outputs", "principalId")
+    assert sender["params"]["storageAccountName"] == accessor("storage", "outputs", "name")
+
+
+def test_the_publish_hook_endpoint_is_an_output() -> None:
+    output = parse(MAIN)["outputs"]["REFRESH_ENDPOINT"]["value"]
+    assert output == "https://${api.outputs.defaultHostName}/api/admin/refresh"
