@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from shared.api import create_app
+from shared.api.mcp import ago
 from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, SITES, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
@@ -88,6 +90,8 @@ async def test_search_then_get_the_first_location(server: UvicornServer) -> None
     assert {"location", "title", "url", "site", "previewText", "score", "breadcrumb"} <= set(results[0])
     rendering = text(found)
     assert results[0]["location"] in rendering and "get_doc" in rendering
+    assert f"Freshness: {results[0]['site']} index fetched just now" in rendering  # in words, for the agent
+    assert results[0]["indexedAt"] and got.structured_content is not None and got.structured_content["indexedAt"]
     assert not got.is_error and got.structured_content is not None
     assert got.structured_content["location"] == results[0]["location"]
     assert got.structured_content["resolution"]["reason"] == "resolved"
@@ -231,3 +235,13 @@ async def test_a_miss_says_did_you_mean_in_text_and_fields(server: UvicornServer
     assert result.is_error and "Did you mean: guide/install/" in text(result)
     assert result.structured_content is not None
     assert "guide/install/" in result.structured_content["resolution"]["suggestions"]
+
+
+def test_index_ages_are_said_in_words() -> None:
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    assert ago(now - timedelta(seconds=30), now) == "just now"
+    assert ago(now - timedelta(minutes=1, seconds=5), now) == "1 minute ago"
+    assert ago(now - timedelta(minutes=12), now) == "12 minutes ago"
+    assert ago(now - timedelta(hours=3, minutes=59), now) == "3 hours ago"
+    assert ago(now - timedelta(days=2), now) == "2 days ago"
+    assert ago(now + timedelta(seconds=5), now) == "just now"  # a clock a little ahead is not "in the future"

@@ -140,6 +140,11 @@ async def test_a_realistic_answer_is_mapped_as_the_spec_says(
     assert (second.title, second.preview_text) == ("hub", "Hub networking for landing zones.")
     assert (third.title, third.preview_text) == ("faq", "")
     assert {r.provider for r in results} == {"ai_search"}
+    # The service cannot say when it indexed a page: every site in scope searched, no time claimed.
+    assert {r.indexed_at for r in results} == {None}
+    assert {site: (state.state.value, state.indexed_at) for site, state in results.sites.items()} == {
+        site: ("searched", None) for site in provider.sites
+    }
 
 
 async def test_site_searches_filter_on_the_site_field_with_the_configured_filter(

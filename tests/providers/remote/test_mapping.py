@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from shared.models import Reason
+from shared.models import Reason, SiteAnswer
 from shared.providers.remote import mapping
 
 RESULT = {
@@ -33,6 +35,28 @@ def test_results_are_attributed_here_and_say_which_backend_answered_there() -> N
     assert backend == "ai_search" and len(results) == 2
     assert {r.provider for r in results} == {"smithy_remote"} and results[0].location == "guide/install"
     assert {r.backend for r in results} == {"ai_search"}  # each result says which backend answered there
+
+
+def test_the_remotes_freshness_is_kept_and_an_older_remotes_bare_site_states_are_read() -> None:
+    indexed = "2026-12-02T10:00:00Z"
+    answer = {
+        "query": "q",
+        "provider": "mkdocs",
+        "results": [RESULT | {"indexedAt": indexed}],
+        "sites": {
+            "alpha": {"state": "searched", "indexedAt": indexed},
+            "beta": {"state": "loading", "indexedAt": None},
+        },
+    }
+    results, _ = mapping.search_results(answer, 5)
+    assert results[0].indexed_at == datetime(2026, 12, 2, 10, tzinfo=UTC)
+    assert results.sites["alpha"].indexed_at == results[0].indexed_at
+    assert results.sites["beta"].state is SiteAnswer.LOADING
+
+    older = {"query": "q", "provider": "mkdocs", "results": [RESULT], "sites": {"alpha": "searched"}}
+    results, _ = mapping.search_results(older, 5)
+    assert results.sites["alpha"].state is SiteAnswer.SEARCHED and results.sites["alpha"].indexed_at is None
+    assert results[0].indexed_at is None
 
 
 def test_a_document_keeps_everything_but_its_attribution() -> None:
