@@ -66,8 +66,9 @@ def environment(origin: str, storage: str, corpus_sites: str, overrides: str) ->
     }
 
 
-def publish(root: Path, site: str, nonce: str) -> tuple[str, str]:
-    """A new page on `site` as a docs build publishes it; returns its path and words only it has."""
+def publish(root: Path, site: str, nonce: str, index_file: Path) -> tuple[str, str]:
+    """A new page on `site` as a docs build publishes it (`index_file`: the site's published index); returns its
+    path and words only it has."""
     words = f"zephyr{nonce} cadence{nonce}"
     path = f"release-train-{nonce}/"
     page = root / site / path
@@ -80,20 +81,24 @@ def publish(root: Path, site: str, nonce: str) -> tuple[str, str]:
     (root / site / f"release-train-{nonce}.md").write_text(
         f"# Release train {nonce}\n\nThe {words} train leaves on Tuesdays.\n", encoding="utf-8"
     )
-    index_path = root / site / "search" / "search_index.json"
+    index_path = index_file
     index = json.loads(index_path.read_bytes())
     index["docs"].append({"location": path, "title": f"Release train {nonce}", "text": f"<p>The {words} train.</p>"})
     index_path.write_text(json.dumps(index), encoding="utf-8")
     return path, words
 
 
-async def ready(client: httpx.AsyncClient, deadline: float) -> None:
+async def ready(client: httpx.AsyncClient, deadline: float) -> list[str]:
+    """Wait until every site is loaded with its vectors, or failed (not published); the loaded ones."""
     while True:
         try:
             await client.get("/api/docs/search", params={"q": "*", "limit": 25})
             sites = (await client.get("/api/health")).json()["providers"]["mkdocs"]["sites"]
-            if all(state["state"] == "loaded" and state.get("semantic") != "pending" for state in sites.values()):
-                return
+            settled = [
+                state["state"] == "failed" or state.get("semantic") not in (None, "pending") for state in sites.values()
+            ]
+            if all(settled):
+                return [site for site, state in sites.items() if state["state"] == "loaded"]
         except (httpx.HTTPError, KeyError, ValueError):
             pass
         if time.monotonic() > deadline:
@@ -101,9 +106,11 @@ async def ready(client: httpx.AsyncClient, deadline: float) -> None:
         await asyncio.sleep(0.5)
 
 
-async def round_trip(first: httpx.AsyncClient, second: httpx.AsyncClient, root: Path, site: str) -> dict[str, Any]:
+async def round_trip(
+    first: httpx.AsyncClient, second: httpx.AsyncClient, root: Path, site: str, index_file: Path
+) -> dict[str, Any]:
     nonce = uuid.uuid4().hex[:8]
-    path, words = publish(root, site, nonce)
+    path, words = publish(root, site, nonce, index_file)
     started = time.monotonic()
     hooked = await first.post(
         "/api/admin/refresh", json={"sites": [site]}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=240
@@ -178,14 +185,17 @@ async def store_calls_per_hour(env: dict[str, str]) -> dict[str, Any]:
     }
 
 
-async def publishes(args: argparse.Namespace, ports: list[int], root: Path, sites: list[str]) -> list[dict[str, Any]]:
+async def publishes(
+    args: argparse.Namespace, ports: list[int], root: Path, sites: list[str], indexes: dict[str, Path]
+) -> list[dict[str, Any]]:
     async with (
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[0]}", timeout=60) as first,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[1]}", timeout=60) as second,
     ):
         deadline = time.monotonic() + args.ready_timeout
-        await asyncio.gather(ready(first, deadline), ready(second, deadline))
-        return [await round_trip(first, second, root, site) for site in sites[: args.rounds]]
+        loaded, _ = await asyncio.gather(ready(first, deadline), ready(second, deadline))
+        chosen = [site for site in sites if site in loaded][: args.rounds]
+        return [await round_trip(first, second, root, site, indexes[site]) for site in chosen]
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -195,6 +205,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         root = Path(shutil.copytree(corpus or fixture_origin(), Path(scratch) / "origin"))
         with StaticOrigin(root) as origin, Azurite() as azurite:
             env = environment(origin.url, azurite.connection_string, sites, overrides)
+            settings = load_settings(env)
+            indexes = {
+                site: root / settings.index_url(site).removeprefix(settings.origin).lstrip("/")
+                for site in settings.sites
+            }
             started = time.monotonic()
             warm = subprocess.run(
                 [sys.executable, "-m", "shared", "warm"], cwd=REPO, env=env, capture_output=True, text=True
@@ -207,7 +222,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 for port in ports:
                     command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
                     servers.append(subprocess.Popen(command, cwd=REPO, env=env))
-                rounds = asyncio.run(publishes(args, ports, root, [site for site in sites.split(",") if site]))
+                rounds = asyncio.run(publishes(args, ports, root, list(settings.sites), indexes))
             finally:
                 for server in servers:
                     server.terminate()

@@ -33,7 +33,17 @@ RESOURCE_TEMPLATE = "docs://{site}/{+path}{?offset,maxChars}"
 RESOURCE_NOT_FOUND = -32002
 """The MCP specification's JSON-RPC code for a resource that does not exist."""
 QUERY_NAMES = ("offset", "maxChars")
-META_FIELDS = ("location", "site", "url", "totalChars", "offset", "nextOffset", "contentHash", "lastModified")
+META_FIELDS = (
+    "location",
+    "site",
+    "url",
+    "totalChars",
+    "offset",
+    "nextOffset",
+    "contentHash",
+    "lastModified",
+    "indexedAt",
+)
 TEMPLATE = UriTemplate.parse(RESOURCE_TEMPLATE)
 
 

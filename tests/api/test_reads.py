@@ -268,6 +268,7 @@ async def test_search_results_link_their_pages_as_resources_that_read(server: Uv
             first = read.contents[0]
             assert isinstance(first, TextResourceContents) and first.mime_type == "text/markdown"
             assert (first.meta or {})["lastModified"].endswith("Z")  # the origin's Last-Modified
+            assert (first.meta or {})["indexedAt"]  # and how fresh the index it resolved with is
             assert len(json.dumps(read.model_dump(mode="json", by_alias=True, exclude_none=True))) <= BUDGET
             contents.append(first.text)
             uri = (first.meta or {}).get("nextUri", "")
