@@ -82,6 +82,15 @@ param docsStorageContainer string = '$web'
 @maxLength(63)
 param refreshOnPublishQueue string = 'docs-refresh'
 
+@description('Entra ID sign-in (docs/deployment.md, "Sign in with Entra ID"): an app registration is created with the Microsoft Graph Bicep extension, or existingEntraAppClientId names one, and the app validates every /api/* request\'s access token itself (Forge__Documentation__Auth__*, Forge__Documentation__Refresh__AppRoles); the HTTP function is then anonymous and Entra is the gate. Creating the registration needs a deploying identity allowed to register applications.')
+param entraAuth bool = false
+
+@description('With entraAuth: the client id of an existing app registration to use instead of creating one; it needs the Application ID URI api://<client id>, the delegated scope docs.read and the application roles Docs.Read.All and Docs.Refresh. Empty: the deployment creates and maintains the registration.')
+param existingEntraAppClientId string = ''
+
+@description('With entraAuth and a created registration: more client ids (comma-separated), such as an organisation\'s own agent CLI registration, pre-authorized for docs.read besides VS Code and the Azure CLI.')
+param entraPreAuthorizedClientIds string = ''
+
 // ---------------------------------------------------------------------------------------------------------------
 // The service's settings (Forge__Documentation__*): one parameter each, named after the setting, with its default
 // ---------------------------------------------------------------------------------------------------------------
@@ -234,6 +243,27 @@ param refreshTokens string = ''
 @description('Forge__Documentation__Refresh__WaitSeconds: how long the publish hook waits for its refresh before answering 202 (at most 220, below the front end\'s 230 s).')
 param refreshWaitSeconds string = '100'
 
+@description('Forge__Documentation__Refresh__AppRoles: app roles whose app-only Entra tokens may call the publish hook (comma-separated); entraAuth sets Docs.Refresh.')
+param refreshAppRoles string = ''
+
+@description('Forge__Documentation__Auth__TenantId: the tenant whose access tokens are accepted; with authAudience it turns sign-in on. entraAuth sets this deployment\'s tenant.')
+param authTenantId string = ''
+
+@description('Forge__Documentation__Auth__Audience: the app registration\'s Application ID URI (api://<client id>) or client id; entraAuth sets the registration\'s.')
+param authAudience string = ''
+
+@description('Forge__Documentation__Auth__Scopes: delegated scopes a user\'s token must carry one of (comma-separated); entraAuth sets docs.read.')
+param authScopes string = ''
+
+@description('Forge__Documentation__Auth__AppRoles: app roles accepted from app-only callers that read (comma-separated); entraAuth sets Docs.Read.All.')
+param authAppRoles string = ''
+
+@description('Forge__Documentation__Auth__Authority: the identity platform\'s host (another for a sovereign cloud).')
+param authAuthority string = 'https://login.microsoftonline.com'
+
+@description('Forge__Documentation__Auth__Resource: the MCP endpoint\'s public URL in the protected resource metadata (a custom domain); empty: https://<default host name>/api/mcp.')
+param authResource string = ''
+
 // ---------------------------------------------------------------------------------------------------------------
 
 var abbrs = loadJsonContent('abbreviations.json')
@@ -257,6 +287,12 @@ var remoteFunctionsKeyGiven = remoteEnabled && !empty(remoteFunctionsKey)
 var inboundTokensGiven = !empty(inboundTokens)
 var refreshTokensGiven = !empty(refreshTokens)
 var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven || refreshTokensGiven
+// Entra ID sign-in: what the registration exposes and what the app then requires are the same names.
+var docsReadScope = 'docs.read'
+var docsReadRole = 'Docs.Read.All'
+var docsRefreshRole = 'Docs.Refresh'
+var entraAppCreated = entraAuth && empty(existingEntraAppClientId)
+var entraAudience = entraAppCreated ? entraApp.outputs.identifierUri : 'api://${existingEntraAppClientId}'
 // Key Vault's private DNS zone is privatelink.vaultcore.<cloud>, not privatelink plus the vault suffix (.vault.<cloud>).
 var keyVaultDnsZoneName = 'privatelink${replace(environment().suffixes.keyvaultDns, '.vault.', '.vaultcore.')}'
 // An instance below 2048 MB cannot hold semantic matching (instanceMemoryMB): such a deployment is refused.
@@ -301,6 +337,14 @@ var coreSettings = {
   // Empty (no queue trigger) unless refreshOnPublish creates the queue and the events that fill it.
   Forge__Documentation__Refresh__QueueName: refreshOnPublish ? refreshOnPublishQueue : ''
   Forge__Documentation__Identity__ClientId: identity.outputs.clientId
+  // With entraAuth, sign-in points at the app registration; without it, the parameters pass through (empty: off).
+  Forge__Documentation__Auth__TenantId: entraAuth ? tenant().tenantId : authTenantId
+  Forge__Documentation__Auth__Audience: entraAuth ? entraAudience : authAudience
+  Forge__Documentation__Auth__Scopes: entraAuth ? docsReadScope : authScopes
+  Forge__Documentation__Auth__AppRoles: entraAuth ? docsReadRole : authAppRoles
+  Forge__Documentation__Auth__Authority: authAuthority
+  Forge__Documentation__Auth__Resource: authResource
+  Forge__Documentation__Refresh__AppRoles: entraAuth ? docsRefreshRole : refreshAppRoles
 }
 var aiSearchSettings = aiSearchEnabled ? {
   Forge__Documentation__AiSearch__Endpoint: aiSearchEndpointUrl
@@ -475,6 +519,20 @@ module vaultEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && any
   }
 }
 
+// Entra ID sign-in (entraAuth): the app registration and its enterprise application, in the tenant. The module sits in
+// the resource group like every other, but what it creates does not (the Graph extension's resources are tenant-wide).
+module entraApp 'app/entra-app.bicep' = if (entraAppCreated) {
+  name: 'entra-app'
+  scope: rg
+  params: {
+    uniqueName: '${abbrs.webSitesFunctions}api-${resourceToken}'
+    scopeValue: docsReadScope
+    readRoleValue: docsReadRole
+    refreshRoleValue: docsRefreshRole
+    extraPreAuthorizedClientIds: empty(entraPreAuthorizedClientIds) ? [] : split(replace(entraPreAuthorizedClientIds, ' ', ''), ',')
+  }
+}
+
 module api 'app/function.bicep' = {
   name: 'api'
   scope: rg
@@ -555,3 +613,8 @@ output REFRESH_ENDPOINT string = 'https://${api.outputs.defaultHostName}/api/adm
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
 output AZURE_KEY_VAULT_NAME string = anySecretGiven ? keyVaultName : ''
+// Entra ID sign-in: what a caller's Remote__Scope and an app role assignment need. Named apart from the
+// existingEntraAppClientId variable (ENTRA_EXISTING_APP_CLIENT_ID): azd feeds outputs back as variables.
+output ENTRA_APP_CLIENT_ID string = entraAuth ? (entraAppCreated ? entraApp.outputs.clientId : existingEntraAppClientId) : ''
+output ENTRA_APP_ID_URI string = entraAuth ? entraAudience : ''
+output ENTRA_APP_SERVICE_PRINCIPAL_ID string = entraAppCreated ? entraApp.outputs.servicePrincipalId : ''

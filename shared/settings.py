@@ -133,10 +133,19 @@ class RefreshSettings(_Section):
     """The storage queue (in the host's `AzureWebJobsStorage`) Event Grid drops the docs container's `BlobCreated`
     events into; set, the Functions app reads it and refreshes the site whose index was written. Empty: no queue."""
 
+    app_roles: tuple[str, ...] = Field((), alias="AppRoles")
+    """With Entra sign-in (`Auth__*`): app roles whose app-only tokens may call the hook too (a pipeline's managed
+    identity or workload identity), instead of a shared token."""
+
     @field_validator("tokens", mode="before")
     @classmethod
     def _tokens(cls, value: Any) -> Any:
         return _secret_list(value)
+
+    @field_validator("app_roles", mode="before")
+    @classmethod
+    def _roles(cls, value: Any) -> Any:
+        return _names(value)
 
     @field_validator("queue_name")
     @classmethod
@@ -270,6 +279,89 @@ class RemoteSettings(_Section):
         return value.strip() or None if value is not None else None
 
 
+def _names(value: Any) -> Any:
+    """A list of names: comma-separated, indexed (`Key__0`, ...) or a sequence; trimmed, empty entries dropped."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if isinstance(value, Mapping):
+        value = [value[k] for k in sorted(value, key=int)]
+    return tuple(str(name).strip() for name in value if str(name).strip())
+
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class AuthSettings(_Section):
+    """`Forge__Documentation__Auth__*`: Entra ID sign-in; every `/api/*` route but health (and the publish hook, which
+    has its own credential) then requires a Microsoft identity platform v2.0 access token issued for this app."""
+
+    tenant_id: str | None = Field(None, alias="TenantId")
+    """The Entra tenant (directory) id whose tokens are accepted; with `Audience`, turns sign-in on."""
+    audience: str | None = Field(None, alias="Audience")
+    """What the tokens are issued for: the app registration's client id, or its Application ID URI
+    (`api://<client id>` also accepts tokens whose `aud` is the bare client id, as v2.0 tokens carry it)."""
+    scopes: tuple[str, ...] = Field((), alias="Scopes")
+    """Delegated scopes (comma-separated, such as `docs.read`): a user's token must carry one of them in `scp`."""
+    app_roles: tuple[str, ...] = Field((), alias="AppRoles")
+    """App roles (comma-separated) accepted from app-only callers (another deployment's managed identity) in
+    `roles`. With neither scopes nor roles set, any valid token for the audience is accepted."""
+    authority: str = Field("https://login.microsoftonline.com", alias="Authority")
+    """The identity platform's host: tokens come from `{Authority}/{TenantId}/v2.0` and its keys from
+    `{Authority}/{TenantId}/discovery/v2.0/keys`. Plain `http` only for a loopback host (tests)."""
+    resource: str | None = Field(None, alias="Resource")
+    """The MCP endpoint's public URL for the protected resource metadata; unset: `https://{WEBSITE_HOSTNAME}/api/mcp`,
+    else the address the server is bound to."""
+
+    @field_validator("tenant_id", "audience")
+    @classmethod
+    def _trimmed(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+    @field_validator("tenant_id")
+    @classmethod
+    def _tenant(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]{0,253}", value):
+            raise ValueError("must be a tenant id (a GUID) or a verified domain name")
+        return value
+
+    @field_validator("scopes", "app_roles", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _names(value)
+
+    @field_validator("authority")
+    @classmethod
+    def _authority(cls, value: str) -> str:
+        value = absolute_url(value, "an absolute URL such as https://login.microsoftonline.com").rstrip("/")
+        parts = urlsplit(value)
+        if parts.scheme != "https" and parts.hostname not in LOOPBACK_HOSTS:
+            raise ValueError("must be https (plain http only for a loopback host)")
+        return value
+
+    @field_validator("resource")
+    @classmethod
+    def _resource(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return absolute_url(value, "the MCP endpoint's absolute public URL, such as https://docs.example.com/api/mcp")
+
+    @property
+    def enabled(self) -> bool:
+        return self.tenant_id is not None and self.audience is not None
+
+    @property
+    def issuer(self) -> str:
+        return f"{self.authority}/{self.tenant_id}/v2.0"
+
+    @property
+    def keys_url(self) -> str:
+        return f"{self.authority}/{self.tenant_id}/discovery/v2.0/keys"
+
+    def scopes_supported(self) -> list[str]:
+        """The scopes in the form Entra clients request them: `{Audience}/{scope}`."""
+        return [f"{(self.audience or '').rstrip('/')}/{scope}" for scope in self.scopes]
+
+
 class InboundSettings(_Section):
     """`Forge__Documentation__Inbound__*`: bearer tokens this app requires, for hosts without Functions keys."""
 
@@ -348,6 +440,7 @@ class DocumentationSettings(BaseSettings):
     remote: RemoteSettings | None = Field(None, alias="Remote")
     inbound: InboundSettings = Field(default_factory=InboundSettings, alias="Inbound")
     refresh: RefreshSettings = Field(default_factory=RefreshSettings, alias="Refresh")
+    auth: AuthSettings = Field(default_factory=AuthSettings, alias="Auth")
     host_storage: SecretStr | None = Field(None, alias="AzureWebJobsStorage")
     host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")
     website_hostname: str | None = Field(None, alias="WEBSITE_HOSTNAME")

@@ -67,7 +67,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     # (module prefix, what it may import from shared; its own package is always allowed)
     ("shared.__main__", {"shared.cli"}),
     ("shared.cli", {"*"}),
-    ("shared.api", {"shared.compose", "shared.service", "shared.embedding", *CONTRACT, *BASE}),
+    ("shared.api", {"shared.compose", "shared.service", "shared.embedding", "shared.entra", *CONTRACT, *BASE}),
     ("shared.compose", {"*"}),
     ("shared.service", {*CONTRACT, *BASE}),
     ("shared.providers.base", BASE),
@@ -75,6 +75,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.providers", BASE),
     ("shared.cache", {"shared.fetch", "shared.identity", *BASE}),
     ("shared.fetch", BASE),
+    ("shared.entra", {"shared.fetch", *BASE}),  # the tenant's signing keys, fetched like everything else
     ("shared.embedding", BASE),
     ("shared.identity", BASE),
     ("shared.telemetry", {"shared.identity", *BASE}),  # the exporter authenticates as the app's identity

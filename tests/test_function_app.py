@@ -75,6 +75,17 @@ def test_worker_indexing_finds_the_http_app_the_admin_routes_and_the_timer(funct
     assert binding["name"] == "timer"
 
 
+def test_with_entra_sign_in_the_app_is_the_gate_and_the_function_is_anonymous(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {
+        "Forge__Documentation__Origin": "http://127.0.0.1:9",
+        "Forge__Documentation__Auth__TenantId": "11111111-2222-3333-4444-555555555555",
+        "Forge__Documentation__Auth__Audience": "api://docs",
+    }
+    module = import_function_app(monkeypatch, env)
+    trigger, _ = json.loads(functions(module)["http_app_func"].get_function_json())["bindings"]
+    assert trigger["authLevel"] == "ANONYMOUS"  # the metadata and the 401 challenge reach clients
+
+
 def test_host_json_leaves_api_paths_to_the_app() -> None:
     with open("host.json", encoding="utf-8") as handle:
         host = json.load(handle)

@@ -7,7 +7,9 @@
     GET  /api/admin/refresh/runs/{run}   the run's report (from any instance sharing the storage, once done)
 
 Its own credential and policy, apart from reads: `Authorization: Bearer <one of Refresh__Tokens>` (compared in
-constant time; `Inbound__Tokens` is neither required nor accepted here), else `401`; no `Refresh__Tokens` set,
+constant time; `Inbound__Tokens` and read scopes are neither required nor accepted here), or, with Entra sign-in,
+an app-only token carrying one of `Refresh__AppRoles` (a pipeline's managed identity: no shared secret); else `401`
+(`403` for a valid token without the role, `503` when the tenant's keys are out of reach); nothing configured,
 every call is `401`; only unresolved Key Vault references set, `503`. Each caller (the token it presents) may
 start `BURST` calls at once and one more every `REFILL_SECONDS`; past that `429` with `Retry-After`. Refreshes
 themselves coalesce per site (`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly one
@@ -30,9 +32,11 @@ from fastapi import Depends, FastAPI, Path, Request
 from fastapi.responses import JSONResponse
 
 from shared.api.errors import error
-from shared.api.inbound import BearerTokens
+from shared.api.inbound import BEARER, BearerTokens
 from shared.api.rest import composition
 from shared.compose import Composition
+from shared.deadline import budget
+from shared.entra import EntraVerifier, Grant, KeysUnavailable, Outcome
 from shared.errors import InvalidRequestError
 from shared.service import by_nearness
 from shared.settings import PREFIX, DocumentationSettings
@@ -48,7 +52,7 @@ RUN_ID = r"^[0-9a-f]{32}$"
 
 
 class Unauthorized(Exception):
-    """The hook's credential is missing or wrong (401), or cannot be checked (503)."""
+    """The hook's credential is missing or wrong (401), lacks the role (403), or cannot be checked (503)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -60,9 +64,9 @@ class RateLimit:
 
     def __init__(self, burst: int = BURST, refill: float = REFILL_SECONDS, clock: Callable[[], float] = time.monotonic):
         self._burst, self._refill, self._clock = burst, refill, clock
-        self._buckets: dict[int, tuple[float, float]] = {}
+        self._buckets: dict[str, tuple[float, float]] = {}
 
-    def take(self, caller: int) -> float:
+    def take(self, caller: str) -> float:
         """0 when the caller may go on (one taken), else the seconds until it may."""
         now = self._clock()
         level, at = self._buckets.get(caller, (float(self._burst), now))
@@ -77,41 +81,69 @@ class RateLimit:
 class RefreshGate:
     """Who may call the hook: one of `Refresh__Tokens`, within its rate."""
 
-    def __init__(self, settings: DocumentationSettings, limit: RateLimit | None = None) -> None:
+    def __init__(
+        self, settings: DocumentationSettings, verifier: EntraVerifier | None = None, limit: RateLimit | None = None
+    ) -> None:
+        self._settings = settings
         self._tokens = BearerTokens(settings.refresh.tokens)
+        roles = frozenset(settings.refresh.app_roles)
+        self._verifier = verifier if roles else None
+        self._grant = Grant(frozenset(), roles)
         self._limit = limit or RateLimit()
 
-    def caller(self, request: Request) -> int:
-        """The caller's token (its position); raises Unauthorized."""
+    async def caller(self, request: Request) -> str:
+        """Who calls (a token's position, or an Entra caller's object id); raises Unauthorized."""
+        authorization = request.headers.get("authorization", "")
+        matched = self._tokens.match(authorization)
+        if matched is not None:
+            return f"token {matched}"
+        if self._verifier is not None and authorization[: len(BEARER)].lower() == BEARER:
+            return await self._entra(authorization[len(BEARER) :].strip())
         if self._tokens.shut:
             message = f"{PREFIX}Refresh__Tokens is an unresolved Key Vault reference: no caller is accepted"
             raise Unauthorized(503, message)
-        if not self._tokens.configured:
-            raise Unauthorized(401, f"the refresh hook is off: set {PREFIX}Refresh__Tokens to accept a caller")
-        caller = self._tokens.match(request.headers.get("authorization", ""))
-        if caller is None:
-            log.info("refused a refresh hook call without an accepted token")
-            raise Unauthorized(401, "send Authorization: Bearer <one of Refresh__Tokens>")
-        return caller
+        if not self._tokens.configured and self._verifier is None:
+            message = f"the refresh hook is off: set {PREFIX}Refresh__Tokens (or Refresh__AppRoles with Entra sign-in)"
+            raise Unauthorized(401, message)
+        log.info("refused a refresh hook call without an accepted token")
+        raise Unauthorized(401, "send Authorization: Bearer <one of Refresh__Tokens>")
 
-    def admit(self, caller: int) -> float:
+    async def _entra(self, token: str) -> str:
+        assert self._verifier is not None
+        try:
+            with budget(self._settings.request_timeout_seconds):
+                checked = await self._verifier.check(token, self._grant)
+        except KeysUnavailable:
+            raise Unauthorized(
+                503, "tokens cannot be checked right now: the tenant's signing keys are out of reach"
+            ) from None
+        if checked.outcome is Outcome.NOT_GRANTED:
+            raise Unauthorized(403, "the token carries none of the app roles that may refresh (Refresh__AppRoles)")
+        if checked.outcome is not Outcome.ACCEPTED:
+            log.info("refused a refresh hook call with an invalid token")
+            raise Unauthorized(401, "the access token is not valid for this app: sign in again")
+        return f"entra {checked.caller}"
+
+    def admit(self, caller: str) -> float:
         """0 when the caller may start a refresh now, else the seconds until it may."""
         return self._limit.take(caller)
 
 
-def install_admin_routes(app: FastAPI, settings: DocumentationSettings) -> None:
-    gate = RefreshGate(settings)
+def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier: EntraVerifier | None = None) -> None:
+    gate = RefreshGate(settings, verifier)
 
     @app.exception_handler(Unauthorized)
     async def unauthorized(_: Request, exc: Unauthorized) -> JSONResponse:
         if exc.status == 503:
             return error(503, "unavailable", str(exc))
+        if exc.status == 403:
+            return error(403, "forbidden", str(exc), headers={"WWW-Authenticate": 'Bearer error="insufficient_scope"'})
         return error(401, "unauthorized", str(exc), headers={"WWW-Authenticate": "Bearer"})
 
-    def checked(request: Request) -> int:
-        return gate.caller(request)
+    async def checked(request: Request) -> str:
+        return await gate.caller(request)
 
-    Caller = Annotated[int, Depends(checked)]
+    Caller = Annotated[str, Depends(checked)]
     Composed = Annotated[Composition, Depends(composition)]
 
     @app.post(

@@ -20,8 +20,10 @@ from shared.api.inbound import InboundCheck
 from shared.api.limits import ConcurrencyLimit
 from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
 from shared.api.rest import install_routes
+from shared.api.signin import metadata_routes
 from shared.compose import compose, process_embedding
 from shared.embedding import EmbeddingModel
+from shared.entra import EntraVerifier
 from shared.providers.base import DocumentationProvider
 from shared.settings import DocumentationSettings, load_settings
 from shared.telemetry import redaction
@@ -51,6 +53,7 @@ def create_app(
     redaction.install()
     model = process_embedding(settings) if embedding is _Default.FROM_SETTINGS else embedding
     endpoint = McpEndpoint()
+    verifier = EntraVerifier(settings.auth) if settings.auth.enabled else None
     own_hosts = (*((settings.website_hostname,) if settings.website_hostname else ()), *settings.mcp.allowed_hosts)
 
     @asynccontextmanager
@@ -73,6 +76,8 @@ def create_app(
                     yield
                 finally:
                     app.state.composition, endpoint.server = None, None
+                    if verifier is not None:
+                        await verifier.aclose()
 
     app = FastAPI(
         title="Documentation retrieval",
@@ -88,11 +93,12 @@ def create_app(
     install_error_handlers(app)
     _install_access_log(app)
     app.add_middleware(CancelOnDisconnect)
-    app.add_middleware(InboundCheck, settings=settings)
+    app.add_middleware(InboundCheck, settings=settings, verifier=verifier)
     app.add_middleware(ConcurrencyLimit, limit=settings.inbound.max_concurrent_per_client)
     declared = {site.lower(): site for provider in providers for site in provider.sites}
     install_routes(app, [*settings.sites, *(site for key, site in declared.items() if not settings.site_named(key))])
-    install_admin_routes(app, settings)
+    install_admin_routes(app, settings, verifier)
+    app.router.routes.extend(metadata_routes(settings))
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.
     for path in (MCP_PATH, MCP_PATH + "/"):
         # POST only: stateless JSON holds no SSE stream (GET) and no session to end (DELETE); the MCP specification

@@ -1,6 +1,12 @@
-"""Who may call this app when no Functions key guards it: accepted bearer tokens, and requests forwarded to it.
+"""Who may read through this app: accepted bearer tokens, Entra ID sign-in, and requests forwarded to it.
 
 An ASGI middleware over the whole app:
+
+- With Entra sign-in (`Auth__TenantId` and `Auth__Audience`), every `/api/*` route except `/api/health` (and the
+  publish hook) requires a v2.0 access token for this app carrying a required scope or an accepted role
+  (`shared.entra`); an `Inbound__Tokens` token is still accepted beside it. No token or a bad one is `401` with the
+  challenge that points clients at the protected resource metadata (`shared.api.signin`), a valid token without the
+  grant `403 insufficient_scope`, and signing keys out of reach `503`: never a request let through.
 
 - With `Inbound__Tokens` set, every `/api/*` route except `/api/health` requires `Authorization: Bearer <token>`
   matching one of them, compared in constant time (`hmac.compare_digest`, against every accepted token, so the
@@ -27,6 +33,9 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from shared.api.signin import challenge
+from shared.deadline import budget
+from shared.entra import EntraVerifier, KeysUnavailable, Outcome
 from shared.forwarding import FORWARDED_HEADER, forwarded_request
 from shared.settings import PREFIX, DocumentationSettings, unresolved
 
@@ -67,12 +76,14 @@ class BearerTokens:
 class InboundCheck:
     """Requires an accepted bearer token (when any is configured) and marks forwarded requests."""
 
-    def __init__(self, app: ASGIApp, *, settings: DocumentationSettings) -> None:
+    def __init__(self, app: ASGIApp, *, settings: DocumentationSettings, verifier: EntraVerifier | None = None) -> None:
         self._app = app
+        self._settings = settings
         self._tokens = BearerTokens(settings.inbound.tokens)
-        # Only unresolved Key Vault references configured: the gate stays shut (503) rather than open or keyed to
-        # the reference's literal text.
-        self._shut = self._tokens.shut
+        self._verifier = verifier
+        # Only unresolved Key Vault references configured (and no sign-in beside them): the gate stays shut (503)
+        # rather than open or keyed to the reference's literal text.
+        self._shut = self._tokens.shut and verifier is None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -86,7 +97,13 @@ class InboundCheck:
             )
             return
         offered = headers.get("authorization", "")
-        if self._tokens and self._guarded(scope["path"]) and self._tokens.match(offered) is None:
+        guarded = self._guarded(scope["path"])
+        if guarded and self._verifier is not None and self._tokens.match(offered) is None:
+            refusal = await self._signed_in(scope, offered)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        elif guarded and self._tokens and self._tokens.match(offered) is None:
             log.info("refused a request without an accepted bearer token (%s)", scope.get("method", "?"))
             body = {"error": {"code": "unauthorized", "message": "send Authorization: Bearer <an accepted token>"}}
             await JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
@@ -97,7 +114,52 @@ class InboundCheck:
             return
         await self._app(scope, receive, send)
 
+    async def _signed_in(self, scope: Scope, authorization: str) -> JSONResponse | None:
+        """None when the bearer is an accepted Entra token, else the refusal to answer."""
+        assert self._verifier is not None
+        token = authorization[len(BEARER) :].strip() if authorization[: len(BEARER)].lower() == BEARER else ""
+        if not token:
+            return _refusal(
+                401,
+                "unauthorized",
+                "sign in: send Authorization: Bearer <an Entra ID access token for this app>",
+                challenge(self._settings, scope),
+            )
+        try:
+            with budget(self._settings.request_timeout_seconds):
+                checked = await self._verifier.check(token)
+        except KeysUnavailable:
+            return _refusal(
+                503,
+                "unavailable",
+                "tokens cannot be checked right now: the tenant's signing keys are out of reach; try again shortly",
+                None,
+            )
+        if checked.outcome is Outcome.ACCEPTED:
+            return None
+        if checked.outcome is Outcome.NOT_GRANTED:
+            log.info("refused a token without a required scope or role (%s)", scope.get("method", "?"))
+            return _refusal(
+                403,
+                "forbidden",
+                "the token carries none of the scopes or roles this app requires",
+                challenge(self._settings, scope, error="insufficient_scope"),
+            )
+        log.info("refused an invalid bearer token (%s)", scope.get("method", "?"))
+        return _refusal(
+            401,
+            "unauthorized",
+            "the access token is not valid for this app (expired, another tenant or "
+            "audience, or a bad signature): sign in again",
+            challenge(self._settings, scope, error="invalid_token"),
+        )
+
     @staticmethod
     def _guarded(path: str) -> bool:
         reads = path.startswith(GUARDED_PREFIX) or path == GUARDED_PREFIX.rstrip("/")
         return reads and path not in OPEN_PATHS and not path.startswith(ADMIN_PREFIX)
+
+
+def _refusal(status: int, code: str, message: str, authenticate: str | None) -> JSONResponse:
+    headers = {"WWW-Authenticate": authenticate} if authenticate else None
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)

@@ -34,6 +34,10 @@ ALLOWED_API_VERSIONS = {
     "Microsoft.Authorization/roleAssignments": "2022-04-01",
     "Microsoft.EventGrid/systemTopics": "2025-02-15",
     "Microsoft.EventGrid/systemTopics/eventSubscriptions": "2025-02-15",
+    # entraAuth's app registration (app/entra-app.bicep): the Microsoft Graph Bicep extension's v1.0 types, whose
+    # version is the extension's in infra/bicepconfig.json (tests/infra/test_entra_auth.py).
+    "Microsoft.Graph/applications": "v1.0",
+    "Microsoft.Graph/servicePrincipals": "v1.0",
     "Microsoft.Insights/components": "2020-02-02",
     "Microsoft.KeyVault/vaults": "2023-07-01",
     "Microsoft.KeyVault/vaults/secrets": "2023-07-01",
@@ -90,6 +94,11 @@ WIRED = {
     f"{PREFIX}Identity__ClientId": "the user-assigned identity's client id",
     f"{PREFIX}AiSearch__Endpoint": "the given endpoint, else the AI Search service's",
     f"{PREFIX}Refresh__QueueName": "the queue refreshOnPublish creates, else empty (no queue trigger)",
+    f"{PREFIX}Auth__TenantId": "with entraAuth this tenant, else the parameter authTenantId",
+    f"{PREFIX}Auth__Audience": "with entraAuth the registration's Application ID URI, else the parameter authAudience",
+    f"{PREFIX}Auth__Scopes": "with entraAuth the registration's scope, else the parameter authScopes",
+    f"{PREFIX}Auth__AppRoles": "with entraAuth the registration's read role, else the parameter authAppRoles",
+    f"{PREFIX}Refresh__AppRoles": "with entraAuth the registration's refresh role, else the parameter refreshAppRoles",
 }
 """Settings whose value comes from the deployment itself rather than from a parameter of the same name."""
 
@@ -385,8 +394,9 @@ def test_settings_parameters_carry_the_services_defaults() -> None:
         except ValueError:
             assert str(default) == service, f"{name}: Bicep default {default!r}, service default {service!r}"
     for name in WIRED:
-        # An empty app setting reads as unset (shared/settings.py), so "" hides no default either.
-        assert fields[name].get_default() in (None, ""), f"{name} has a service default the deployment would hide"
+        # An empty app setting reads as unset (shared/settings.py), so "" (an empty list too) hides no default either.
+        default = fields[name].get_default(call_default_factory=True)
+        assert as_setting(default) == "", f"{name} has a service default the deployment would hide"
 
 
 def test_a_deployment_with_every_default_configures_the_service_as_its_own_defaults_do() -> None:
@@ -515,8 +525,10 @@ def test_main_parameters_json_maps_every_parameter_to_an_azd_variable_with_its_d
 
 
 def test_azure_yaml_requires_an_azd_that_leaves_unset_parameters_to_their_defaults() -> None:
+    """1.15 reads an unset variable as the parameter's default; 1.17.0 bundles Bicep 0.36.1, the Microsoft Graph Bicep
+    extension's minimum (azd's CHANGELOG, 1.17.0: "Update Bicep CLI to v0.36.1"), which also has `fail()`."""
     project = yaml.safe_load((ROOT / "azure.yaml").read_text())
-    assert project["requiredVersions"] == {"azd": ">= 1.16.0"}
+    assert project["requiredVersions"] == {"azd": ">= 1.17.0"}
 
 
 def test_azure_yaml_deploys_this_directory_to_the_tagged_function_app() -> None:

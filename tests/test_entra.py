@@ -1,0 +1,90 @@
+"""The token checker against a local issuer, with the clock in the test's hands: when the tenant's keys are
+fetched, kept, fetched again for a rolled key (at most once a minute), and what an outage does."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from shared.entra import KEYS_TTL, MIN_REFETCH, EntraVerifier, Grant, KeysUnavailable, Outcome
+from shared.settings import load_settings
+from tests.support.clock import Clock
+from tests.support.issuer import CLIENT_ID, LocalIssuer, SigningKey
+
+
+@pytest.fixture
+def issuer() -> Iterator[LocalIssuer]:
+    with LocalIssuer() as local:
+        yield local
+
+
+@pytest.fixture
+async def checked(issuer: LocalIssuer) -> AsyncIterator[tuple[EntraVerifier, Clock]]:
+    clock = Clock()
+    settings = load_settings({"Forge__Documentation__Origin": "http://127.0.0.1:9", **issuer.settings()})
+    verifier = EntraVerifier(settings.auth, clock=clock)
+    yield verifier, clock
+    await verifier.aclose()
+
+
+async def test_keys_are_fetched_once_and_kept(checked: tuple[EntraVerifier, Clock], issuer: LocalIssuer) -> None:
+    verifier, clock = checked
+    for _ in range(3):
+        assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    clock.now += KEYS_TTL - 1
+    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert issuer.key_requests() == 1
+    clock.now += 2  # a day on: fetched again
+    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert issuer.key_requests() == 2
+
+
+async def test_a_rolled_key_is_fetched_at_most_once_a_minute(
+    checked: tuple[EntraVerifier, Clock], issuer: LocalIssuer
+) -> None:
+    verifier, clock = checked
+    old = issuer.keys[0]
+    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    rolled = SigningKey()
+    issuer.publish(old, rolled)  # the tenant publishes its next key
+
+    clock.now += 10
+    assert (await verifier.check(issuer.token(key=rolled, scp="docs.read"))).outcome is Outcome.INVALID
+    assert issuer.key_requests() == 1  # under a minute since the last fetch: not asked again
+
+    clock.now += MIN_REFETCH
+    assert (await verifier.check(issuer.token(key=rolled, scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert issuer.key_requests() == 2
+    stranger = SigningKey()
+    for _ in range(5):  # a flood of made-up kids costs at most one fetch a minute
+        assert (await verifier.check(issuer.token(key=stranger, scp="docs.read"))).outcome is Outcome.INVALID
+    assert issuer.key_requests() == 2
+
+
+async def test_an_outage_raises_and_is_never_an_acceptance(
+    checked: tuple[EntraVerifier, Clock], issuer: LocalIssuer
+) -> None:
+    verifier, clock = checked
+    issuer.fail(503)
+    with pytest.raises(KeysUnavailable):
+        await verifier.check(issuer.token(scp="docs.read"))
+    issuer.publish(*issuer.keys)  # back
+    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    clock.now += KEYS_TTL
+    issuer.fail(500)
+    with pytest.raises(KeysUnavailable):  # keys too old to trust and none fresh: refused, not accepted
+        await verifier.check(issuer.token(scp="docs.read"))
+
+
+async def test_grants_scopes_or_roles_and_the_sdk_view(
+    checked: tuple[EntraVerifier, Clock], issuer: LocalIssuer
+) -> None:
+    verifier, _ = checked
+    refresh = Grant(frozenset(), frozenset({"Docs.Refresh"}))
+    assert (await verifier.check(issuer.token(roles=["Docs.Refresh"]), refresh)).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"), refresh)).outcome is Outcome.NOT_GRANTED
+    access = await verifier.verify_token(issuer.token(scp="docs.read openid", azp="client-1"))
+    assert access is not None and access.client_id == "client-1" and "docs.read" in access.scopes
+    assert await verifier.verify_token(issuer.token(scp="openid")) is None
+    assert verifier.audiences == (f"api://{CLIENT_ID}", CLIENT_ID)
