@@ -10,8 +10,11 @@ import hmac
 import json
 import logging
 import re
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,6 +31,8 @@ from tests.support.issuer import AUDIENCE, OTHER_TENANT, LocalIssuer, SigningKey
 from tests.support.sites import ROOTED_OVERRIDE, fixture_env
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
+
+ROOT = Path(__file__).resolve().parents[2]
 
 INBOUND = "a-static-read-token"
 SEARCH = "/api/docs/search"
@@ -148,6 +153,27 @@ async def test_the_official_mcp_client_calls_tools_with_a_bearer_token(
         found = await client.call_tool("search_docs", {"query": "install"})
     assert {tool.name for tool in tools.tools} == {"search_docs", "get_doc"}
     assert not found.is_error and found.structured_content and found.structured_content["results"]
+
+
+def test_the_typescript_sdk_discovers_the_metadata_and_calls_with_a_bearer_token(
+    server: UvicornServer, issuer: LocalIssuer
+) -> None:
+    node = shutil.which("node")
+    if node is None or not (ROOT / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        pytest.fail("node and the pinned @modelcontextprotocol/sdk are needed: run `make setup`", pytrace=False)
+    script = ROOT / "tests" / "support" / "mcp_auth_client.mjs"
+    token = issuer.token(scp="docs.read")
+    done = subprocess.run(
+        [node, str(script), server.url + "/api/mcp", token], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["status"] == 401 and report["scope"] == f"{AUDIENCE}/docs.read"
+    assert report["resourceMetadataUrl"] == f"{server.url}/.well-known/oauth-protected-resource/api/mcp"
+    assert report["metadata"]["authorization_servers"] == [issuer.issuer]
+    assert report["resource"] == f"{server.url}/api/mcp"  # what the SDK would ask Entra for: this endpoint
+    assert report["tools"] == ["search_docs", "get_doc"]
+    assert not report["searchError"] and report["results"] > 0
 
 
 def test_the_publish_hook_takes_an_app_role_and_not_a_read_scope(server: UvicornServer, issuer: LocalIssuer) -> None:
