@@ -144,14 +144,28 @@ async def compose(
             stack.push_async_callback(provider.aclose)
             registered.append(provider)
 
-        registry = SiteRegistry(settings, client, store, embedding=embedding)
+        pending = settings.unresolved_secrets()
+        # A provider answering searches ahead of MkDocs: MkDocs builds its search structures (and embeds) only for
+        # searches that fall through to it; resolution and get need the index alone.
+        deferred = any(given.order < MkDocsProvider.order for given in providers) or bool(
+            (
+                settings.ai_search is not None
+                and settings.ai_search.endpoint
+                and PREFIX + "AiSearch__ApiKey" not in pending
+            )
+            or (
+                settings.remote is not None
+                and settings.remote.endpoint
+                and settings.remote.order < MkDocsProvider.order
+            )
+        )
+        registry = SiteRegistry(settings, client, store, embedding=embedding, deferred=deferred)
         register(MkDocsProvider(settings, client, registry))
         refresher = Refresher(settings, client, store, registry, embedding=embedding)
         stack.push_async_callback(refresher.aclose)  # before the provider closes its registry (LIFO)
         for given in providers:
             register(given)
         search = settings.ai_search
-        pending = settings.unresolved_secrets()
         for key in pending:
             log.warning("%s is an unresolved Key Vault reference: what it guards stays off until it resolves", key)
         if search is not None and search.endpoint and PREFIX + "AiSearch__ApiKey" not in pending:

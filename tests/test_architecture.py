@@ -22,6 +22,7 @@ PURE = {
     "shared.reading",
     "shared.preview",
     "shared.validation",
+    "shared.providers.mkdocs.artifact",
     "shared.providers.mkdocs.convert",
     "shared.providers.mkdocs.index",
     "shared.providers.mkdocs.kinds",

@@ -180,7 +180,7 @@ async def test_the_timer_warms_the_blob_cache(
         names = {blob.name for blob in service.get_container_client(blob_container).list_blobs()}
     assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES} | {
         f"embeddings/{site}/missing/pages.json" for site in PUBLISHED_SITES
-    }
+    } | {f"embeddings/{site}/ranking/ranker.bin" for site in PUBLISHED_SITES}
 
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -301,7 +301,11 @@ async def test_an_index_blob_written_to_the_docs_container_refreshes_that_site_t
             body = base64.b64decode(message.content)
             await handler(func.QueueMessage(id=message.id, body=body, pop_receipt=message.pop_receipt))
         names = {blob.name for blob in container.list_blobs()}
-    assert names == {"beta-docs-docs-search-index.json", "embeddings/beta-docs/missing/pages.json"}  # only that site
+    assert names == {  # only that site
+        "beta-docs-docs-search-index.json",
+        "embeddings/beta-docs/missing/pages.json",
+        "embeddings/beta-docs/ranking/ranker.bin",
+    }
 
     # A refresh that fails raises, so the queue delivers the message again (and, at last, to the poison queue).
     static_origin.fail("/beta-docs/search/search_index.json", 503)

@@ -100,6 +100,12 @@ def missing_name(site: str) -> str:
     return f"{ARTIFACTS_PREFIX}{safe_name(site)}/missing/pages.json"
 
 
+def ranking_name(site: str) -> str:
+    """Where a site's prebuilt ranker is kept (`providers.mkdocs.artifact`): `embeddings/{site}/ranking/ranker.bin`
+    (three levels, never under `missing/`), with the index version and code it was built from in its metadata."""
+    return f"{ARTIFACTS_PREFIX}{safe_name(site)}/ranking/ranker.bin"
+
+
 def refresh_run_name(run: str) -> str:
     """Where the outcome of a publish refresh that outlasted its caller is kept: `embeddings/refresh/runs/{run}.json`
     (three levels, like `missing_name`, but never under `missing/`, so no site or model id can collide)."""

@@ -323,6 +323,7 @@ class EmbeddingJobs:
                     expected_version=stored.version,
                     stop=job.stop,
                 )
+            assert loaded.ranker is not None  # jobs start only for indexes with their search structures
             await asyncio.to_thread(loaded.ranker.attach, vectors)  # compares every entry with every other
         except asyncio.CancelledError:
             job.stop.set()

@@ -6,14 +6,17 @@ Parsing and ranking run off the event loop, so a cold site load does not stall r
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from shared import memory
-from shared.cache import CachedIndex, CacheStat
-from shared.errors import IndexFormatError, OriginError
+from shared.cache import CachedIndex, CacheStat, IndexStore, ranking_name
+from shared.errors import IndexFormatError, OriginError, StoreError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
+from shared.providers.mkdocs import artifact, index, markup, ranking, text
 from shared.providers.mkdocs.index import SiteIndex, parse_index
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.ranking import Ranker
@@ -22,17 +25,27 @@ from shared.settings import DocumentationSettings
 log = logging.getLogger(__name__)
 
 
+RANKING_CODE = hashlib.sha256(
+    b"".join(Path(module.__file__ or "").read_bytes() for module in (artifact, index, markup, ranking, text))
+).hexdigest()[:32]
+"""The code that decides tokens, entries and scores: a prebuilt ranker from any other code is never loaded."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedSite:
     """An index and its ranker, built together and swapped together."""
 
     index: SiteIndex
-    ranker: Ranker
+    ranker: Ranker | None
+    """None while a provider ahead of MkDocs answers searches and none has fallen through yet
+    (`SiteRegistry.searchable` builds it then): resolution and `get` need only the index."""
     version: str | None
     """The store version this copy was last compared with; the periodic check looks for a different one."""
     source: str
     fetched_at: datetime
     digest: str
+    prebuilt: bool = False
+    """Loaded from the stored prebuilt ranker rather than parsed and built here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +111,76 @@ def _build(index: SiteIndex, weights: PathWeights) -> Ranker:
         memory.trim()  # the build's working lists
 
 
-async def build(entry: CachedIndex, source: str, index: SiteIndex, weights: PathWeights) -> LoadedSite:
-    """Rank off the event loop, so a cold load does not stall requests for sites already loaded."""
-    ranker = await asyncio.to_thread(_build, index, weights)
+async def build(
+    entry: CachedIndex, source: str, index: SiteIndex, weights: PathWeights, *, rank: bool = True
+) -> LoadedSite:
+    """Rank off the event loop, so a cold load does not stall requests for sites already loaded; `rank=False`
+    leaves the search structures for later (`SiteRegistry.searchable`)."""
+    ranker = await asyncio.to_thread(_build, index, weights) if rank else None
     return LoadedSite(index, ranker, entry.version, source, entry.fetched_at, entry.digest)
+
+
+async def rank(loaded: LoadedSite, weights: PathWeights) -> Ranker:
+    """The ranker of a loaded index, built off the event loop."""
+    return await asyncio.to_thread(_build, loaded.index, weights)
+
+
+def _built_from(stat: CacheStat) -> str:
+    """What a prebuilt ranker records it was built from: the index version and the ranking code."""
+    return f"{stat.digest}/{RANKING_CODE}"
+
+
+async def load_prebuilt(
+    store: IndexStore, site: str, stat: CacheStat, weights: PathWeights, source: str = "cache"
+) -> LoadedSite | None:
+    """The site's stored prebuilt ranker for exactly this index version and this code, checked and loaded off the
+    event loop; None when there is none, or it fails a check (the caller parses and builds, and never serves it)."""
+    if stat.digest is None:
+        return None
+    try:
+        described = await store.stat(ranking_name(site))  # a property read: no download unless it is this version's
+        if described is None or described.origin_etag != _built_from(stat):
+            return None
+        kept = await store.read(ranking_name(site))
+    except StoreError as exc:
+        log.info("site %s: prebuilt ranker unreadable (%s)", site, type(exc).__name__)
+        return None
+    if kept is None or kept.origin_etag != _built_from(stat):
+        return None
+    digest = stat.digest
+    try:
+        loaded, ranker = await asyncio.to_thread(
+            artifact.loads, kept.payload, site=site, index_digest=digest, code=RANKING_CODE, kinds=weights
+        )
+    except artifact.ArtifactError as exc:
+        log.warning("site %s: the stored prebuilt ranker was refused (%s); building one here", site, exc)
+        return None
+    return LoadedSite(loaded, ranker, stat.version, source, stat.fetched_at, digest, prebuilt=True)
+
+
+async def prebuilt_current(store: IndexStore, site: str, stat: CacheStat) -> bool:
+    """The stored prebuilt ranker is this index version's and this code's (a property read only)."""
+    described = await store.stat(ranking_name(site))
+    return described is not None and described.origin_etag == _built_from(stat)
+
+
+async def store_prebuilt(store: IndexStore, site: str, stat: CacheStat, payload: bytes, weights: PathWeights) -> bool:
+    """Build the ranker of the stored index version `stat` (whose bytes are `payload`) and store it, unless one for
+    this version and code is there; True when one was written. Raises StoreError and IndexFormatError."""
+    name = ranking_name(site)
+    existing = await store.stat(name)
+    if existing is not None and existing.origin_etag == _built_from(stat):
+        return False
+    digest = stat.digest or ""
+    if digest != CachedIndex(payload, stat.fetched_at).digest:
+        raise IndexFormatError("the stored index changed while its ranker was being built")
+
+    def prebuild() -> bytes:
+        parsed = parse_index(site, payload)
+        return artifact.dumps(Ranker.build(parsed, weights), parsed, index_digest=digest, code=RANKING_CODE)
+
+    built = await asyncio.to_thread(prebuild)
+    memory.trim()
+    entry = CachedIndex(built, stat.fetched_at, origin_etag=_built_from(stat))
+    written = await store.write(name, entry, expected_version=existing.version if existing else None)
+    return written is not None

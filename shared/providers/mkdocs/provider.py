@@ -29,7 +29,7 @@ from shared.providers.mkdocs.index import SiteIndex, page_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.pagecache import CachedPage, PageCache
-from shared.providers.mkdocs.ranking import RankedHit
+from shared.providers.mkdocs.ranking import RankedHit, Ranker
 from shared.providers.mkdocs.redirects import RedirectProbe, stub_target
 from shared.providers.mkdocs.resolution import Resolver, qualify
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -78,6 +78,9 @@ class MkDocsProvider:
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
         loaded, states = await self._load_sites(site)
+        # A provider ahead of MkDocs may have deferred the search structures: a search that reaches here builds them.
+        searchable = await asyncio.gather(*(self._registry.searchable(entry.index.site) for entry in loaded))
+        loaded = [entry for entry in searchable if entry is not None]
         if query.strip() == LISTING_QUERY:
             return Found(self._listing(loaded, limit), sites=states)
         if self._registry.embedding is not None:
@@ -94,7 +97,7 @@ class MkDocsProvider:
     ) -> list[RankedHit]:
         """The site's best `limit` pages, leaving out those the origin does not serve (asked for enough more)."""
         missing = self._registry.missing(loaded)
-        hits = loaded.ranker.search(query, limit + len(missing), vector)
+        hits = _ranker(loaded).search(query, limit + len(missing), vector)
         return [hit for hit in hits if hit.entry.page not in missing][:limit]
 
     async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
@@ -106,7 +109,7 @@ class MkDocsProvider:
         If embedding the query fails, the search is lexical rather than empty.
         """
         model = self._registry.embedding
-        if model is None or not loaded or any(entry.ranker.semantic is None for entry in loaded):
+        if model is None or not loaded or any(_ranker(entry).semantic is None for entry in loaded):
             return None
         try:
             return await model.encode_query(query)
@@ -153,13 +156,13 @@ class MkDocsProvider:
 
     def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
         """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""
-        per_site = [self._listed(entry) for entry in loaded]
+        per_site = [self._listed(entry, limit) for entry in loaded]
         interleaved = [pair for pair in chain.from_iterable(zip_longest(*per_site)) if pair is not None]
         return [self._result(loaded_site, hit, "") for loaded_site, hit in interleaved[:limit]]
 
-    def _listed(self, loaded: LoadedSite) -> list[tuple[LoadedSite, RankedHit]]:
+    def _listed(self, loaded: LoadedSite, limit: int) -> list[tuple[LoadedSite, RankedHit]]:
         missing = self._registry.missing(loaded)
-        return [(loaded, hit) for hit in loaded.ranker.listing() if hit.entry.page not in missing]
+        return [(loaded, hit) for hit in _ranker(loaded).listing(limit, missing)]
 
     def _result(self, loaded: LoadedSite, hit: RankedHit, query: str) -> SearchResult:
         entry, site = hit.entry, loaded.index.site
@@ -506,3 +509,9 @@ def _without_keys(lines: list[str], keys: set[str]) -> list[str]:
         if not dropping:
             kept.append(line)
     return kept
+
+
+def _ranker(loaded: LoadedSite) -> Ranker:
+    """A searched site's ranker: `SiteRegistry.searchable` built it before any search reads it."""
+    assert loaded.ranker is not None
+    return loaded.ranker

@@ -266,7 +266,6 @@ class _View:
 class _Page:
     entry: IndexEntry
     sections: list[int]
-    text: str
 
 
 @dataclass(slots=True)
@@ -294,8 +293,6 @@ class Ranker:
 
     @classmethod
     def build(cls, index: SiteIndex, kinds: PathWeights | None = None) -> Ranker:
-        import numpy as np
-
         entries = index.entries
         titles = [analyze(entry.title) for entry in entries]
         bodies = [analyze(entry.text) for entry in entries]
@@ -303,6 +300,23 @@ class Ranker:
         page_docs = [_page_doc(page, entries, titles, bodies) for page in pages]
         page_view = _View.build(page_docs, PAGE_FIELDS)
         section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS)
+        return cls.assemble(index, kinds, page_view, section_view, _title_index(page_view, pages), pages)
+
+    @classmethod
+    def assemble(
+        cls,
+        index: SiteIndex,
+        kinds: PathWeights | None,
+        page_view: _View,
+        section_view: _View,
+        titles: Postings,
+        pages: list[_Page] | None = None,
+    ) -> Ranker:
+        """The ranker over views built now or loaded from a prebuilt artifact (`artifact.py`); what depends on the
+        configured page-kind rules is worked out here, so an artifact never carries them."""
+        import numpy as np
+
+        pages = pages if pages is not None else _pages(index.entries)
         kinds = kinds or PathWeights()
         plain = np.array([page.entry.boost for page in pages], dtype=np.float64)
         rule_numbers = np.array(
@@ -313,14 +327,13 @@ class Ranker:
         usual = np.array([False, *(not rule.when for rule in kinds.rules)])[rule_numbers + 1]
         weighted = np.where(usual, plain * weights, plain)
         toggled = np.where(usual, plain, plain * weights)
-        titles_index = _title_index(page_view, pages)
         credit_scale = 1 / np.maximum(plain, 1.0)
         return cls(
-            entries,
+            index.entries,
             pages,
             page_view,
             section_view,
-            titles_index,
+            titles,
             kinds,
             weighted,
             toggled,
@@ -345,12 +358,18 @@ class Ranker:
             page_of[page.sections] = number
         self.semantic = _Semantic.of(vectors, page_of)
 
-    def listing(self) -> list[RankedHit]:
-        """Pages in index order (the `*` query), one unscored hit per page entry.
+    def listing(self, limit: int | None = None, leave_out: frozenset[str] = frozenset()) -> list[RankedHit]:
+        """Pages in index order (the `*` query), one unscored hit per page entry, the first `limit` of those whose
+        page is not left out (all without a limit).
 
         Previews come from the whole page's text, since a page entry's own text is often empty.
         """
-        return [RankedHit(page.entry, 1.0, (page.entry.title,), page.text) for page in self.pages]
+        kept = [page for page in self.pages if page.entry.page not in leave_out][:limit]
+        return [RankedHit(page.entry, 1.0, (page.entry.title,), self._text(page)) for page in kept]
+
+    def _text(self, page: _Page) -> str:
+        """The whole page's text, joined when a preview needs it (kept, it would hold every entry's text twice)."""
+        return " ".join(self.entries[n].text for n in page.sections if self.entries[n].text.strip())
 
     def search(self, query: str, limit: int, vector: npt.NDArray[np.float32] | None = None) -> list[RankedHit]:
         """The best pages for `query`, best first, one hit per page.
@@ -438,7 +457,7 @@ class Ranker:
         score = (SECTION_SHARE * best_score + (1 - SECTION_SHARE) * page_score) * prior + bonus
         section = self.entries[best]
         crumb = (page.entry.title, section.title) if section.anchor is not None else (page.entry.title,)
-        source = section.text if section.text.strip() else page.text
+        source = section.text if section.text.strip() else self._text(page)
         return RankedHit(page.entry, score, crumb, source, section)
 
 
@@ -512,8 +531,7 @@ def _pages(entries: list[IndexEntry]) -> list[_Page]:
     """Pages in index order with their entries; the first page entry seen represents the page."""
     pages = []
     for head, sections in page_groups(entries):
-        text = " ".join(entries[n].text for n in sections if entries[n].text.strip())
-        pages.append(_Page(entries[head], sections, text))
+        pages.append(_Page(entries[head], sections))
     return pages
 
 

@@ -36,7 +36,7 @@ from shared.errors import IndexFormatError, OriginError, SiteUnavailableError, S
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import EmbeddingJobs, Semantic
 from shared.providers.mkdocs.index import SiteIndex
-from shared.providers.mkdocs.loading import LoadedSite, build, fetch_index, try_parse
+from shared.providers.mkdocs.loading import LoadedSite, build, fetch_index, load_prebuilt, rank, try_parse
 from shared.providers.mkdocs.phantoms import MissingPages
 from shared.settings import DocumentationSettings
 
@@ -79,8 +79,14 @@ class SiteRegistry:
         *,
         embedding: EmbeddingModel | None = None,
         clock: Callable[[], float] = time.monotonic,
+        deferred: bool = False,
     ) -> None:
         self._settings = settings
+        self._deferred = deferred
+        """A provider ahead of MkDocs answers searches: build search structures only when a search falls through."""
+        self._searched: set[str] = set()
+        """Sites a search has reached: their newer versions are loaded with search structures at once."""
+        self._building = {site: asyncio.Lock() for site in settings.sites}
         self._client = client
         self._store = store
         self._jobs = (
@@ -101,6 +107,40 @@ class SiteRegistry:
     def embedding(self) -> EmbeddingModel | None:
         """The model this registry embeds with; None when semantic matching is off."""
         return self._jobs.model if self._jobs is not None else None
+
+    def _rank_now(self, site: str) -> bool:
+        return not self._deferred or site in self._searched
+
+    async def searchable(self, site: str) -> LoadedSite | None:
+        """The site's loaded index with its search structures, building (or loading the prebuilt) ones on the first
+        search that reaches it when they were deferred; None when the site is not loaded."""
+        current = self._loaded.get(site)
+        if current is None or current.ranker is not None:
+            return current
+        async with self._building[site]:
+            self._searched.add(site)
+            current = self._loaded.get(site)
+            if current is None or current.ranker is not None:
+                return current
+            ranked = await self._prebuilt_for(site, current) or replace(
+                current, ranker=await rank(current, self._weights)
+            )
+            if self._loaded.get(site) is current:  # not swapped meanwhile
+                self._loaded[site] = ranked
+                if self._jobs is not None:
+                    self._jobs.start(site, ranked)
+            log.info("site %s: search structures built on the first search that reached it", site)
+            return self._loaded.get(site) or ranked
+
+    async def _prebuilt_for(self, site: str, current: LoadedSite) -> LoadedSite | None:
+        try:
+            stat = await self._store.stat(self._name(site))
+        except StoreError:
+            return None
+        if stat is None or stat.digest != current.digest:
+            return None
+        prebuilt = await load_prebuilt(self._store, site, stat, self._weights, source=current.source)
+        return replace(prebuilt, version=current.version, fetched_at=current.fetched_at) if prebuilt else None
 
     def current(self, site: str) -> LoadedSite | None:
         """The index served for the site right now, without loading or checking anything."""
@@ -237,7 +277,7 @@ class SiteRegistry:
             return None
         self._failed.pop(site, None)
         self._install(site, loaded)
-        if self._jobs is not None:
+        if self._jobs is not None and loaded.ranker is not None:
             self._jobs.start(site, loaded)
         await asyncio.wait([lookup], timeout=RECORD_WAIT)
         return loaded
@@ -259,10 +299,11 @@ class SiteRegistry:
     def _replace(self, site: str, fresh: LoadedSite) -> None:
         """Serve a newer index: at once when the current one ranks lexically, else once `fresh` has its vectors."""
         current = self._loaded.get(site)
-        vectors = current.ranker.semantic.vectors if current and current.ranker.semantic else None
-        if self._jobs is None or vectors is None:
+        semantic = current.ranker.semantic if current is not None and current.ranker is not None else None
+        vectors = semantic.vectors if semantic is not None else None
+        if self._jobs is None or vectors is None or fresh.ranker is None:
             self._install(site, fresh)
-            if self._jobs is not None:
+            if self._jobs is not None and fresh.ranker is not None:
                 self._jobs.start(site, fresh)
             return
         self._jobs.start(site, fresh, reuse=vectors, install=lambda ready: self._install(site, ready))
@@ -303,24 +344,45 @@ class SiteRegistry:
 
     async def _load(self, site: str) -> LoadedSite:
         name = self._name(site)
+        prebuilt = await self._prebuilt(site, name) if self._rank_now(site) else None
+        if prebuilt is not None:
+            return prebuilt
         cached = await self._read_cache(site, name)
         # Parsing validates the copy; the ranker, the costly part, is built only for the copy actually served.
         parsed = await try_parse(site, cached) if cached is not None else None
         if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
-            return await build(cached, "cache", parsed, self._weights)
+            return await build(cached, "cache", parsed, self._weights, rank=self._rank_now(site))
         try:
             fetched = await fetch_index(self._client, self._settings, site, conditional=cached if parsed else None)
         except (OriginError, IndexFormatError) as exc:
             if parsed is not None and cached is not None:
                 log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)
-                return await build(cached, "stale-cache", parsed, self._weights)
+                return await build(cached, "stale-cache", parsed, self._weights, rank=self._rank_now(site))
             unpublished = isinstance(exc, OriginError) and exc.status == 404
             raise SiteUnavailableError(site, str(exc), unpublished=unpublished) from exc
         if fetched is None:
             assert parsed is not None and cached is not None  # a 304 only answers a conditional request
-            return await self._revalidated(site, await build(cached, "cache", parsed, self._weights), cached.version)
+            usable = await build(cached, "cache", parsed, self._weights, rank=self._rank_now(site))
+            return await self._revalidated(site, usable, cached.version)
         version = await self._write_back(site, fetched.entry, cached)
-        return replace(await build(fetched.entry, "origin", fetched.index, self._weights), version=version)
+        built = await build(fetched.entry, "origin", fetched.index, self._weights, rank=self._rank_now(site))
+        return replace(built, version=version)
+
+    async def _prebuilt(self, site: str, name: str) -> LoadedSite | None:
+        """A fresh stored copy's prebuilt ranker (the warm-up's), loaded instead of parsing and building; None when
+        there is no fresh copy or no usable prebuilt ranker for it."""
+        try:
+            stat = await self._store.stat(name)
+        except StoreError:
+            return None
+        fresh = stat is not None and stat.complete
+        if (
+            stat is None
+            or not fresh
+            or (datetime.now(UTC) - stat.fetched_at).total_seconds() / 3600 >= (self._settings.cache_duration_hours)
+        ):
+            return None
+        return await load_prebuilt(self._store, site, stat, self._weights)
 
     async def _revalidated(self, site: str, usable: LoadedSite, version: str | None) -> LoadedSite:
         """The origin answered 304 for a stale copy: it is current again; record that for other instances."""
@@ -364,13 +426,20 @@ class SiteRegistry:
             if stat.fetched_at < known.fetched_at:  # older than what this instance already holds
                 self._loaded[site] = replace(current, version=stat.version)
                 return
+            prebuilt = await load_prebuilt(self._store, site, stat, self._weights) if self._rank_now(site) else None
+            if prebuilt is not None:
+                self._replace(site, prebuilt)
+                log.info(
+                    "site %s: a newer cached index is in, prebuilt (%d entries)", site, len(prebuilt.index.entries)
+                )
+                return
             cached = await self._store.read(self._name(site))
         except StoreError as exc:
             log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
             return
         parsed = await try_parse(site, cached) if cached is not None else None
         if parsed is not None and cached is not None and cached.fetched_at >= known.fetched_at:
-            fresh = await build(cached, "cache", parsed, self._weights)
+            fresh = await build(cached, "cache", parsed, self._weights, rank=self._rank_now(site))
             self._replace(site, fresh)
             log.info("site %s: a newer cached index is in (%d entries)", site, len(fresh.index.entries))
         elif cached is not None:
@@ -396,6 +465,7 @@ class SiteRegistry:
                 report[site] = {
                     "state": SiteState.LOADED,
                     "source": loaded.source,
+                    "ranker": "deferred" if loaded.ranker is None else "prebuilt" if loaded.prebuilt else "built",
                     "entries": len(loaded.index.entries),
                     "pages": len(loaded.index.pages),
                     "fetchedAt": loaded.fetched_at.isoformat(),
@@ -407,6 +477,12 @@ class SiteRegistry:
         return report
 
     def _ranking(self, site: str, loaded: LoadedSite) -> dict[str, object]:
+        if loaded.ranker is None:
+            return {
+                "ranking": "deferred",
+                "why": "a provider ahead of MkDocs answers searches: the search structures are built when a search "
+                "falls through to MkDocs; resolution and get use the index",
+            }
         state, reason = self._jobs.state(site) if self._jobs is not None else (Semantic.OFF, "")
         ranked = "semantic" if loaded.ranker.semantic is not None else "lexical"
         report: dict[str, object] = {"ranking": ranked, "semantic": state.value}

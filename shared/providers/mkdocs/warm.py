@@ -30,7 +30,7 @@ from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginErr
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors
 from shared.providers.mkdocs.index import parse_index
-from shared.providers.mkdocs.loading import fetch_index
+from shared.providers.mkdocs.loading import fetch_index, prebuilt_current, store_prebuilt
 from shared.providers.mkdocs.missing import MissingRecord, start
 from shared.providers.mkdocs.pagecheck import PageCheck
 from shared.providers.mkdocs.phantoms import read_record, save
@@ -55,10 +55,35 @@ async def warm_site(
     reports them. `check` is the warm-up's page check, shared by its sites (one lane of requests)."""
     outcome = await _warm_index(client, settings, store, site)
     if outcome["outcome"] != FAILED:
+        outcome["ranker"] = await warm_ranker(settings, store, site)
         outcome["pages"] = await warm_pages(settings, store, site, check or PageCheck(client, settings))
     if embedding is not None and outcome["outcome"] != FAILED:
         outcome["semantic"] = await warm_vectors(settings, store, site, embedding)
     return outcome
+
+
+async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: str) -> str:
+    """Make sure the stored index version has its prebuilt ranker (`artifact`), so cold instances load it instead
+    of parsing and building; built, current, or why not. Never raises."""
+    if store.kind == "memory":
+        return "skipped: no shared storage to keep it in"
+    name = index_name(settings.cache_file_name_template, site)
+    try:
+        stat = await store.stat(name)
+        if stat is None or not stat.complete:
+            return "skipped: no stored index"
+        if await prebuilt_current(store, site, stat):
+            return "current"  # properties only: nothing downloaded
+        cached = await store.read(name)
+        if cached is None or cached.digest != stat.digest:
+            return "skipped: the stored index changed meanwhile; built next time"
+        built = await store_prebuilt(store, site, stat, cached.payload, settings.search.path_weights)
+    except (StoreError, IndexFormatError) as exc:
+        return f"failed: {exc}"
+    except Exception as exc:  # one site's prebuild must not cost the other sites their warm-up
+        log.exception("warm-up %s: prebuilding its ranker failed", site)
+        return f"failed: {type(exc).__name__}"
+    return "built" if built else "current"
 
 
 async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site: str, model: EmbeddingModel) -> str:

@@ -172,3 +172,42 @@ async def test_an_empty_answer_falls_through_as_no_match(
 
     assert response.provider == "mkdocs"
     assert health["providers"]["ai_search"]["status"] == "ok"  # type: ignore[index]
+
+
+# -- the handover: MkDocs keeps what resolution and get need until a search falls through to it
+
+
+def site_states(composed: object) -> dict[str, dict[str, object]]:
+    return composed.health()["providers"]["mkdocs"]["sites"]  # type: ignore[attr-defined, no-any-return]
+
+
+async def test_with_ai_search_answering_mkdocs_defers_its_search_structures_until_a_search_falls_through(
+    static_origin: StaticOrigin, search_server: AiSearchServer
+) -> None:
+    search_server.respond(HITS)
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+        answered = await c.service.search("install the tool", limit=5)
+        page = await c.service.get(answered.results[0].location)
+        deferred = site_states(c)
+        registry = c.service.providers[1]._registry  # type: ignore[attr-defined]
+        held = registry.current(DEFAULT_SITE)
+
+        search_server.respond([])  # AI Search has nothing: the search falls through to MkDocs
+        fallen = await c.service.search("install the tool", limit=5)
+        built = site_states(c)
+
+    assert answered.provider == "ai_search" and page.provider == "mkdocs" and page.content
+    assert deferred[DEFAULT_SITE]["state"] == "loaded" and deferred[DEFAULT_SITE]["ranking"] == "deferred"
+    assert deferred[DEFAULT_SITE]["ranker"] == "deferred" and "falls through" in str(deferred[DEFAULT_SITE]["why"])
+    assert held is not None and held.ranker is None  # resolution and get ran on the index alone
+    assert fallen.provider == "mkdocs" and fallen.results
+    assert built[DEFAULT_SITE]["ranking"] == "lexical" and built[DEFAULT_SITE]["ranker"] == "built"
+
+
+async def test_without_a_provider_ahead_mkdocs_builds_its_search_structures_with_the_index(
+    static_origin: StaticOrigin,
+) -> None:
+    async with compose(chain_settings(static_origin), embedding=None, store=MemoryIndexStore()) as c:
+        await c.service.get("guide/install")
+        states = site_states(c)
+    assert states[DEFAULT_SITE]["ranker"] == "built"

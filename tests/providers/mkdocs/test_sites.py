@@ -266,8 +266,9 @@ async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_an
     assert swapped is not None and swapped is not first and swapped.source == "cache"
     assert len(swapped.index.entries) == entries_before + 1
     assert len(first.index.entries) == entries_before  # a request still holding the old index sees it whole
-    # One property check each for the index and its missing-pages record (there is none); one index download.
-    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (2, 1)
+    # One property check each for the index, its prebuilt ranker and its missing-pages record (there are none);
+    # one index download.
+    assert (counting_store.calls["stat"], counting_store.calls["read"]) == (3, 1)
 
 
 async def test_an_unchanged_blob_costs_one_property_check_and_no_download(

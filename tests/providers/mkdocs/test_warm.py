@@ -14,7 +14,7 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.cache import CachedIndex, MemoryIndexStore, index_name, missing_name, open_store, vectors_name
+from shared.cache import CachedIndex, MemoryIndexStore, index_name, missing_name, open_store, ranking_name, vectors_name
 from shared.cli import _needs_attention
 from shared.errors import StoreError
 from shared.fetch import OriginClient
@@ -57,9 +57,10 @@ def blob_name(site: str) -> str:
 
 
 def stored_names(*, embeddings: str | None = None) -> set[str]:
-    """What a warm-up leaves in the container: each published site's index and missing-pages record (and its
-    embeddings from the model `embeddings`)."""
+    """What a warm-up leaves in the container: each published site's index, prebuilt ranker and missing-pages
+    record (and its embeddings from the model `embeddings`)."""
     names = {blob_name(site) for site in PUBLISHED_SITES} | {missing_name(site) for site in PUBLISHED_SITES}
+    names |= {ranking_name(site) for site in PUBLISHED_SITES}
     if embeddings is not None:
         names |= {vectors_name(site, embeddings) for site in PUBLISHED_SITES}
     return names
@@ -146,7 +147,7 @@ async def test_changed_origin_content_is_validated_and_written(
     report = await warm_all(blob_settings, counting_store)
 
     fetched_at = datetime.fromisoformat(report["beta-docs"].pop("fetchedAt"))
-    assert report["beta-docs"] == {"outcome": CHANGED, "entries": "1", "pages": "checked: 0 missing"}
+    assert report["beta-docs"] == {"outcome": CHANGED, "entries": "1", "ranker": "built", "pages": "checked: 0 missing"}
     assert fetched_at >= before  # the new version's, as the stored copy records it
     assert report["alpha"]["outcome"] == UNCHANGED and "fetchedAt" in report["alpha"]
     assert blobs(azurite, blob_container)[blob_name("beta-docs")] == changed

@@ -1,0 +1,148 @@
+"""The prebuilt ranker: it ranks exactly as the ranker built from the index does, it is refused whole when any check
+fails (never half-served), and the warm-up stores it where a cold instance loads it instead of building."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from shared.cache import CachedIndex, index_name, ranking_name
+from shared.fetch import OriginClient
+from shared.providers.mkdocs import artifact
+from shared.providers.mkdocs.index import parse_index
+from shared.providers.mkdocs.kinds import DEFAULT, PathWeights
+from shared.providers.mkdocs.loading import RANKING_CODE
+from shared.providers.mkdocs.ranking import Ranker
+from shared.providers.mkdocs.sites import SiteRegistry
+from shared.providers.mkdocs.warm import warm_all
+from shared.settings import DocumentationSettings
+from tests.support.sites import PUBLISHED_SITES
+from tests.support.stores import CountingStore
+
+QUERIES = ["install the agent", "webhook retries", "metrics retention", "authentication token", "handbook chapter"]
+WEIGHTS = PathWeights.parse(DEFAULT)
+
+
+def index_bytes(built_origin: Path, site: str) -> bytes:
+    path = built_origin / site / "search" / "search_index.json"
+    return path.read_bytes() if path.exists() else (built_origin / "search" / "search_index.json").read_bytes()
+
+
+def built(built_origin: Path, site: str) -> tuple[bytes, str]:
+    raw = index_bytes(built_origin, site)
+    parsed = parse_index(site, raw)
+    digest = hashlib.sha256(raw).hexdigest()
+    return artifact.dumps(Ranker.build(parsed, WEIGHTS), parsed, index_digest=digest, code="c1"), digest
+
+
+@pytest.mark.parametrize("site", ["alpha", "beta-docs", "gamma-docs"])
+def test_a_loaded_artifact_ranks_exactly_as_the_built_ranker(built_origin: Path, site: str) -> None:
+    raw = index_bytes(built_origin, site)
+    parsed = parse_index(site, raw)
+    ranker = Ranker.build(parsed, WEIGHTS)
+    payload, digest = built(built_origin, site)
+
+    index, loaded = artifact.loads(payload, site=site, index_digest=digest, code="c1", kinds=WEIGHTS)
+
+    assert index.entries == parsed.entries and index.pages == parsed.pages and index.by_key == parsed.by_key
+    assert index.page_chars == parsed.page_chars
+    for query in QUERIES:
+        expected = [
+            (hit.entry.location, hit.score, hit.breadcrumb, hit.preview_source) for hit in ranker.search(query, 10)
+        ]
+        got = [(hit.entry.location, hit.score, hit.breadcrumb, hit.preview_source) for hit in loaded.search(query, 10)]
+        assert got == expected, query
+    assert [hit.entry for hit in loaded.listing()] == [hit.entry for hit in ranker.listing()]
+
+
+def test_the_page_kind_rules_are_the_loaders_not_the_artifacts(built_origin: Path) -> None:
+    payload, digest = built(built_origin, "alpha")
+    none = PathWeights.parse("[]")
+    _, loaded = artifact.loads(payload, site="alpha", index_digest=digest, code="c1", kinds=none)
+    _, defaulted = artifact.loads(payload, site="alpha", index_digest=digest, code="c1", kinds=WEIGHTS)
+    assert loaded.kinds.rules == () and defaulted.kinds.rules == WEIGHTS.rules
+
+
+def rechecksummed(body: bytes) -> bytes:
+    return body + hashlib.sha256(body).digest()
+
+
+def with_manifest(payload: bytes, change: dict[str, object]) -> bytes:
+    """The artifact with its manifest edited (and the checksum made to fit again), as an attacker could write it."""
+    magic, length = struct.unpack_from("<8sI", payload)
+    manifest = json.loads(payload[12 : 12 + length])
+    for dotted, value in change.items():
+        node = manifest
+        *path, last = dotted.split("/")
+        for part in path:
+            node = node[part]
+        node[last] = value
+    head = json.dumps(manifest).encode()
+    head += b" " * ((-(12 + len(head))) % 8)
+    return rechecksummed(struct.pack("<8sI", magic, len(head)) + head + payload[12 + length : -32])
+
+
+def test_anything_but_this_index_and_this_codes_artifact_is_refused(built_origin: Path) -> None:
+    payload, digest = built(built_origin, "alpha")
+    flipped = bytearray(payload)
+    flipped[len(payload) // 2] ^= 0xFF
+    cases = {
+        "a flipped byte": (bytes(flipped), digest, "c1"),
+        "truncated": (payload[:-100], digest, "c1"),
+        "another index version": (payload, "0" * 64, "c1"),
+        "other code": (payload, digest, "c2"),
+        "not an artifact": (rechecksummed(b"{" * 64), digest, "c1"),
+        "an array outside the file": (with_manifest(payload, {"arrays/entries.boost/offset": 10**9}), digest, "c1"),
+        "an object array": (with_manifest(payload, {"arrays/entries.boost/dtype": "|O"}), digest, "c1"),
+        "another site": (with_manifest(payload, {"site": "beta-docs"}), digest, "c1"),
+        "postings past the pages": (with_manifest(payload, {"scalars/titles.documents": 1}), digest, "c1"),
+    }
+    for case, (candidate, index_digest, code) in cases.items():
+        with pytest.raises(artifact.ArtifactError):
+            artifact.loads(candidate, site="alpha", index_digest=index_digest, code=code, kinds=WEIGHTS)
+            pytest.fail(f"{case}: loaded")
+
+
+async def test_the_warm_up_prebuilds_and_a_cold_instance_loads_it_instead_of_building(
+    blob_settings: DocumentationSettings, counting_store: CountingStore
+) -> None:
+    first = await warm_all(blob_settings, counting_store)
+    again = await warm_all(blob_settings, counting_store)
+    assert {first[site]["ranker"] for site in PUBLISHED_SITES} == {"built"}
+    assert {again[site]["ranker"] for site in PUBLISHED_SITES} == {"current"}  # one per index version
+
+    async with OriginClient(blob_settings.origin) as client:
+        cold = SiteRegistry(blob_settings, client, counting_store)
+        loaded = await cold.get("alpha")
+        report = cold.health()["alpha"]
+        await cold.aclose()
+    assert loaded is not None and loaded.prebuilt and report["ranker"] == "prebuilt"
+
+    built_here = Ranker.build(loaded.index, blob_settings.search.path_weights)
+    for query in QUERIES:
+        assert [h.entry.location for h in loaded.ranker.search(query, 10)] == [
+            h.entry.location for h in built_here.search(query, 10)
+        ]
+
+
+async def test_a_stored_artifact_that_fails_its_check_is_never_served_the_instance_builds_its_own(
+    blob_settings: DocumentationSettings, counting_store: CountingStore
+) -> None:
+    await warm_all(blob_settings, counting_store)
+    stored = await counting_store.inner.read(ranking_name("alpha"))
+    assert stored is not None
+    broken = CachedIndex(stored.payload[:-1] + b"\0", stored.fetched_at, origin_etag=stored.origin_etag)
+    assert await counting_store.inner.write(ranking_name("alpha"), broken, expected_version=stored.version)
+
+    async with OriginClient(blob_settings.origin) as client:
+        cold = SiteRegistry(blob_settings, client, counting_store)
+        loaded = await cold.get("alpha")
+        await cold.aclose()
+    assert loaded is not None and not loaded.prebuilt and loaded.source == "cache"
+    assert loaded.ranker.search("install the agent", 3)
+    index = await counting_store.inner.stat(index_name(blob_settings.cache_file_name_template, "alpha"))
+    assert index is not None and stored.origin_etag == f"{index.digest}/{RANKING_CODE}"
