@@ -14,6 +14,7 @@ own providers, encoders and stores through the same functions.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -160,6 +161,11 @@ async def compose(
             )
         )
         registry = SiteRegistry(settings, client, store, embedding=embedding, deferred=deferred)
+        if embedding is not None and not deferred:
+            # The query encoder loads while the first sites do, not after them: the first search ranks by meaning
+            # without waiting for it. No request waits on this; a failure is remembered and reported by health.
+            preload = asyncio.create_task(_preload(embedding), name="load the query encoder")
+            stack.push_async_callback(_settle, preload)
         register(MkDocsProvider(settings, client, registry))
         refresher = Refresher(settings, client, store, registry, embedding=embedding)
         stack.push_async_callback(refresher.aclose)  # before the provider closes its registry (LIFO)
@@ -180,6 +186,17 @@ async def compose(
             register(remote.RemoteProvider(settings.remote, sites=settings.sites, credential=token_source))
         service = DocumentationService(registered, origin=settings.origin)
         yield Composition(settings, service, store, embedding, refresher)
+
+
+async def _preload(embedding: EmbeddingModel) -> None:
+    with contextlib.suppress(Exception):
+        await embedding.ready()
+
+
+async def _settle(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def _close_quietly(credential: object) -> None:
