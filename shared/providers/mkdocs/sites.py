@@ -130,7 +130,10 @@ class SiteRegistry:
                 if self._jobs is not None:
                     self._jobs.start(site, ranked)
             log.info("site %s: search structures built on the first search that reached it", site)
-            return self._loaded.get(site) or ranked
+            newest = self._loaded.get(site)
+            # A newer index swapped in meanwhile without them (its load began before this search): this search
+            # ranks on the one just built, and the next search builds the newer one's.
+            return newest if newest is not None and newest.ranker is not None else ranked
 
     async def _prebuilt_for(self, site: str, current: LoadedSite) -> LoadedSite | None:
         try:
