@@ -107,7 +107,7 @@ async def compute_and_store(
             encoder, entries, reuse=reuse, stop=stop, progress=saved.progress, every=progress_entries
         )
     )
-    payload = await asyncio.to_thread(vectors.dumps, model.model_id)
+    payload = await asyncio.to_thread(vectors.dumps, model.model_id, len(entries))  # complete: with its hubness
     await saved.write(payload, len(vectors.keys))  # rows: the entries and the page outlines
     return vectors
 

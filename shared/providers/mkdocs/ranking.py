@@ -479,7 +479,10 @@ class _Semantic:
 
         order = np.argsort(page_of, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(page_of[order]) != 0])
-        hubness = neighbour_similarity(vectors.matrix[: len(page_of)])
+        stored = vectors.hubness
+        hubness = stored if stored is not None and len(stored) == len(page_of) else None
+        if hubness is None:
+            hubness = neighbour_similarity(vectors.matrix[: len(page_of)])
         correction = (HUB_WEIGHT * (hubness - np.median(hubness))).astype(np.float32)
         return cls(vectors, order, starts, correction)
 

@@ -115,6 +115,10 @@ class SiteVectors:
 
     matrix: npt.NDArray[np.float32]
     keys: tuple[str, ...]
+    hubness: npt.NDArray[np.float32] | None = None
+    """Each entry row's `neighbour_similarity`, stored beside complete vectors by whoever computed them (from the
+    float16 rows it stores, so it equals what a loader would compute): an instance attaching them skips that
+    all-pairs pass. None: computed on attach."""
 
     @classmethod
     def compute(
@@ -198,13 +202,19 @@ class SiteVectors:
         similarities: npt.NDArray[np.float32] = np.einsum("ij,j->i", self.matrix, query)
         return similarities
 
-    def dumps(self, model_id: str) -> bytes:
-        """A self-describing JSON document (float16 vectors, base64): what the store keeps beside the index."""
+    def dumps(self, model_id: str, entries: int | None = None) -> bytes:
+        """A self-describing JSON document (float16 vectors, base64): what the store keeps beside the index; with
+        `entries` (complete vectors: that many entry rows, then the outlines), their hubness too."""
         import numpy as np
 
-        vectors = base64.b64encode(self.matrix.astype(np.float16).tobytes()).decode("ascii")
+        rounded = self.matrix.astype(np.float16)
+        vectors = base64.b64encode(rounded.tobytes()).decode("ascii")
         header = {"format": FORMAT, "model": model_id, "dimensions": int(self.matrix.shape[1])}
-        return json.dumps(header | {"keys": list(self.keys), "vectors": vectors}).encode()
+        document: dict[str, object] = header | {"keys": list(self.keys), "vectors": vectors}
+        if entries is not None and 0 < entries <= len(self.keys):
+            hubness = neighbour_similarity(rounded.astype(np.float32)[:entries])
+            document["hubness"] = base64.b64encode(hubness.astype(np.float32).tobytes()).decode("ascii")
+        return json.dumps(document).encode()
 
     @classmethod
     def loads(cls, payload: bytes, model_id: str) -> SiteVectors | None:
@@ -223,7 +233,11 @@ class SiteVectors:
                 return None
             raw = base64.b64decode(document["vectors"], validate=True)
             matrix = np.frombuffer(raw, dtype=np.float16).astype(np.float32)
-            return cls(matrix.reshape(len(keys), dimensions), tuple(keys))
+            hubness = None
+            if isinstance(document.get("hubness"), str):
+                found = np.frombuffer(base64.b64decode(document["hubness"], validate=True), dtype=np.float32)
+                hubness = found.copy() if 0 < len(found) <= len(keys) and np.isfinite(found).all() else None
+            return cls(matrix.reshape(len(keys), dimensions), tuple(keys), hubness)
         except (ValueError, KeyError, TypeError, RecursionError):
             return None
 

@@ -87,6 +87,31 @@ def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> N
     assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
 
 
+def test_complete_vectors_carry_their_hubness_so_attaching_them_skips_the_all_pairs_pass(encoder: MiniLM) -> None:
+    entries = entries_of(
+        page("sync-windows/", "Sync windows", SYNC_WINDOWS),
+        page("retries/", "Retries", "Failed syncs are retried with backoff."),
+        page("bread/", "Bread", "Bake sourdough bread with a starter."),
+    )
+    computed = SiteVectors.compute(encoder, entries)
+    stored = SiteVectors.loads(computed.dumps(MODEL, len(entries)), MODEL)
+    bare = SiteVectors.loads(computed.dumps(MODEL), MODEL)
+    assert stored is not None and bare is not None and bare.hubness is None
+    # Computed from the float16 rows it stores: exactly what an instance loading them would compute.
+    assert stored.hubness is not None
+    np.testing.assert_array_equal(stored.hubness, neighbour_similarity(bare.matrix[: len(entries)]))
+
+    with_stored, computed_here = ranker(*[entries]), ranker(*[entries])
+    with_stored.attach(stored)
+    computed_here.attach(bare)
+    assert with_stored.semantic is not None and computed_here.semantic is not None
+    np.testing.assert_array_equal(with_stored.semantic.correction, computed_here.semantic.correction)
+    query = unit(encoder, HOLIDAY_FREEZE)
+    assert [(h.entry.location, h.score) for h in with_stored.search(HOLIDAY_FREEZE, 5, query)] == [
+        (h.entry.location, h.score) for h in computed_here.search(HOLIDAY_FREEZE, 5, query)
+    ]
+
+
 def test_a_new_index_version_embeds_only_the_entries_whose_text_changed() -> None:
     after = entries_of(
         page("retries/", "Retries", "Failed syncs are retried with a back-off."),  # changed, and moved first
