@@ -146,27 +146,9 @@ async def compose(
             registered.append(provider)
 
         pending = settings.unresolved_secrets()
-        # A provider answering searches ahead of MkDocs: MkDocs builds its search structures (and embeds) only for
-        # searches that fall through to it; resolution and get need the index alone.
-        deferred = any(given.order < MkDocsProvider.order for given in providers) or bool(
-            (
-                settings.ai_search is not None
-                and settings.ai_search.endpoint
-                and PREFIX + "AiSearch__ApiKey" not in pending
-            )
-            or (
-                settings.remote is not None
-                and settings.remote.endpoint
-                and settings.remote.order < MkDocsProvider.order
-            )
-        )
-        registry = SiteRegistry(settings, client, store, embedding=embedding, deferred=deferred)
-        if embedding is not None and not deferred:
-            # The query encoder loads while the first sites do, not after them: the first search ranks by meaning
-            # without waiting for it. No request waits on this; a failure is remembered and reported by health.
-            preload = asyncio.create_task(_preload(embedding), name="load the query encoder")
-            stack.push_async_callback(_settle, preload)
-        register(MkDocsProvider(settings, client, registry))
+        registry = SiteRegistry(settings, client, store, embedding=embedding)
+        mkdocs = MkDocsProvider(settings, client, registry)
+        register(mkdocs)
         refresher = Refresher(settings, client, store, registry, embedding=embedding)
         stack.push_async_callback(refresher.aclose)  # before the provider closes its registry (LIFO)
         for given in providers:
@@ -184,6 +166,15 @@ async def compose(
             if token_source is not None:
                 stack.push_async_callback(_close_quietly, token_source)
             register(remote.RemoteProvider(settings.remote, sites=settings.sites, credential=token_source))
+        if any(provider.order < mkdocs.order for provider in registered if provider is not mkdocs):
+            # A provider answers searches ahead of MkDocs: MkDocs builds its search structures (and embeds) only
+            # for searches that fall through to it; resolution and get need the index alone.
+            registry.defer_search()
+        elif embedding is not None:
+            # The query encoder loads while the first sites do, not after them: the first search ranks by meaning
+            # without waiting for it. No request waits on this; a failure is remembered and reported by health.
+            preload = asyncio.create_task(_preload(embedding), name="load the query encoder")
+            stack.push_async_callback(_settle, preload)
         service = DocumentationService(registered, origin=settings.origin)
         yield Composition(settings, service, store, embedding, refresher)
 

@@ -50,6 +50,8 @@ HOST_OWNED = frozenset(
 _ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("environ", default=None)
 
 
+STORAGE_NAME = re.compile(r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]")
+"""A blob container's or a storage queue's name: 3-63 lowercase letters, digits and single hyphens."""
 _INVALID_FILE_CHARS = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
 
 
@@ -93,7 +95,7 @@ class CacheSettings(_Section):
     @field_validator("container")
     @classmethod
     def _container_name(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]", value):
+        if not STORAGE_NAME.fullmatch(value):
             raise ValueError("must be a valid blob container name (3-63 lowercase letters, digits, hyphens)")
         return value
 
@@ -108,16 +110,22 @@ class WarmupSettings(_Section):
     """How long one site's page check may take per warm-up; what it does not reach is checked next time."""
 
 
-def _secret_list(value: Any) -> Any:
-    """Comma-separated, indexed (`Key__0`, ...) or a sequence, trimmed, empty entries dropped, each a SecretStr."""
-    if isinstance(value, SecretStr):
-        value = value.get_secret_value()
+def _names(value: Any) -> Any:
+    """A list of names: comma-separated, indexed (`Key__0`, ...) or a sequence; trimmed, empty entries dropped."""
     if isinstance(value, str):
         value = value.split(",")
     if isinstance(value, Mapping):
         value = [value[k] for k in sorted(value, key=int)]
-    tokens = [str(t.get_secret_value() if isinstance(t, SecretStr) else t).strip() for t in value]
-    return tuple(SecretStr(token) for token in tokens if token)
+    return tuple(str(name).strip() for name in value if str(name).strip())
+
+
+def _secret_list(value: Any) -> Any:
+    """Like `_names`, each a SecretStr."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if not isinstance(value, str | Mapping):
+        value = [item.get_secret_value() if isinstance(item, SecretStr) else item for item in value]
+    return tuple(SecretStr(token) for token in _names(value))
 
 
 class RefreshSettings(_Section):
@@ -151,7 +159,7 @@ class RefreshSettings(_Section):
     @classmethod
     def _queue(cls, value: str) -> str:
         value = value.strip()
-        if value and not re.fullmatch(r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]", value):
+        if value and not STORAGE_NAME.fullmatch(value):
             raise ValueError("must be a valid storage queue name (3-63 lowercase letters, digits, hyphens)")
         return value
 
@@ -279,15 +287,6 @@ class RemoteSettings(_Section):
         return value.strip() or None if value is not None else None
 
 
-def _names(value: Any) -> Any:
-    """A list of names: comma-separated, indexed (`Key__0`, ...) or a sequence; trimmed, empty entries dropped."""
-    if isinstance(value, str):
-        value = value.split(",")
-    if isinstance(value, Mapping):
-        value = [value[k] for k in sorted(value, key=int)]
-    return tuple(str(name).strip() for name in value if str(name).strip())
-
-
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -392,11 +391,7 @@ class McpSettings(_Section):
     @field_validator("allowed_hosts", mode="before")
     @classmethod
     def _hosts(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = value.split(",")
-        if isinstance(value, Mapping):
-            value = [value[k] for k in sorted(value, key=int)]
-        hosts = tuple(str(host).strip().lower() for host in value if str(host).strip())
+        hosts = tuple(host.lower() for host in _names(value))
         for host in hosts:
             if "/" in host or "://" in host:
                 raise ValueError(f"{host!r} is not a host name (no scheme or path; a port may follow ':')")

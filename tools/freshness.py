@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -43,7 +42,7 @@ from shared.fetch import OriginClient  # noqa: E402
 from shared.providers.mkdocs.sites import SiteRegistry  # noqa: E402
 from shared.settings import load_settings  # noqa: E402
 from tools.azurite import Azurite  # noqa: E402
-from tools.load import OVERRIDES, SITES, free_port  # noqa: E402
+from tools.load import OVERRIDES, SITES, corpus_env, free_port  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 TOKEN = "freshness-" + uuid.uuid4().hex
@@ -51,19 +50,10 @@ TARGET_SECONDS = 60.0
 
 
 def environment(origin: str, storage: str, corpus_sites: str, overrides: str) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.lower().startswith(("forge__documentation__", "azurewebjobsstorage"))
-    }
-    return env | {
-        "Forge__Documentation__Origin": origin,
-        "Forge__Documentation__Sites": corpus_sites,
-        "Forge__Documentation__DefaultSite": corpus_sites.split(",", 1)[0],
-        "Forge__Documentation__SearchIndexOverrides": overrides,
-        "Forge__Documentation__Refresh__Tokens": TOKEN,
-        "AzureWebJobsStorage": storage,
-    }
+    first = corpus_sites.split(",", 1)[0]
+    return corpus_env(
+        origin, sites=corpus_sites, overrides=overrides, storage=storage, DefaultSite=first, Refresh__Tokens=TOKEN
+    )
 
 
 def publish(root: Path, site: str, nonce: str, index_file: Path) -> tuple[str, str]:
@@ -229,6 +219,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 for server in servers:
                     server.wait(30)
             calls = asyncio.run(store_calls_per_hour(env))
+    if not rounds:
+        raise SystemExit("no site was loaded on both instances: nothing was published")
     return {
         "measured_at": datetime.now().astimezone().isoformat(timespec="seconds"),
         "corpus": str(corpus) if corpus else "tests/fixtures/sites (built)",

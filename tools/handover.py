@@ -33,8 +33,8 @@ if str(REPO) not in sys.path:
 
 from tests.support.ai_search_server import AiSearchServer  # noqa: E402
 from tools.azurite import Azurite  # noqa: E402
-from tools.load import QUERIES, memory_mb  # noqa: E402
-from tools.scale import environment, free_port, origin_at  # noqa: E402
+from tools.load import QUERIES, free_port, memory_mb  # noqa: E402
+from tools.scale import environment, origin_at  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 BLOB = "https://docs.blob.core.windows.net/docs"

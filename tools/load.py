@@ -144,9 +144,12 @@ async def measure(args: argparse.Namespace, base: str, pid: int) -> dict[str, ob
     return summary | {"rss_mb_before": before["VmRSS"], "rss_mb_after": after["VmRSS"], "peak_mb": after["VmHWM"]}
 
 
-def corpus_env(origin_url: str, **settings: str) -> dict[str, str]:
+def corpus_env(
+    origin_url: str, *, sites: str = SITES, overrides: str = OVERRIDES, storage: str | None = None, **settings: str
+) -> dict[str, str]:
     """The environment for `python -m shared serve` over a corpus origin: the caller's, without its app settings,
-    plus the corpus's sites and `settings` (`Search__Semantic="false"` -> `Forge__Documentation__Search__...`)."""
+    plus the corpus's sites (or `sites`, with their `overrides`), `storage` as `AzureWebJobsStorage`, and
+    `settings` (`Search__Semantic="false"` -> `Forge__Documentation__Search__...`)."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -154,9 +157,11 @@ def corpus_env(origin_url: str, **settings: str) -> dict[str, str]:
     }
     env |= {
         "Forge__Documentation__Origin": origin_url,
-        "Forge__Documentation__Sites": SITES,
-        "Forge__Documentation__SearchIndexOverrides": OVERRIDES,
+        "Forge__Documentation__Sites": sites,
+        "Forge__Documentation__SearchIndexOverrides": overrides,
     }
+    if storage is not None:
+        env["AzureWebJobsStorage"] = storage
     return env | {f"Forge__Documentation__{key}": value for key, value in settings.items()}
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -35,7 +34,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tools.azurite import Azurite  # noqa: E402
-from tools.load import QUERIES, memory_mb, run  # noqa: E402
+from tools.load import QUERIES, corpus_env, free_port, memory_mb, run  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 SEQUENTIAL = 200
@@ -58,27 +57,9 @@ def origin_at(corpus: Path, size: int, scratch: Path) -> tuple[Path, list[str]]:
 
 
 def environment(origin: str, storage: str, sites: list[str], **settings: str) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.lower().startswith(("forge__documentation__", "azurewebjobsstorage"))
-    }
-    env |= {
-        "Forge__Documentation__Origin": origin,
-        "Forge__Documentation__Sites": ",".join(sites),
-        "Forge__Documentation__DefaultSite": "forge",
-        "Forge__Documentation__SearchIndexOverrides": json.dumps(ROOTED),
-        "AzureWebJobsStorage": storage,
-    }
-    return env | {f"Forge__Documentation__{key}": value for key, value in settings.items()}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return corpus_env(
+        origin, sites=",".join(sites), overrides=json.dumps(ROOTED), storage=storage, DefaultSite="forge", **settings
+    )
 
 
 async def cold(base: str, pid: int, sites: int, requests: int, semantic: bool) -> dict[str, Any]:

@@ -26,6 +26,11 @@ def digest(payload: bytes) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
+def age_hours(fetched_at: datetime, now: datetime | None = None) -> float:
+    """Hours since the origin last vouched for a copy."""
+    return ((now or datetime.now(UTC)) - fetched_at).total_seconds() / 3600
+
+
 @dataclass(frozen=True, slots=True)
 class CachedIndex:
     """One site's cached index and what it was copied from."""
@@ -39,7 +44,7 @@ class CachedIndex:
     entries: int | None = None
 
     def age_hours(self, now: datetime | None = None) -> float:
-        return ((now or datetime.now(UTC)) - self.fetched_at).total_seconds() / 3600
+        return age_hours(self.fetched_at, now)
 
     @property
     def digest(self) -> str:
@@ -56,6 +61,9 @@ class CacheStat:
     origin_etag: str | None = None
     origin_last_modified: str | None = None
     entries: int | None = None
+
+    def age_hours(self, now: datetime | None = None) -> float:
+        return age_hours(self.fetched_at, now)
 
     @property
     def complete(self) -> bool:

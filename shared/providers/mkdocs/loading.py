@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -158,22 +159,24 @@ async def load_prebuilt(
     return LoadedSite(loaded, ranker, stat.version, source, stat.fetched_at, digest, prebuilt=True)
 
 
-async def prebuilt_current(store: IndexStore, site: str, stat: CacheStat) -> bool:
-    """The stored prebuilt ranker is this index version's and this code's (a property read only)."""
-    described = await store.stat(ranking_name(site))
-    return described is not None and described.origin_etag == _built_from(stat)
-
-
-async def store_prebuilt(store: IndexStore, site: str, stat: CacheStat, payload: bytes, weights: PathWeights) -> bool:
-    """Build the ranker of the stored index version `stat` (whose bytes are `payload`) and store it, unless one for
-    this version and code is there; True when one was written. Raises StoreError and IndexFormatError."""
+async def store_prebuilt(
+    store: IndexStore,
+    site: str,
+    stat: CacheStat,
+    read: Callable[[], Awaitable[CachedIndex | None]],
+    weights: PathWeights,
+) -> str:
+    """Build and store the ranker of the stored index version `stat` unless one for this version and code is there
+    (decided from properties alone): `built`, `current`, or `changed` when `read` (the index's download) is no
+    longer that version. Raises StoreError and IndexFormatError."""
     name = ranking_name(site)
     existing = await store.stat(name)
     if existing is not None and existing.origin_etag == _built_from(stat):
-        return False
-    digest = stat.digest or ""
-    if digest != CachedIndex(payload, stat.fetched_at).digest:
-        raise IndexFormatError("the stored index changed while its ranker was being built")
+        return "current"
+    cached = await read()
+    if cached is None or stat.digest is None or cached.digest != stat.digest:
+        return "changed"
+    digest, payload = stat.digest, cached.payload
 
     def prebuild() -> bytes:
         parsed = parse_index(site, payload)
@@ -183,4 +186,4 @@ async def store_prebuilt(store: IndexStore, site: str, stat: CacheStat, payload:
     memory.trim()
     entry = CachedIndex(built, stat.fetched_at, origin_etag=_built_from(stat))
     written = await store.write(name, entry, expected_version=existing.version if existing else None)
-    return written is not None
+    return "built" if written is not None else "current"

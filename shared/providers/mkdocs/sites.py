@@ -79,10 +79,9 @@ class SiteRegistry:
         *,
         embedding: EmbeddingModel | None = None,
         clock: Callable[[], float] = time.monotonic,
-        deferred: bool = False,
     ) -> None:
         self._settings = settings
-        self._deferred = deferred
+        self._deferred = False
         """A provider ahead of MkDocs answers searches: build search structures only when a search falls through."""
         self._searched: set[str] = set()
         """Sites a search has reached: their newer versions are loaded with search structures at once."""
@@ -107,6 +106,11 @@ class SiteRegistry:
     def embedding(self) -> EmbeddingModel | None:
         """The model this registry embeds with; None when semantic matching is off."""
         return self._jobs.model if self._jobs is not None else None
+
+    def defer_search(self) -> None:
+        """A provider ahead of MkDocs answers searches: load indexes without their search structures, which the
+        first search that falls through builds (`searchable`). Said once, before anything loads."""
+        self._deferred = True
 
     def _rank_now(self, site: str) -> bool:
         return not self._deferred or site in self._searched
@@ -378,12 +382,7 @@ class SiteRegistry:
             stat = await self._store.stat(name)
         except StoreError:
             return None
-        fresh = stat is not None and stat.complete
-        if (
-            stat is None
-            or not fresh
-            or (datetime.now(UTC) - stat.fetched_at).total_seconds() / 3600 >= (self._settings.cache_duration_hours)
-        ):
+        if stat is None or not stat.complete or stat.age_hours() >= self._settings.cache_duration_hours:
             return None
         return await load_prebuilt(self._store, site, stat, self._weights)
 

@@ -30,7 +30,7 @@ from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginErr
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors
 from shared.providers.mkdocs.index import parse_index
-from shared.providers.mkdocs.loading import fetch_index, prebuilt_current, store_prebuilt
+from shared.providers.mkdocs.loading import fetch_index, store_prebuilt
 from shared.providers.mkdocs.missing import MissingRecord, start
 from shared.providers.mkdocs.pagecheck import PageCheck
 from shared.providers.mkdocs.phantoms import read_record, save
@@ -72,18 +72,15 @@ async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: 
         stat = await store.stat(name)
         if stat is None or not stat.complete:
             return "skipped: no stored index"
-        if await prebuilt_current(store, site, stat):
-            return "current"  # properties only: nothing downloaded
-        cached = await store.read(name)
-        if cached is None or cached.digest != stat.digest:
-            return "skipped: the stored index changed meanwhile; built next time"
-        built = await store_prebuilt(store, site, stat, cached.payload, settings.search.path_weights)
+        built = await store_prebuilt(store, site, stat, lambda: store.read(name), settings.search.path_weights)
     except (StoreError, IndexFormatError) as exc:
         return f"failed: {exc}"
     except Exception as exc:  # one site's prebuild must not cost the other sites their warm-up
         log.exception("warm-up %s: prebuilding its ranker failed", site)
         return f"failed: {type(exc).__name__}"
-    return "built" if built else "current"
+    if built == "changed":
+        return "skipped: the stored index changed meanwhile; built next time"
+    return built
 
 
 async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site: str, model: EmbeddingModel) -> str:
