@@ -47,6 +47,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
@@ -91,7 +92,7 @@ class PathRule:
     when: tuple[frozenset[str], ...] = ()
     """Words or phrases (analyzed) without one of which in the query the rule is off; empty: always on."""
 
-    def on(self, asked: set[str]) -> bool:
+    def on(self, asked: AbstractSet[str]) -> bool:
         """Whether the rule weighs pages for a query with these analyzed terms."""
         if any(phrase <= asked for phrase in self.unless):
             return False
@@ -107,6 +108,8 @@ class PathRule:
 
 
 _GLOB = re.compile(r"[*?\[]")
+_REMEMBERED = 256
+"""Queries whose toggled rules `PathWeights.toggled` keeps (a query's terms and a few numbers each)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,7 @@ class PathWeights:
     rules: tuple[PathRule, ...] = ()
     source: str = field(default="[]", compare=False)
     """The setting's text, as given."""
+    _toggled: dict[frozenset[str], frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def parse(cls, text: str) -> PathWeights:
@@ -136,9 +140,17 @@ class PathWeights:
 
     def toggled(self, terms: Sequence[str]) -> frozenset[int]:
         """The rules a query with these analyzed terms turns from their usual state: an `unless` rule it switches
-        off, a `when` rule it switches on."""
-        asked = set(terms)
-        return frozenset(number for number, rule in enumerate(self.rules) if rule.on(asked) != (not rule.when))
+        off, a `when` rule it switches on.
+
+        Remembered for the last queries: every site searched asks the same rules about the same query."""
+        asked = frozenset(terms)
+        found = self._toggled.get(asked)
+        if found is None:
+            if len(self._toggled) >= _REMEMBERED:
+                self._toggled.clear()
+            found = frozenset(number for number, rule in enumerate(self.rules) if rule.on(asked) != (not rule.when))
+            self._toggled[asked] = found
+        return found
 
 
 def _rule(number: int, raw: object) -> PathRule:

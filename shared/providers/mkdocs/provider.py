@@ -29,11 +29,12 @@ from shared.providers.mkdocs.index import SiteIndex, page_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.pagecache import CachedPage, PageCache
-from shared.providers.mkdocs.ranking import RankedHit, Ranker
+from shared.providers.mkdocs.ranking import RankedHit, Ranker, Scored, semantic_say
 from shared.providers.mkdocs.redirects import RedirectProbe, stub_target
 from shared.providers.mkdocs.resolution import Resolver, qualify
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.suggest import Suggester, suggest
+from shared.providers.mkdocs.text import Query, analyze_query
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
@@ -87,18 +88,32 @@ class MkDocsProvider:
             await self._registry.looked_up([entry.index.site for entry in loaded])
             loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]  # a swap meanwhile
         vector = await self._query_vector(query, loaded)
-        hits = [(entry, hit) for entry in loaded for hit in self._search_site(entry, query, limit, vector)]
-        hits = [pair for pair in hits if pair[1].score >= self._settings.search.min_score]
-        hits.sort(key=lambda pair: pair[1].score, reverse=True)
-        return Found((self._result(loaded_site, hit, query) for loaded_site, hit in hits[:limit]), sites=states)
+        wanted = analyze_query(query)
+        say = semantic_say(query, wanted)
+        floor = self._settings.search.min_score
+        # Every site scores its pages; hits (best section, breadcrumb, preview) are built only for those returned.
+        ranked = [self._scored(entry, wanted, say, limit, vector) for entry in loaded]
+        kept = [
+            (scored.scores[number], site, number)
+            for site, (scored, numbers) in enumerate(ranked)
+            for number in numbers
+            if scored.scores[number] >= floor
+        ]
+        kept.sort(key=lambda found: found[0], reverse=True)
+        return Found(
+            (self._result(loaded[site], ranked[site][0].hit(number), query) for _, site, number in kept[:limit]),
+            sites=states,
+        )
 
-    def _search_site(
-        self, loaded: LoadedSite, query: str, limit: int, vector: npt.NDArray[np.float32] | None
-    ) -> list[RankedHit]:
-        """The site's best `limit` pages, leaving out those the origin does not serve (asked for enough more)."""
+    def _scored(
+        self, loaded: LoadedSite, wanted: Query, say: float, limit: int, vector: npt.NDArray[np.float32] | None
+    ) -> tuple[Scored, list[int]]:
+        """The site's best pages and which of them (at most `limit`) to offer: those the origin serves (asked for
+        as many more as it is missing)."""
         missing = self._registry.missing(loaded)
-        hits = _ranker(loaded).search(query, limit + len(missing), vector)
-        return [hit for hit in hits if hit.entry.page not in missing][:limit]
+        scored = _ranker(loaded).score(wanted, say, limit + len(missing), vector)
+        numbers = range(len(scored.pages))
+        return scored, [number for number in numbers if not missing or scored.page(number) not in missing][:limit]
 
     async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
         """The query's embedding when every site searched ranks semantically; None ranks them all lexically.

@@ -107,9 +107,6 @@ BALANCE_WORDS = 8
 """The query length (distinct terms) up to which the semantic credit is whole; beyond it the credit shrinks as the
 term score does (module docstring). About where the best term score's median and the best credit's cross."""
 
-CANDIDATES = 5
-"""Pages searched for their best section beyond the requested limit, so section evidence can reorder them."""
-
 
 @dataclass(frozen=True, slots=True)
 class RankedHit:
@@ -183,8 +180,11 @@ class Postings:
         number = self.terms.get(term)
         return 0 if number is None else self.offsets[number + 1] - self.offsets[number]
 
-    def sums(self, weights: dict[str, float]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Each document's weighted score and the query weight it matched: the hot loop of every query."""
+    def sums(
+        self, weights: dict[str, float], *, matched: bool = True
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
+        """Each document's weighted score and (unless not wanted) the query weight it matched: the hot loop of every
+        query."""
         import numpy as np
 
         slices = [
@@ -193,20 +193,23 @@ class Postings:
             if (number := self.terms.get(term)) is not None
         ]
         if not slices:
-            return np.zeros(self.documents), np.zeros(self.documents)
+            return np.zeros(self.documents), np.zeros(self.documents) if matched else None
         # One pass in query-term order: bincount adds each document's contributions in that order, as a loop would.
         numbers = np.concatenate([self.numbers[start:end] for start, end, _ in slices])
         weight = np.repeat([w for _, _, w in slices], [end - start for start, end, _ in slices])
         values = np.concatenate([self.values[start:end] for start, end, _ in slices])
         scores = np.bincount(numbers, weights=weight * values, minlength=self.documents).astype(np.float64, copy=False)
-        matched = np.bincount(numbers, weights=weight, minlength=self.documents).astype(np.float64, copy=False)
-        return scores, matched
+        if not matched:
+            return scores, None
+        shares = np.bincount(numbers, weights=weight, minlength=self.documents).astype(np.float64, copy=False)
+        return scores, shares
 
     def coordinated(self, weights: dict[str, float]) -> npt.NDArray[np.float64]:
         """Every document's score scaled by the share of the query weight it matched (0 where none)."""
         import numpy as np
 
         scores, matched = self.sums(weights)
+        assert matched is not None
         coordinated: npt.NDArray[np.float64] = np.where(matched < 1.0, scores * matched, scores)
         return coordinated
 
@@ -288,6 +291,11 @@ class Ranker:
     """Each page's first matching page-kind rule (`kinds.py`), -1 for none."""
     credit_scale: npt.NDArray[np.float64]
     """Each page's multiplier turned into its semantic credit's: a boost above 1 divided out (module docstring)."""
+    order: npt.NDArray[np.intp]
+    """Entry numbers grouped by page, pages in order (each page's in index order): a per-entry array taken in this
+    order reduces to one value per page at `starts`."""
+    starts: npt.NDArray[np.intp]
+    """Where each page's entries start in `order`."""
     semantic: _Semantic | None = None
     """Entry embeddings once `attach` has them (computed off the request path); until then ranking is lexical."""
 
@@ -328,6 +336,8 @@ class Ranker:
         weighted = np.where(usual, plain * weights, plain)
         toggled = np.where(usual, plain, plain * weights)
         credit_scale = 1 / np.maximum(plain, 1.0)
+        order = np.array([n for page in pages for n in page.sections], dtype=np.intp)
+        starts = np.cumsum([0, *(len(page.sections) for page in pages[:-1])], dtype=np.intp)
         return cls(
             index.entries,
             pages,
@@ -339,6 +349,8 @@ class Ranker:
             toggled,
             rule_numbers,
             credit_scale,
+            order,
+            starts,
         )
 
     def attach(self, vectors: SiteVectors) -> None:
@@ -347,16 +359,12 @@ class Ranker:
         Blocking (the hubness correction compares every entry with every other: 0.2 s for 4,000 entries), so
         the service calls it off the event loop.
         """
-        import numpy as np
 
         if len(vectors.matrix) != len(self.entries) + len(self.pages):
             raise ValueError(
                 f"{len(vectors.matrix)} vectors for {len(self.entries)} entries and {len(self.pages)} page outlines"
             )
-        page_of = np.zeros(len(self.entries), dtype=np.intp)
-        for number, page in enumerate(self.pages):
-            page_of[page.sections] = number
-        self.semantic = _Semantic.of(vectors, page_of)
+        self.semantic = _Semantic.of(vectors, self.order, self.starts)
 
     def listing(self, limit: int | None = None, leave_out: frozenset[str] = frozenset()) -> list[RankedHit]:
         """Pages in index order (the `*` query), one unscored hit per page entry, the first `limit` of those whose
@@ -372,7 +380,7 @@ class Ranker:
         return " ".join(self.entries[n].text for n in page.sections if self.entries[n].text.strip())
 
     def search(self, query: str, limit: int, vector: npt.NDArray[np.float32] | None = None) -> list[RankedHit]:
-        """The best pages for `query`, best first, one hit per page.
+        """The best pages for `query`, best first, one hit per page (`score` of the analysed query, every hit built).
 
         `vector` is the query's embedding (`shared.embedding.Encoder`); with it, and this site's embeddings
         attached, a page also earns `WEIGHT * (similarity - THRESHOLD)` above the threshold, times its boost (at
@@ -380,49 +388,46 @@ class Ranker:
         share no word with the query can be found.
         """
         wanted = analyze_query(query)
-        if not wanted.words or limit < 1:
-            return []
+        scored = self.score(wanted, semantic_say(query, wanted), limit, vector)
+        return [scored.hit(number) for number in range(len(scored.pages))]
+
+    def score(self, wanted: Query, say: float, limit: int, vector: npt.NDArray[np.float32] | None = None) -> Scored:
+        """The best `limit` pages for an analysed query, scored, best first; their hits are built on demand.
+
+        Every page that shares a term with the query or is close to it in meaning gets its whole score at once
+        (its best section's, its own, the prior and the semantic credit, as arrays), so a caller merging many
+        sites builds hits only for the few it returns: the per-hit work no longer grows with the sites searched.
+        """
         import numpy as np
 
+        if not wanted.words or limit < 1:
+            return Scored(self, [], [], None, None)
         scores = self.page_view.postings.coordinated(self.page_view.weights(wanted))
-        coverage = self.titles.sums(dict.fromkeys((*wanted.words, *wanted.joined), 1.0))[0]
+        coverage = self.titles.sums(dict.fromkeys((*wanted.words, *wanted.joined), 1.0), matched=False)[0]
         boosts = self._boosts(wanted)
         prior = boosts * (1 + coverage)
-        fit = self._site_fit(wanted)
-        scored = np.flatnonzero(scores)
-        ranked = (scores * prior)[scored]
-        shortlist: list[int] = scored[np.argsort(-ranked, kind="stable")[: limit + CANDIDATES]].tolist()
-        semantic = self.semantic
-        credit: dict[int, float] = {}
+        candidates = np.flatnonzero(scores)
+        credits = None
         cosines = None
-        say = (1.0 - IDENTIFIER_SCALE * identifier_share(query)) * min(1.0, BALANCE_WORDS / len(wanted.words))
+        semantic = self.semantic
         if semantic is not None and vector is not None and say > 0:
             close, closeness, cosines = semantic.close_pages(vector)
-            closeness = closeness * say
             if len(close):
-                # The best by meaning, and the best by both (the page score standing in for the section score),
-                # so a page good on both counts but top of neither is still weighed whole.
                 credits = np.zeros(len(scores))
-                credits[close] = closeness * boosts[close] * self.credit_scale[close]
-                candidates = np.concatenate((scored, close[~np.isin(close, scored)]))
-                both = scores[candidates] * prior[candidates] * fit + credits[candidates]
-                shortlist = list(
-                    dict.fromkeys(
-                        (
-                            *shortlist,
-                            *close[np.argsort(-closeness, kind="stable")[: limit + CANDIDATES]].tolist(),
-                            *candidates[np.argsort(-both, kind="stable")[: limit + CANDIDATES]].tolist(),
-                        )
-                    )
-                )
-                credit = dict(zip(close.tolist(), credits[close].tolist(), strict=True))
+                credits[close] = closeness * say * boosts[close] * self.credit_scale[close]
+                candidates = np.union1d(candidates, close)
+        if not len(candidates):
+            return Scored(self, [], [], None, cosines)
         sections = self.section_view.postings.coordinated(self.section_view.weights(wanted))
-        hits = [
-            self._hit(n, float(scores[n]), fit * float(prior[n]), sections, credit.get(n, 0.0), cosines)
-            for n in shortlist
-        ]
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        return hits[:limit]
+        best = np.maximum.reduceat(sections[self.order], self.starts)
+        fit = self._site_fit(wanted)
+        final = (SECTION_SHARE * best[candidates] + (1 - SECTION_SHARE) * scores[candidates]) * (
+            fit * prior[candidates]
+        )
+        if credits is not None:
+            final = final + credits[candidates]
+        top = np.argsort(-final, kind="stable")[:limit]
+        return Scored(self, candidates[top].tolist(), final[top].tolist(), sections, cosines)
 
     def _boosts(self, wanted: Query) -> npt.NDArray[np.float64]:
         """Each page's multiplier for this query: its usual one (`weighted`), except on pages whose rule the query
@@ -441,24 +446,45 @@ class Ranker:
         shares = [self.page_view.postings.frequency(term) / pages for term in wanted.words]
         return sum(share / (share + SITE_FIT_HALF) for share in shares) / len(shares)
 
-    def _hit(
-        self,
-        number: int,
-        page_score: float,
-        prior: float,
-        sections: npt.NDArray[np.float64],
-        bonus: float = 0.0,
-        cosines: npt.NDArray[np.float32] | None = None,
-    ) -> RankedHit:
-        page = self.pages[number]
-        best, best_score = _best(sections, page.sections)
-        if best_score == 0.0 and cosines is not None:  # found by meaning alone: its closest section
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """One site's best pages for a query, best first, with what building their hits needs (`Ranker.score`)."""
+
+    ranker: Ranker
+    pages: list[int]
+    """Page numbers (`Ranker.pages`), best first."""
+    scores: list[float]
+    """Their scores, on the scale the provider compares across sites and against `min_score`."""
+    sections: npt.NDArray[np.float64] | None
+    """Every entry's section-view score for the query."""
+    cosines: npt.NDArray[np.float32] | None
+    """Every entry's corrected cosine with the query, when it was ranked semantically."""
+
+    def page(self, number: int) -> str:
+        """The path of the `number`th best page."""
+        return self.ranker.pages[self.pages[number]].entry.page
+
+    def hit(self, number: int) -> RankedHit:
+        """The `number`th best page's hit: its best section (the first on a tie; when no section shares a term,
+        its closest by meaning), breadcrumb and preview source."""
+        ranker = self.ranker
+        page = ranker.pages[self.pages[number]]
+        assert self.sections is not None
+        best, best_score = _best(self.sections, page.sections)
+        if best_score == 0.0 and self.cosines is not None:  # found by meaning alone: its closest section
+            cosines = self.cosines
             best = max(page.sections, key=lambda n: float(cosines[n]))
-        score = (SECTION_SHARE * best_score + (1 - SECTION_SHARE) * page_score) * prior + bonus
-        section = self.entries[best]
+        section = ranker.entries[best]
         crumb = (page.entry.title, section.title) if section.anchor is not None else (page.entry.title,)
-        source = section.text if section.text.strip() else self._text(page)
-        return RankedHit(page.entry, score, crumb, source, section)
+        source = section.text if section.text.strip() else ranker._text(page)
+        return RankedHit(page.entry, self.scores[number], crumb, source, section)
+
+
+def semantic_say(query: str, wanted: Query) -> float:
+    """How much of its semantic credit a query keeps (module docstring: `say` times `length`); the same on every
+    site, so a caller searching many works it out once."""
+    return (1.0 - IDENTIFIER_SCALE * identifier_share(query)) * min(1.0, BALANCE_WORDS / max(1, len(wanted.words)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,15 +500,14 @@ class _Semantic:
     """Subtracted from each entry's cosine: `HUB_WEIGHT` times its neighbour similarity less the site's median."""
 
     @classmethod
-    def of(cls, vectors: SiteVectors, page_of: npt.NDArray[np.intp]) -> _Semantic:
+    def of(cls, vectors: SiteVectors, order: npt.NDArray[np.intp], starts: npt.NDArray[np.intp]) -> _Semantic:
         import numpy as np
 
-        order = np.argsort(page_of, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(page_of[order]) != 0])
+        entries = len(order)
         stored = vectors.hubness
-        hubness = stored if stored is not None and len(stored) == len(page_of) else None
+        hubness = stored if stored is not None and len(stored) == entries else None
         if hubness is None:
-            hubness = neighbour_similarity(vectors.matrix[: len(page_of)])
+            hubness = neighbour_similarity(vectors.matrix[:entries])
         correction = (HUB_WEIGHT * (hubness - np.median(hubness))).astype(np.float32)
         return cls(vectors, order, starts, correction)
 

@@ -170,3 +170,27 @@ def test_a_site_about_the_query_outscores_a_site_that_mentions_it_once() -> None
     mentions = ranker(page("misc/", "Misc", "we once tried external-dns for records"), *FILLER)
     query = "external-dns records"
     assert about.search(query, 1)[0].score > mentions.search(query, 1)[0].score
+
+
+def test_every_matching_page_is_scored_whole_so_a_smaller_limit_is_a_prefix_of_a_larger_one() -> None:
+    """A long page whose one section answers the question, among many short pages that mention its words in
+    passing, wins on its section: ranking scores every matching page with its best section (not only a shortlist
+    of the best by the page view), so `limit` cuts a list, never changes it."""
+    passing = [
+        page(f"p{n}/", f"Note {n}", "widget rollback mentioned in passing " + "filler " * (10 + n)) for n in range(12)
+    ]
+    deep = page(
+        "deep/",
+        "Operations handbook",
+        "filler " * 400,
+        ("rollback", "Widget rollback", "Widget rollback returns a widget to its previous revision."),
+        *[(f"s{n}", f"Chapter {n}", "unrelated operations text " * 40) for n in range(6)],
+    )
+    index = ranker(*passing, deep, *FILLER)
+    everything = index.search("widget rollback", 50)
+    assert everything[0].entry.location == "deep/"
+    assert everything[0].section is not None and everything[0].section.location == "deep/#rollback"
+    for limit in range(1, 6):
+        assert [(hit.entry.location, hit.score) for hit in index.search("widget rollback", limit)] == [
+            (hit.entry.location, hit.score) for hit in everything[:limit]
+        ]
