@@ -13,10 +13,11 @@ shape and offset. The trailing SHA-256 covers everything before it. Arrays:
     entries     location, page, anchor, title, page_title, text: UTF-8 blobs with int64 offsets (in characters of
                 the decoded text, so a column decodes once and is sliced); `anchor_set`
                 (uint8) tells a null anchor from an empty one; `boost` (float64)
+    vocabulary  terms (NUL-joined UTF-8), numbered in order: the site's one vocabulary, shared by its views
     page_view, section_view
-                terms (NUL-joined UTF-8), offsets (int64), numbers (int32), values (float64), idf (float64, by term
-                number), and the view's document count
-    titles      terms, offsets, numbers, values (title coverage postings)
+                offsets (int64, one per term the view numbered, plus one), numbers (int32), values (float64), and
+                the view's document count; IDF is worked out from the offsets on load
+    titles      offsets, numbers, values (title coverage postings)
 
 What depends on configuration (the page-kind rules) is not stored: `Ranker.assemble` works it out on load. An
 artifact that fails its checksum, its format, its index version or its code digest is refused (`ArtifactError`):
@@ -25,6 +26,7 @@ the caller builds the ranker itself and never serves it.
 
 from __future__ import annotations
 
+import array as pyarray
 import hashlib
 import json
 import struct
@@ -40,7 +42,7 @@ from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.ranking import Postings, Ranker, _View
 
 MAGIC = b"DOCRANK\x01"
-FORMAT = 1
+FORMAT = 2
 _HEADER = struct.Struct("<8sI")
 _ALIGN = 8
 _TEXT_FIELDS = ("location", "page", "anchor", "title", "page_title", "text")
@@ -61,13 +63,25 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
     arrays["entries.anchor_set"] = np.array([entry.anchor is not None for entry in entries], dtype=np.uint8)
     arrays["entries.boost"] = np.array([entry.boost for entry in entries], dtype=np.float64)
     scalars: dict[str, int] = {}
-    for name, view in (("page_view", ranker.page_view), ("section_view", ranker.section_view)):
-        _postings(arrays, name, view.postings)
-        terms = _term_list(view.postings)
-        arrays[f"{name}.idf"] = np.array([view.idf[term] for term in terms], dtype=np.float64)
-        scalars[f"{name}.documents"] = view.documents
-    _postings(arrays, "titles", ranker.titles)
-    scalars["titles.documents"] = ranker.titles.documents
+    vocabulary = ranker.titles.terms
+    if ranker.page_view.postings.terms is not vocabulary or ranker.section_view.postings.terms is not vocabulary:
+        raise ValueError("the ranker's views do not share one vocabulary")
+    terms = [""] * len(vocabulary)
+    for term, number in vocabulary.items():
+        terms[number] = term
+    if any(_SEPARATOR in term for term in terms):
+        raise ValueError("a term holds the separator")
+    arrays["vocabulary.terms"] = np.frombuffer(_SEPARATOR.join(terms).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    scalars["vocabulary.terms"] = len(terms)
+    for name, postings in (
+        ("page_view", ranker.page_view.postings),
+        ("section_view", ranker.section_view.postings),
+        ("titles", ranker.titles),
+    ):
+        arrays[f"{name}.offsets"] = np.frombuffer(postings.offsets, dtype=np.int64)
+        arrays[f"{name}.numbers"] = postings.numbers.astype(np.int32, copy=False)
+        arrays[f"{name}.values"] = postings.values.astype(np.float64, copy=False)
+        scalars[f"{name}.documents"] = postings.documents
     table: dict[str, dict[str, Any]] = {}
     chunks: list[bytes] = []
     offset = 0
@@ -130,15 +144,18 @@ def loads(
         )
     ]
     index = SiteIndex.build(site, entries)
-    views = []
-    for name in ("page_view", "section_view"):
-        postings = _unpostings(array, name, int(scalars[f"{name}.documents"]))
-        idf = array(f"{name}.idf").tolist()
-        terms = list(postings.terms)
-        if len(idf) != len(terms):
-            raise ArtifactError(f"{name}: idf and terms disagree")
-        views.append(_View(postings.documents, postings, dict(zip(terms, idf, strict=True))))
-    titles = _unpostings(array, "titles", int(scalars["titles.documents"]))
+    raw = array("vocabulary.terms").tobytes().decode("utf-8", "surrogatepass")
+    terms = raw.split(_SEPARATOR) if raw else []
+    if len(terms) != int(scalars["vocabulary.terms"]):
+        raise ArtifactError("the vocabulary does not add up")
+    vocabulary = dict(zip(terms, range(len(terms)), strict=True))
+    if len(vocabulary) != len(terms):
+        raise ArtifactError("the vocabulary repeats a term")
+    page_view, section_view, titles = (
+        _unpostings(array, name, int(scalars[f"{name}.documents"]), vocabulary)
+        for name in ("page_view", "section_view", "titles")
+    )
+    views = _View.of(page_view.documents, page_view), _View.of(section_view.documents, section_view)
     return index, Ranker.assemble(index, kinds, views[0], views[1], titles)
 
 
@@ -177,31 +194,14 @@ def _unstrings(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> l
     return [text[start:end] for start, end in pairwise(bounds)]
 
 
-def _term_list(postings: Postings) -> list[str]:
-    terms = [""] * len(postings.terms)
-    for term, number in postings.terms.items():
-        terms[number] = term
-    return terms
-
-
-def _postings(arrays: dict[str, npt.NDArray[Any]], name: str, postings: Postings) -> None:
-    terms = _term_list(postings)
-    if any(_SEPARATOR in term for term in terms):
-        raise ValueError("a term holds the separator")
-    arrays[f"{name}.terms"] = np.frombuffer(_SEPARATOR.join(terms).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    arrays[f"{name}.offsets"] = np.asarray(postings.offsets, dtype=np.int64)
-    arrays[f"{name}.numbers"] = postings.numbers.astype(np.int32, copy=False)
-    arrays[f"{name}.values"] = postings.values.astype(np.float64, copy=False)
-
-
-def _unpostings(array: Any, name: str, documents: int) -> Postings:
-    raw = array(f"{name}.terms").tobytes().decode("utf-8", "surrogatepass")
-    terms = raw.split(_SEPARATOR) if raw else []
-    offsets = array(f"{name}.offsets").tolist()
+def _unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:
+    offsets = array(f"{name}.offsets").astype(np.int64, copy=False)
     numbers = array(f"{name}.numbers")
     values = array(f"{name}.values")
-    if len(offsets) != len(terms) + 1 or offsets[-1] != len(numbers) or len(numbers) != len(values):
+    if not 1 <= len(offsets) <= len(vocabulary) + 1 or int(offsets[0]) != 0 or int(offsets[-1]) != len(numbers):
+        raise ArtifactError(f"{name}: postings do not add up")
+    if len(numbers) != len(values) or (len(offsets) > 1 and bool((np.diff(offsets) < 0).any())):
         raise ArtifactError(f"{name}: postings do not add up")
     if len(numbers) and (int(numbers.min()) < 0 or int(numbers.max()) >= documents):
         raise ArtifactError(f"{name}: a posting names a document that is not there")
-    return Postings(documents, dict(zip(terms, range(len(terms)), strict=True)), offsets, numbers, values)
+    return Postings(documents, vocabulary, pyarray.array("q", offsets.tobytes()), numbers, values)

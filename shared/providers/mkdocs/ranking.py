@@ -125,10 +125,13 @@ class RankedHit:
 
 
 class _Builder:
-    """Collects (term, document, value) triples compactly while a view is built, then packs them."""
+    """Collects (term, document, value) triples compactly while a view is built, then packs them.
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
+    The views of one site share one vocabulary (`terms`): each term string and its dictionary slot are held once
+    per site, not once per view."""
+
+    def __init__(self, terms: dict[str, int] | None = None) -> None:
+        self.ids: dict[str, int] = terms if terms is not None else {}
         self.terms = array("i")
         self.numbers = array("i")
         self.values = array("d")
@@ -148,7 +151,7 @@ class _Builder:
         np.cumsum(np.bincount(terms, minlength=len(self.ids)), out=offsets[1:])
         numbers = np.frombuffer(self.numbers, dtype=np.int32)[order]
         values = np.frombuffer(self.values, dtype=np.float64)[order]
-        return Postings(documents, self.ids, offsets.tolist(), numbers, values)
+        return Postings(documents, self.ids, array("q", offsets.tobytes()), numbers, values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,23 +165,29 @@ class Postings:
 
     documents: int
     terms: dict[str, int]
-    """Term -> its number: its slice is `offsets[number]:offsets[number + 1]`."""
-    offsets: list[int]
+    """Term -> its number in the site's vocabulary (shared by its views): its slice is
+    `offsets[number]:offsets[number + 1]`, empty for a term of another view (or beyond `offsets`: one numbered
+    after this view was packed)."""
+    offsets: array[int]
+    """int64, one more than the terms numbered when this view was packed; Python integers when indexed."""
     numbers: npt.NDArray[np.int32]
     values: npt.NDArray[np.float64]
 
+    def _slice(self, term: str) -> tuple[int, int]:
+        number = self.terms.get(term)
+        if number is None or number + 1 >= len(self.offsets):
+            return 0, 0
+        return self.offsets[number], self.offsets[number + 1]
+
     def of(self, term: str) -> list[tuple[int, float]]:
         """The term's (document, value) pairs, in document order."""
-        number = self.terms.get(term)
-        if number is None:
-            return []
-        start, end = self.offsets[number], self.offsets[number + 1]
+        start, end = self._slice(term)
         return list(zip(self.numbers[start:end].tolist(), self.values[start:end].tolist(), strict=True))
 
     def frequency(self, term: str) -> int:
         """How many documents hold the term."""
-        number = self.terms.get(term)
-        return 0 if number is None else self.offsets[number + 1] - self.offsets[number]
+        start, end = self._slice(term)
+        return end - start
 
     def sums(
         self, weights: dict[str, float], *, matched: bool = True
@@ -187,10 +196,13 @@ class Postings:
         query."""
         import numpy as np
 
+        terms, offsets, last = self.terms, self.offsets, len(self.offsets) - 1
         slices = [
-            (self.offsets[number], self.offsets[number + 1], weight)
+            (start, end, weight)
             for term, weight in weights.items()
-            if (number := self.terms.get(term)) is not None
+            if (number := terms.get(term)) is not None
+            and number < last
+            and (start := offsets[number]) != (end := offsets[number + 1])
         ]
         if not slices:
             return np.zeros(self.documents), np.zeros(self.documents) if matched else None
@@ -220,31 +232,50 @@ class _View:
 
     documents: int
     postings: Postings
-    idf: dict[str, float] = field(default_factory=dict)
+    idf: array[float] = field(default_factory=lambda: array("d"))
+    """IDF by term number, 0 for a term the view does not hold (a held term's IDF is always above 0)."""
 
     @classmethod
-    def build(cls, docs: Sequence[Sequence[list[str]]], fields: Sequence[tuple[float, float]]) -> _View:
-        """Index `docs` (fields in `fields` order)."""
-        builder = _Builder()
+    def build(
+        cls, docs: Sequence[Sequence[list[str]]], fields: Sequence[tuple[float, float]], terms: dict[str, int]
+    ) -> _View:
+        """Index `docs` (fields in `fields` order), numbering new terms in the site's vocabulary `terms`."""
+        builder = _Builder(terms)
         count = max(1, len(docs))
         averages = [max(1.0, sum(len(doc[f]) for doc in docs) / count) for f in range(len(fields))]
-        df: Counter[str] = Counter()
         for number, doc in enumerate(docs):
             blended: dict[str, float] = {}
             # The last field is the body, the largest: it seeds the blend in one comprehension.
-            for (weight, b), terms, average in reversed(list(zip(fields, doc, averages, strict=True))):
-                scale = weight / (1 - b + b * len(terms) / average)
+            for (weight, b), words, average in reversed(list(zip(fields, doc, averages, strict=True))):
+                scale = weight / (1 - b + b * len(words) / average)
                 if not blended:
-                    blended = {term: occurrences * scale for term, occurrences in Counter(terms).items()}
+                    blended = {term: occurrences * scale for term, occurrences in Counter(words).items()}
                     continue
-                for term, occurrences in Counter(terms).items():
+                for term, occurrences in Counter(words).items():
                     blended[term] = blended.get(term, 0.0) + occurrences * scale
             for term, tf in blended.items():
                 builder.add(term, number, tf / (K1 + tf))
-            df.update(blended.keys())
-        view = cls(len(docs), builder.pack(len(docs)))
-        view.idf = {term: view.term_idf(frequency) for term, frequency in df.items()}
+        return cls.of(len(docs), builder.pack(len(docs)))
+
+    @classmethod
+    def of(cls, documents: int, postings: Postings) -> _View:
+        """The view over packed postings, each term's IDF from how many documents hold it (its slice's length)."""
+        view = cls(documents, postings)
+        known: dict[int, float] = {0: 0.0}
+        offsets = postings.offsets
+        view.idf = array(
+            "d",
+            (
+                known[df] if (df := offsets[n + 1] - offsets[n]) in known else known.setdefault(df, view.term_idf(df))
+                for n in range(len(offsets) - 1)
+            ),
+        )
         return view
+
+    def idf_of(self, term: str) -> float:
+        """The term's IDF in this view, 0 when the view does not hold it."""
+        number = self.postings.terms.get(term)
+        return self.idf[number] if number is not None and number < len(self.idf) else 0.0
 
     def term_idf(self, df: int) -> float:
         return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
@@ -256,12 +287,17 @@ class _View:
         alternative spelling of two words says no more than they do, however rare it is (`DNS records` must not
         let every `DNSRecord` outweigh the rest of the query).
         """
-        maximum = sum(self.idf.get(term) or self.term_idf(0) for term in query.words)
-        weights = {term: self.idf[term] / maximum for term in query.words if term in self.idf}
+        terms, held, count = self.postings.terms, self.idf, len(self.idf)
+        idf = {
+            term: held[number] if (number := terms.get(term)) is not None and number < count else 0.0
+            for term in (*query.words, *query.joined)
+        }
+        maximum = sum(idf[term] or self.term_idf(0) for term in query.words)
+        weights = {term: idf[term] / maximum for term in query.words if idf[term]}
         cap = max(weights.values(), default=0.0)
         for term in query.joined:
-            if term in self.idf:
-                weights[term] = min(self.idf[term] / maximum, cap)
+            if idf[term]:
+                weights[term] = min(idf[term] / maximum, cap)
         return weights
 
 
@@ -306,8 +342,9 @@ class Ranker:
         bodies = [analyze(entry.text) for entry in entries]
         pages = _pages(entries)
         page_docs = [_page_doc(page, entries, titles, bodies) for page in pages]
-        page_view = _View.build(page_docs, PAGE_FIELDS)
-        section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS)
+        vocabulary: dict[str, int] = {}
+        page_view = _View.build(page_docs, PAGE_FIELDS, vocabulary)
+        section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS, vocabulary)
         return cls.assemble(index, kinds, page_view, section_view, _title_index(page_view, pages), pages)
 
     @classmethod
@@ -546,9 +583,9 @@ def _title_index(view: _View, pages: list[_Page]) -> Postings:
     A title counts each word it writes once (`written_words`), so `VNet` or `Hub-Networking` weigh as one
     word each, not as a whole plus its parts.
     """
-    builder = _Builder()
+    builder = _Builder(view.postings.terms)
     for number, page in enumerate(pages):
-        title = {term: view.idf.get(term) or view.term_idf(0) for term in written_words(page.entry.title)}
+        title = {term: view.idf_of(term) or view.term_idf(0) for term in written_words(page.entry.title)}
         total = sum(title.values())
         for term, idf in title.items():
             builder.add(term, number, idf / total)

@@ -82,7 +82,7 @@ def test_a_rare_joined_spelling_weighs_no_more_than_the_query_s_best_word() -> N
     for view in (index.page_view, index.section_view):
         weights = view.weights(query)
         assert weights["dnsrecord"] == pytest.approx(max(weights[word] for word in query.words))
-        assert weights["dnsrecord"] < view.idf["dnsrecord"] / sum(view.idf[word] for word in query.words)
+        assert weights["dnsrecord"] < view.idf_of("dnsrecord") / sum(view.idf_of(word) for word in query.words)
 
 
 def test_one_result_per_page_carrying_its_best_section() -> None:
