@@ -20,10 +20,11 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from shared import memory
-from shared.cache import IndexStore, open_store
-from shared.embedding import EmbeddingModel, load_bulk
+from shared.cache import CachedIndex, IndexStore, graph_name, open_store
+from shared.embedding import MINILM, EmbeddingModel, ModelRecord, load_bulk
 from shared.fetch import OriginClient
 from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider
@@ -173,15 +174,30 @@ async def compose(
         elif embedding is not None:
             # The query encoder loads while the first sites do, not after them: the first search ranks by meaning
             # without waiting for it. No request waits on this; a failure is remembered and reported by health.
-            preload = asyncio.create_task(_preload(embedding), name="load the query encoder")
+            preload = asyncio.create_task(_preload(embedding, store), name="load the query encoder")
             stack.push_async_callback(_settle, preload)
         service = DocumentationService(registered, origin=settings.origin)
         yield Composition(settings, service, store, embedding, refresher)
 
 
-async def _preload(embedding: EmbeddingModel) -> None:
+async def _preload(embedding: EmbeddingModel, store: IndexStore, record: ModelRecord = MINILM) -> None:
+    """Load the query encoder, from the rewritten graph another instance shared when this one has none, and share
+    it when the store has none: only the first instance pays for the rewrite (`shared.embedding`)."""
+    if record.graph_name and embedding.model_id == record.model_id:
+        with contextlib.suppress(Exception):
+            if await asyncio.to_thread(record.cached_graph) is None:
+                found = await store.read(graph_name(record.graph_name))
+                if found is not None and record.is_graph(found.payload):
+                    await asyncio.to_thread(record.keep_graph, found.payload)
     with contextlib.suppress(Exception):
         await embedding.ready()
+    if record.graph_name and embedding.model_id == record.model_id:
+        with contextlib.suppress(Exception):
+            if await store.stat(graph_name(record.graph_name)) is None:
+                graph = await asyncio.to_thread(record.cached_graph)
+                if graph is not None:
+                    shared = CachedIndex(graph, fetched_at=datetime.now(UTC))
+                    await store.write(graph_name(record.graph_name), shared, expected_version=None)
 
 
 async def _settle(task: asyncio.Task[None]) -> None:

@@ -7,6 +7,10 @@ checked against it before anything runs. The graph is rewritten at load to compu
 (`shared.model_graph`): 48 MB resident instead of 176 MB. numpy, onnx, onnxruntime and tokenizers are imported
 only when it loads, so a process with semantic matching off never loads them.
 
+The rewritten graph is what a cold start pays for (importing onnx, 0.8 s, and the rewrite): its SHA-256 is recorded
+too, and a process keeps the graph in a local cache (`GRAPH_CACHE`) and, through the composition root, in the index
+store, so the next process, or another instance, loads the recorded bytes directly (`ModelRecord.cached_graph`).
+
 `EmbeddingModel` is built once per process by the composition root (`shared.compose.process_embedding`) and
 injected into whatever embeds: the MkDocs sites' background embedding, the warm-up timer and each search's query.
 Bulk work (a whole site's entries, up to a minute of CPU on two cores) runs on a single worker thread, so the
@@ -25,6 +29,8 @@ import hashlib
 import importlib
 import json
 import logging
+import os
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +52,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RECORD = Path(__file__).parent / "data" / "model.json"
+GRAPH_CACHE = Path(tempfile.gettempdir()) / "docs-retrieval-graphs"
+"""Where a process keeps the rewritten graph for the next one on this machine (any writable directory will do)."""
 MAX_TOKENS = 64
 """Word pieces embedded per index entry, special tokens included: a heading plus the opening sentences."""
 QUERY_TOKENS = 256
@@ -73,11 +81,15 @@ class ModelRecord:
     size: int
     tokenizer: Path
     tokenizer_sha256: str
+    graph_sha256: str = ""
+    """The SHA-256 of the rewritten graph (`shared.model_graph`) of this model; empty: never cached."""
+    graph_size: int = 0
 
     @classmethod
     def read(cls, path: Path = RECORD) -> ModelRecord:
         document = json.loads(path.read_text(encoding="utf-8"))
         weights, tokenizer = document["weights"], document["tokenizer"]
+        graph = document.get("graph") or {}
         return cls(
             document["name"],
             int(document["dimensions"]),
@@ -87,7 +99,50 @@ class ModelRecord:
             int(weights["size"]),
             path.parent / tokenizer["file"],
             tokenizer["sha256"],
+            graph.get("sha256", "") if graph.get("rewrite") == REWRITE else "",
+            int(graph.get("size", 0)),
         )
+
+    @property
+    def graph_name(self) -> str:
+        """The rewritten graph's file name, in the local cache and the store alike; empty when it is not recorded."""
+        return f"{self.model_id}-{self.graph_sha256[:16]}.onnx" if self.graph_sha256 else ""
+
+    def is_graph(self, graph: bytes) -> bool:
+        """Whether these are exactly the recorded graph's bytes."""
+        return (
+            bool(self.graph_sha256)
+            and len(graph) == self.graph_size
+            and hashlib.sha256(graph).hexdigest() == self.graph_sha256
+        )
+
+    def cached_graph(self, directory: Path | None = None) -> bytes | None:
+        """The recorded graph from the local cache, or None (absent, unreadable or not exactly the recorded bytes)."""
+        if not self.graph_name:
+            return None
+        try:
+            graph = ((directory or GRAPH_CACHE) / self.graph_name).read_bytes()
+        except OSError:
+            return None
+        return graph if self.is_graph(graph) else None
+
+    def keep_graph(self, graph: bytes, directory: Path | None = None) -> bool:
+        """Put the recorded graph in the local cache for the next process (written whole, then renamed); False when
+        these are not its bytes or the cache cannot be written (the service works the same, only starts slower)."""
+        if not self.is_graph(graph):
+            return False
+        folder = directory or GRAPH_CACHE
+        part = folder / f"{self.graph_name}.{os.getpid()}.{threading.get_ident()}.part"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            part.write_bytes(graph)
+            os.replace(part, folder / self.graph_name)
+        except OSError as exc:
+            log.info("the model graph was not cached (%s)", type(exc).__name__)
+            with contextlib.suppress(OSError):
+                part.unlink()
+            return False
+        return True
 
     @property
     def model_id(self) -> str:
@@ -152,7 +207,13 @@ class MiniLM:
             raise EmbeddingUnavailableError(f"semantic runtime not installed: {exc.name}") from None
         memory.tune()
         try:
-            content, tokenizer_path = record.verified()
+            content, tokenizer_path = record.verified()  # the installed files are checked whatever is cached
+            graph = record.cached_graph()
+            if graph is None:
+                graph = int8_compute(content)
+                if not record.keep_graph(graph) and record.graph_sha256:
+                    log.warning("the rewritten model graph differs from data/model.json: it is used, never cached")
+            del content
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3
             # onnxruntime's CPU arena keeps the largest batch's buffers for the process lifetime: measured over 1,500
@@ -160,8 +221,6 @@ class MiniLM:
             options.enable_cpu_mem_arena = False
             if lanes > 1:
                 options.intra_op_num_threads = 1
-            graph = int8_compute(content)
-            del content
             session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except EmbeddingUnavailableError:

@@ -115,3 +115,81 @@ def test_an_encoder_names_its_vectors_after_the_record_it_was_loaded_from(tmp_pa
 def test_a_weights_file_of_another_size_is_refused() -> None:
     with pytest.raises(EmbeddingUnavailableError, match="size and SHA-256"):
         MiniLM.load(dataclasses.replace(MINILM, size=MINILM.size + 1))
+
+
+def test_the_recorded_graph_is_exactly_what_the_rewrite_makes_of_the_weights(weights: bytes) -> None:
+    """A change to the rewrite (or to the pinned onnx) must update `graph` in data/model.json with `REWRITE`."""
+    assert MINILM.graph_sha256 and MINILM.is_graph(int8_compute(weights))
+
+
+def test_a_loaded_graph_is_cached_and_the_next_process_skips_the_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shared.embedding as embedding
+
+    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path)
+    first = MiniLM.load()
+    assert (tmp_path / MINILM.graph_name).read_bytes() == MINILM.cached_graph(tmp_path)
+
+    def no_rewrite(_: bytes) -> bytes:
+        raise AssertionError("rewritten although the cache holds the recorded graph")
+
+    monkeypatch.setattr(embedding, "int8_compute", no_rewrite)
+    again = MiniLM.load()
+    text = ["Sync windows block deployments during a freeze."]
+    assert np.array_equal(first.encode(text), again.encode(text))
+
+
+def test_a_cached_graph_that_is_not_the_recorded_one_is_never_loaded_and_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shared.embedding as embedding
+
+    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path)
+    (tmp_path / MINILM.graph_name).write_bytes(b"\0" * MINILM.graph_size)  # the right size, not the bytes
+    assert MINILM.cached_graph(tmp_path) is None
+    MiniLM.load()
+    assert MINILM.cached_graph(tmp_path) is not None
+    assert not MINILM.keep_graph(b"another graph", tmp_path)
+    assert list(tmp_path.iterdir()) == [tmp_path / MINILM.graph_name]  # no partial file left behind
+
+
+def test_a_record_without_a_graph_hash_never_caches(tmp_path: Path) -> None:
+    unrecorded = dataclasses.replace(MINILM, graph_sha256="")
+    assert unrecorded.graph_name == "" and unrecorded.cached_graph(tmp_path) is None
+    assert not unrecorded.keep_graph(b"x", tmp_path) and not list(tmp_path.iterdir())
+
+
+async def test_instances_share_the_rewritten_graph_through_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first instance rewrites and shares the graph; a fresh one (empty local cache) loads it from the store
+    without rewriting. A graph in the store that is not the recorded one is ignored."""
+    import shared.embedding as embedding
+    from shared.cache import MemoryIndexStore, graph_name
+    from shared.compose import _preload
+    from shared.embedding import EmbeddingModel
+
+    store = MemoryIndexStore()
+    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path / "first")
+    first = EmbeddingModel()
+    await _preload(first, store)
+    assert first.describe()["state"] == "loaded"
+    shared = await store.read(graph_name(MINILM.graph_name))
+    assert shared is not None and MINILM.is_graph(shared.payload)
+
+    def no_rewrite(_: bytes) -> bytes:
+        raise AssertionError("rewritten although the store holds the recorded graph")
+
+    monkeypatch.setattr(embedding, "int8_compute", no_rewrite)
+    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path / "second")
+    second = EmbeddingModel()
+    await _preload(second, store)
+    assert second.describe()["state"] == "loaded" and MINILM.cached_graph(tmp_path / "second") is not None
+
+    tampered = MemoryIndexStore()
+    await tampered.write(graph_name(MINILM.graph_name), dataclasses.replace(shared, payload=b"x"), expected_version=None)
+    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path / "third")
+    third = EmbeddingModel()
+    await _preload(third, tampered)  # the rewrite is refused here, so the model is unavailable, never the store's
+    assert third.describe()["state"] == "unavailable" and not (tmp_path / "third" / MINILM.graph_name).exists()

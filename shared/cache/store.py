@@ -114,6 +114,12 @@ def ranking_name(site: str) -> str:
     return f"{ARTIFACTS_PREFIX}{safe_name(site)}/ranking/ranker.bin"
 
 
+def graph_name(file: str) -> str:
+    """Where the embedding model's rewritten graph is shared between instances (`shared.embedding`):
+    `embeddings/encoder/graphs/{file}` (three levels, never under `missing/` or `ranking/`, so no site collides)."""
+    return f"{ARTIFACTS_PREFIX}encoder/graphs/{safe_name(file)}"
+
+
 def refresh_run_name(run: str) -> str:
     """Where the outcome of a publish refresh that outlasted its caller is kept: `embeddings/refresh/runs/{run}.json`
     (three levels, like `missing_name`, but never under `missing/`, so no site or model id can collide)."""
