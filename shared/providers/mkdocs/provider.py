@@ -25,16 +25,17 @@ from shared.fetch import MAX_PAGE_BYTES, OriginClient, Response
 from shared.models import Document, Found, Reason, Resolution, Rule, SearchResult, SiteAnswer, SiteSearched
 from shared.preview import make_preview
 from shared.providers.mkdocs.convert import Unconvertible, convert, includes_files, looks_like_html
+from shared.providers.mkdocs.federation import Federation
 from shared.providers.mkdocs.index import SiteIndex, page_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.pagecache import CachedPage, PageCache
-from shared.providers.mkdocs.ranking import RankedHit, Ranker, Scored, semantic_say
+from shared.providers.mkdocs.ranking import RankedHit, Ranker, semantic_say
 from shared.providers.mkdocs.redirects import RedirectProbe, stub_target
 from shared.providers.mkdocs.resolution import Resolver, qualify
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.suggest import Suggester, suggest
-from shared.providers.mkdocs.text import Query, analyze_query
+from shared.providers.mkdocs.text import analyze_query
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ log = logging.getLogger(__name__)
 
 LISTING_QUERY = "*"
 CONVERSIONS = 2
+FEDERATIONS = 4
+"""Sets of sites searched together whose federations are kept (`_federation`)."""
 """Pages converted at once per process; more wait their turn (each holds a core for up to seconds)."""
 
 
@@ -74,6 +77,8 @@ class MkDocsProvider:
         self._converter = ThreadPoolExecutor(max_workers=CONVERSIONS, thread_name_prefix="convert")
         self._pages = pages if pages is not None else PageCache()
         self._suggesters: dict[str, tuple[SiteIndex, Suggester]] = {}
+        self._federations: dict[tuple[str, ...], Federation] = {}
+        """The last few sets of sites searched together (all of them, one named, those loaded so far)."""
         self._redirects = RedirectProbe(client)
         self.sites = settings.sites
 
@@ -91,29 +96,32 @@ class MkDocsProvider:
         wanted = analyze_query(query)
         say = semantic_say(query, wanted)
         floor = self._settings.search.min_score
-        # Every site scores its pages; hits (best section, breadcrumb, preview) are built only for those returned.
-        ranked = [self._scored(entry, wanted, say, limit, vector) for entry in loaded]
-        kept = [
-            (scored.scores[number], site, number)
-            for site, (scored, numbers) in enumerate(ranked)
-            for number in numbers
-            if scored.scores[number] >= floor
-        ]
-        kept.sort(key=lambda found: found[0], reverse=True)
+        # All sites are scored in one pass; hits (best section, breadcrumb, preview) are built only for those returned.
+        rankers = [_ranker(entry) for entry in loaded]
+        missing = [self._registry.missing(entry) for entry in loaded]
+        sites = tuple(entry.index.site for entry in loaded)
+        found = self._federation(sites, rankers).score(wanted, say, limit, vector, missing)
         return Found(
-            (self._result(loaded[site], ranked[site][0].hit(number), query) for _, site, number in kept[:limit]),
+            (
+                self._result(loaded[site], scored.hit(number), query)
+                for site, scored, number in found
+                if scored.scores[number] >= floor
+            ),
             sites=states,
         )
 
-    def _scored(
-        self, loaded: LoadedSite, wanted: Query, say: float, limit: int, vector: npt.NDArray[np.float32] | None
-    ) -> tuple[Scored, list[int]]:
-        """The site's best pages and which of them (at most `limit`) to offer: those the origin serves (asked for
-        as many more as it is missing)."""
-        missing = self._registry.missing(loaded)
-        scored = _ranker(loaded).score(wanted, say, limit + len(missing), vector)
-        numbers = range(len(scored.pages))
-        return scored, [number for number in numbers if not missing or scored.page(number) not in missing][:limit]
+    def _federation(self, sites: tuple[str, ...], rankers: list[Ranker]) -> Federation:
+        """The sites' federation (`federation.py`), built again (a millisecond at 25 sites) only when one of their
+        rankers or embeddings changed; kept by site names, so a swapped site's old ranker is not held."""
+        key = sites
+        federation = self._federations.get(key)
+        if federation is None or not federation.current(rankers):
+            federation = Federation.of(rankers)
+            self._federations.pop(key, None)
+            while len(self._federations) >= FEDERATIONS:
+                self._federations.pop(next(iter(self._federations)))
+            self._federations[key] = federation
+        return federation
 
     async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
         """The query's embedding when every site searched ranks semantically; None ranks them all lexically.

@@ -322,7 +322,7 @@ class Ranker:
     """Each page's multiplier when the query names no page kind: its boost, times its rule's weight unless the
     rule applies only `when` a query asks for its kind."""
     toggled: npt.NDArray[np.float64]
-    """Each page's multiplier when the query toggles its rule (`_boosts`): the other of boost and boost x weight."""
+    """Each page's multiplier when the query toggles its rule (`boosts`): the other of boost and boost x weight."""
     rule_numbers: npt.NDArray[np.intp]
     """Each page's first matching page-kind rule (`kinds.py`), -1 for none."""
     credit_scale: npt.NDArray[np.float64]
@@ -441,7 +441,7 @@ class Ranker:
             return Scored(self, [], [], None, None)
         scores = self.page_view.postings.coordinated(self.page_view.weights(wanted))
         coverage = self.titles.sums(dict.fromkeys((*wanted.words, *wanted.joined), 1.0), matched=False)[0]
-        boosts = self._boosts(wanted)
+        boosts = self.boosts(wanted)
         prior = boosts * (1 + coverage)
         candidates = np.flatnonzero(scores)
         credits = None
@@ -457,7 +457,7 @@ class Ranker:
             return Scored(self, [], [], None, cosines)
         sections = self.section_view.postings.coordinated(self.section_view.weights(wanted))
         best = np.maximum.reduceat(sections[self.order], self.starts)
-        fit = self._site_fit(wanted)
+        fit = self.site_fit(wanted)
         final = (SECTION_SHARE * best[candidates] + (1 - SECTION_SHARE) * scores[candidates]) * (
             fit * prior[candidates]
         )
@@ -466,7 +466,7 @@ class Ranker:
         top = np.argsort(-final, kind="stable")[:limit]
         return Scored(self, candidates[top].tolist(), final[top].tolist(), sections, cosines)
 
-    def _boosts(self, wanted: Query) -> npt.NDArray[np.float64]:
+    def boosts(self, wanted: Query) -> npt.NDArray[np.float64]:
         """Each page's multiplier for this query: its usual one (`weighted`), except on pages whose rule the query
         toggles (`PathWeights.toggled`: it names an `unless` rule's kind, "proposal", "upgrading", or a `when` rule's,
         "from the CLI"), which get the other (`toggled`)."""
@@ -477,7 +477,7 @@ class Ranker:
             return self.weighted
         return np.where(np.isin(self.rule_numbers, list(toggled)), self.toggled, self.weighted)
 
-    def _site_fit(self, wanted: Query) -> float:
+    def site_fit(self, wanted: Query) -> float:
         """How much this site is about the query: the mean, over query words, of how common each is here."""
         pages = self.page_view.documents
         shares = [self.page_view.postings.frequency(term) / pages for term in wanted.words]

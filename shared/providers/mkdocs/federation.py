@@ -1,0 +1,236 @@
+"""Rank many sites' pages for one query in one pass: what the provider searches when it searches every site.
+
+Ranking each site on its own (`Ranker.score`) and merging costs a few dozen numpy calls per site per query, whatever
+the site's size: at 25 sites that fixed cost was most of a search. A `Federation` lays the sites' per-page and
+per-entry arrays (boosts, page-kind rules, section order, hubness correction) end to end, once per set of loaded
+rankers, and a query then gathers every site's postings slices for its terms into one array per view, adds them
+up in one `bincount`, and scores, blends and sorts all pages together. Each site's postings, vocabulary, IDF and
+vectors stay its own (nothing is copied, so memory does not grow), and every page's score is computed from the same
+numbers in the same order as `Ranker.score` computes it, so the merged ranking is exactly the per-site one
+(`tests/providers/mkdocs/test_federation.py` checks it, scores to the last bit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from shared.providers.mkdocs.ranking import SECTION_SHARE, Postings, Ranker, Scored, _Semantic
+from shared.providers.mkdocs.text import Query
+from shared.providers.mkdocs.vectors import OUTLINE_SHARE, THRESHOLD, WEIGHT
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+@dataclass(frozen=True, slots=True)
+class Federation:
+    """Sites' rankers, in search order, with their per-page and per-entry arrays laid end to end."""
+
+    rankers: tuple[Ranker, ...]
+    semantics: tuple[_Semantic | None, ...]
+    """Each ranker's attached embeddings when this was built (`Ranker.semantic`): an attach since needs a rebuild."""
+    page_base: list[int]
+    """Where each site's pages start among all pages (one more than the sites: the last is the total)."""
+    entry_base: list[int]
+    site_of_page: npt.NDArray[np.intp]
+    weighted: npt.NDArray[np.float64]
+    toggled: npt.NDArray[np.float64]
+    rule_numbers: npt.NDArray[np.intp]
+    credit_scale: npt.NDArray[np.float64]
+    order: npt.NDArray[np.intp]
+    starts: npt.NDArray[np.intp]
+    correction: npt.NDArray[np.float32] | None
+    """Every entry's hubness correction, when every site ranks semantically."""
+
+    @classmethod
+    def of(cls, rankers: Sequence[Ranker]) -> Federation:
+        import numpy as np
+
+        page_base = np.cumsum([0, *(len(ranker.pages) for ranker in rankers)]).tolist()
+        entry_base = np.cumsum([0, *(len(ranker.entries) for ranker in rankers)]).tolist()
+
+        def joined(arrays: Sequence[npt.NDArray[Any]], dtype: type) -> npt.NDArray[Any]:
+            return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
+
+        semantic = [ranker.semantic for ranker in rankers]
+        return cls(
+            tuple(rankers),
+            tuple(semantic),
+            page_base,
+            entry_base,
+            np.repeat(np.arange(len(rankers)), [len(ranker.pages) for ranker in rankers]),
+            joined([ranker.weighted for ranker in rankers], np.float64),
+            joined([ranker.toggled for ranker in rankers], np.float64),
+            joined([ranker.rule_numbers for ranker in rankers], np.intp),
+            joined([ranker.credit_scale for ranker in rankers], np.float64),
+            joined([ranker.order + base for ranker, base in zip(rankers, entry_base, strict=False)], np.intp),
+            joined([ranker.starts + base for ranker, base in zip(rankers, entry_base, strict=False)], np.intp),
+            joined([part.correction for part in semantic if part is not None], np.float32)
+            if rankers and all(part is not None for part in semantic)
+            else None,
+        )
+
+    def current(self, rankers: Sequence[Ranker]) -> bool:
+        """Whether this was built from exactly these rankers, with the embeddings they hold now."""
+        return len(rankers) == len(self.rankers) and all(
+            mine is theirs and semantic is theirs.semantic
+            for mine, semantic, theirs in zip(self.rankers, self.semantics, rankers, strict=True)
+        )
+
+    def score(
+        self,
+        wanted: Query,
+        say: float,
+        limit: int,
+        vector: npt.NDArray[np.float32] | None = None,
+        missing: Sequence[frozenset[str]] = (),
+    ) -> list[tuple[int, Scored, int]]:
+        """The best `limit` pages of all the sites, best first, leaving out each site's `missing` pages: (site
+        number, that site's `Scored`, the page's number in it), each site's `Scored` holding its pages among them.
+
+        The same pages, scores and order as ranking each site with `Ranker.score` and merging by score (ties in
+        site order, then each site's own order)."""
+        import numpy as np
+
+        rankers = self.rankers
+        if not wanted.words or limit < 1 or not rankers:
+            return []
+        pages, entries = self.page_base[-1], self.entry_base[-1]
+        scores, matched = _gathered(
+            [ranker.page_view.postings for ranker in rankers],
+            [ranker.page_view.weights(wanted) for ranker in rankers],
+            self.page_base,
+            pages,
+        )
+        scores = np.where(matched < 1.0, scores * matched, scores)
+        titled = dict.fromkeys((*wanted.words, *wanted.joined), 1.0)
+        coverage = _gathered([ranker.titles for ranker in rankers], [titled] * len(rankers), self.page_base, pages)[0]
+        boosts = self._boosts(wanted)
+        prior = boosts * (1 + coverage)
+        candidates = np.flatnonzero(scores)
+        credits = None
+        cosines = None
+        if vector is not None and say > 0 and self.correction is not None:
+            close, closeness, cosines = self._close_pages(vector)
+            if len(close):
+                credits = np.zeros(pages)
+                credits[close] = closeness * say * boosts[close] * self.credit_scale[close]
+                candidates = np.union1d(candidates, close)
+        if not len(candidates):
+            return []
+        sections, matched = _gathered(
+            [ranker.section_view.postings for ranker in rankers],
+            [ranker.section_view.weights(wanted) for ranker in rankers],
+            self.entry_base,
+            entries,
+        )
+        sections = np.where(matched < 1.0, sections * matched, sections)
+        best = np.maximum.reduceat(sections[self.order], self.starts)
+        fits = np.array([ranker.site_fit(wanted) for ranker in rankers])
+        final = (SECTION_SHARE * best[candidates] + (1 - SECTION_SHARE) * scores[candidates]) * (
+            fits[self.site_of_page[candidates]] * prior[candidates]
+        )
+        if credits is not None:
+            final = final + credits[candidates]
+        kept: list[tuple[int, int, float]] = []
+        for position in np.argsort(-final, kind="stable").tolist():
+            page = int(candidates[position])
+            site = int(self.site_of_page[page])
+            local = page - self.page_base[site]
+            if site < len(missing) and missing[site] and rankers[site].pages[local].entry.page in missing[site]:
+                continue
+            kept.append((site, local, float(final[position])))
+            if len(kept) == limit:
+                break
+        return self._scored(kept, sections, cosines)
+
+    def _scored(
+        self,
+        kept: list[tuple[int, int, float]],
+        sections: npt.NDArray[np.float64],
+        cosines: npt.NDArray[np.float32] | None,
+    ) -> list[tuple[int, Scored, int]]:
+        """Each kept page as (site, its site's `Scored`, its number there), the site's arrays sliced, not copied."""
+        by_site: dict[int, Scored] = {}
+        found = []
+        for site, local, score in kept:
+            scored = by_site.get(site)
+            if scored is None:
+                start, end = self.entry_base[site], self.entry_base[site + 1]
+                part = cosines[start:end] if cosines is not None else None
+                scored = by_site[site] = Scored(self.rankers[site], [], [], sections[start:end], part)
+            scored.pages.append(local)
+            scored.scores.append(score)
+            found.append((site, scored, len(scored.pages) - 1))
+        return found
+
+    def _boosts(self, wanted: Query) -> npt.NDArray[np.float64]:
+        """`Ranker.boosts` of every site, end to end: one toggle test when the sites share their page-kind rules."""
+        import numpy as np
+
+        kinds = {id(ranker.kinds): ranker.kinds for ranker in self.rankers}
+        if len(kinds) != 1:
+            return np.concatenate([ranker.boosts(wanted) for ranker in self.rankers])
+        shared = next(iter(kinds.values()))
+        toggled = shared.toggled((*wanted.words, *wanted.joined)) if shared.rules else frozenset()
+        if not toggled:
+            return self.weighted
+        return np.where(np.isin(self.rule_numbers, list(toggled)), self.toggled, self.weighted)
+
+    def _close_pages(
+        self, query: npt.NDArray[np.float32]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
+        """`_Semantic.close_pages` of every site, end to end: one product per site (its own rows), the rest once."""
+        import numpy as np
+
+        assert self.correction is not None
+        raw_parts, outline_parts = [], []
+        for ranker, semantic in zip(self.rankers, self.semantics, strict=True):
+            assert semantic is not None
+            similarities = semantic.vectors.similarities(query)
+            raw_parts.append(similarities[: len(ranker.entries)])
+            outline_parts.append(similarities[len(ranker.entries) :])
+        raw, outlines = np.concatenate(raw_parts), np.concatenate(outline_parts)
+        cosines = np.where(raw > THRESHOLD, raw - self.correction, raw)
+        best = np.maximum.reduceat(cosines[self.order], self.starts).astype(np.float64)
+        blended = (1 - OUTLINE_SHARE) * best + OUTLINE_SHARE * outlines.astype(np.float64)
+        close = np.flatnonzero(blended > THRESHOLD)
+        return close, WEIGHT * (blended[close] - THRESHOLD), cosines
+
+
+def _gathered(
+    views: Sequence[Postings], weights: Sequence[dict[str, float]], bases: list[int], documents: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """`Postings.sums` of every site at once: each site's slices for its weighted terms, in its terms' order,
+    renumbered after the sites before it, added up in one pass (each document's contributions in the same order)."""
+    import numpy as np
+
+    numbers: list[npt.NDArray[np.int32]] = []
+    values: list[npt.NDArray[np.float64]] = []
+    lengths: list[int] = []
+    factors: list[float] = []
+    shifts: list[int] = []
+    for postings, terms_weights, base in zip(views, weights, bases, strict=False):
+        terms, offsets, last = postings.terms, postings.offsets, len(postings.offsets) - 1
+        for term, factor in terms_weights.items():
+            number = terms.get(term)
+            if number is None or number >= last:
+                continue
+            start, end = offsets[number], offsets[number + 1]
+            if start == end:
+                continue
+            numbers.append(postings.numbers[start:end])
+            values.append(postings.values[start:end])
+            lengths.append(end - start)
+            factors.append(factor)
+            shifts.append(base)
+    if not lengths:
+        return np.zeros(documents), np.zeros(documents)
+    documents_of = np.concatenate(numbers) + np.repeat(np.array(shifts, dtype=np.int64), lengths)
+    weight = np.repeat(factors, lengths)
+    sums = np.bincount(documents_of, weights=weight * np.concatenate(values), minlength=documents)
+    shares = np.bincount(documents_of, weights=weight, minlength=documents)
+    return sums.astype(np.float64, copy=False), shares.astype(np.float64, copy=False)

@@ -1,0 +1,125 @@
+"""Federated ranking: every site scored in one pass gives exactly the per-site ranking merged by score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shared.providers.mkdocs.federation import Federation
+from shared.providers.mkdocs.kinds import DEFAULT, PathWeights
+from shared.providers.mkdocs.ranking import Ranker, semantic_say
+from shared.providers.mkdocs.text import analyze_query
+from shared.providers.mkdocs.vectors import SiteVectors
+from tests.support.pages import FILLER, page, ranker
+
+KINDS = PathWeights.parse(DEFAULT)
+
+QUERIES = [
+    "widget rollback",
+    "how do I roll back a widget after a failed release",
+    "configure the ingress controller",
+    "release notes for the widget controller",
+    "proposal for widget rollbacks",
+    "argocd app rollback --dry-run",
+    "topic3 configuration",
+    "nothing matches this zzzz",
+]
+
+
+def _sites() -> list[Ranker]:
+    return [
+        ranker(
+            page("guide/", "Widget guide", "How widgets work.", ("rollback", "Rolling back", "Use widget rollback.")),
+            page("proposals/rollback/", "Proposal: widget rollbacks", "We propose rollback of widgets.", boost=2.0),
+            page("release-notes/", "Release notes", "The widget controller now supports rollback."),
+            *FILLER,
+            site="forge",
+            kinds=KINDS,
+        ),
+        ranker(
+            page("ingress/", "Ingress controller", "Configure the ingress controller for widgets."),
+            page("cli/rollback/", "argocd app rollback", "Roll back an app. --dry-run shows the change."),
+            *FILLER[:5],
+            site="platform",
+            kinds=KINDS,
+        ),
+        ranker(
+            page("widgets/", "Widgets", "", ("one", "Widget one", "A widget."), ("two", "Widget two", "Another.")),
+            page("empty/", "Nothing here", "", boost=0.0),
+            site="small",
+            kinds=KINDS,
+        ),
+    ]
+
+
+def _merged(rankers: list[Ranker], query: str, limit: int, vector: object, missing: list[frozenset[str]]) -> list:
+    """What the provider did before federating: each site's best, its missing pages left out, merged by score."""
+    wanted = analyze_query(query)
+    say = semantic_say(query, wanted)
+    found = []
+    for site, one in enumerate(rankers):
+        scored = one.score(wanted, say, limit + len(missing[site]), vector)  # type: ignore[arg-type]
+        kept = [n for n in range(len(scored.pages)) if scored.page(n) not in missing[site]][:limit]
+        found += [(scored.scores[n], site, scored, n) for n in kept]
+    found.sort(key=lambda item: item[0], reverse=True)
+    return [_described(site, scored, n) for _, site, scored, n in found[:limit]]
+
+
+def _federated(rankers: list[Ranker], query: str, limit: int, vector: object, missing: list[frozenset[str]]) -> list:
+    wanted = analyze_query(query)
+    found = Federation.of(rankers).score(wanted, semantic_say(query, wanted), limit, vector, missing)  # type: ignore[arg-type]
+    return [_described(site, scored, n) for site, scored, n in found]
+
+
+def _described(site: int, scored: object, number: int) -> tuple:
+    hit = scored.hit(number)  # type: ignore[attr-defined]
+    return site, hit.entry.location, hit.score, hit.section.location if hit.section else None, hit.breadcrumb
+
+
+def _attach_random(rankers: list[Ranker], seed: int = 7) -> np.ndarray:
+    """Unit vectors in few dimensions, so many cosines pass the threshold; the query's own."""
+    rng = np.random.default_rng(seed)
+    for one in rankers:
+        rows = len(one.entries) + len(one.pages)
+        matrix = rng.normal(size=(rows, 8)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        one.attach(SiteVectors(matrix, tuple(str(n) for n in range(rows))))
+    query = rng.normal(size=8).astype(np.float32)
+    return query / np.linalg.norm(query)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("limit", [1, 3, 10])
+def test_lexical_federation_is_the_per_site_ranking_merged(query: str, limit: int) -> None:
+    rankers = _sites()
+    missing = [frozenset(), frozenset({"cli/rollback/"}), frozenset()]
+    assert _federated(rankers, query, limit, None, missing) == _merged(rankers, query, limit, None, missing)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_semantic_federation_is_the_per_site_ranking_merged(query: str) -> None:
+    rankers = _sites()
+    vector = _attach_random(rankers)
+    missing = [frozenset({"guide/"}), frozenset(), frozenset()]
+    federated = _federated(rankers, query, 10, vector, missing)
+    assert federated == _merged(rankers, query, 10, vector, missing)
+    if analyze_query(query).words:
+        assert federated  # the random vectors bring pages in by meaning even where no term matches
+
+
+def test_a_federation_is_current_only_for_the_same_rankers_and_embeddings() -> None:
+    rankers = _sites()
+    federation = Federation.of(rankers)
+    assert federation.current(rankers) and federation.correction is None
+    assert not federation.current(rankers[:2])
+    _attach_random(rankers[:1])
+    assert not federation.current(rankers)  # one site's embeddings arrived: its credit needs a rebuild
+    _attach_random(rankers)
+    rebuilt = Federation.of(rankers)
+    assert rebuilt.current(rankers) and rebuilt.correction is not None
+    assert len(rebuilt.correction) == sum(len(one.entries) for one in rankers)
+
+
+def test_no_sites_and_no_terms_find_nothing() -> None:
+    assert Federation.of([]).score(analyze_query("widget"), 1.0, 10) == []
+    assert Federation.of(_sites()).score(analyze_query("the of and"), 1.0, 10) == []
