@@ -188,7 +188,9 @@ async def test_instances_share_the_rewritten_graph_through_the_store(
     assert second.describe()["state"] == "loaded" and MINILM.cached_graph(tmp_path / "second") is not None
 
     tampered = MemoryIndexStore()
-    await tampered.write(graph_name(MINILM.graph_name), dataclasses.replace(shared, payload=b"x"), expected_version=None)
+    await tampered.write(
+        graph_name(MINILM.graph_name), dataclasses.replace(shared, payload=b"x"), expected_version=None
+    )
     monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path / "third")
     third = EmbeddingModel()
     await _preload(third, tampered)  # the rewrite is refused here, so the model is unavailable, never the store's

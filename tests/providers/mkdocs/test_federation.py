@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shared.providers.mkdocs.federation import Federation
+from shared.providers.mkdocs import federation
+from shared.providers.mkdocs.federation import Federation, _halfway
 from shared.providers.mkdocs.kinds import DEFAULT, PathWeights
 from shared.providers.mkdocs.ranking import Ranker, semantic_say
 from shared.providers.mkdocs.text import analyze_query
@@ -97,7 +98,12 @@ def test_lexical_federation_is_the_per_site_ranking_merged(query: str, limit: in
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_semantic_federation_is_the_per_site_ranking_merged(query: str) -> None:
+@pytest.mark.parametrize("split", [False, True])
+def test_semantic_federation_is_the_per_site_ranking_merged(
+    query: str, split: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if split:  # the similarity scan shared with a second thread, as for a large federation
+        monkeypatch.setattr(federation, "PARALLEL_ROWS", 0)
     rankers = _sites()
     vector = _attach_random(rankers)
     missing = [frozenset({"guide/"}), frozenset(), frozenset()]
@@ -123,3 +129,10 @@ def test_a_federation_is_current_only_for_the_same_rankers_and_embeddings() -> N
 def test_no_sites_and_no_terms_find_nothing() -> None:
     assert Federation.of([]).score(analyze_query("widget"), 1.0, 10) == []
     assert Federation.of(_sites()).score(analyze_query("the of and"), 1.0, 10) == []
+
+
+@pytest.mark.parametrize(
+    ("sizes", "split"), [([], 0), ([5], 1), ([5, 5], 1), ([1, 1, 8], 3), ([8, 1, 1], 1), ([3, 3, 3, 3], 2)]
+)
+def test_the_scan_is_split_where_about_half_the_rows_are(sizes: list[int], split: int) -> None:
+    assert _halfway(sizes) == split
