@@ -20,14 +20,14 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from shared import memory
-from shared.cache import CachedIndex, IndexStore, graph_name, open_store
+from shared.cache import IndexStore, open_store
 from shared.embedding import MINILM, EmbeddingModel, ModelRecord, load_bulk
 from shared.fetch import OriginClient
 from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider
+from shared.providers.mkdocs.embeddings import fetch_graph, share_graph
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.refresh import Refresher, blob_events, published_sites
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -183,21 +183,12 @@ async def compose(
 async def _preload(embedding: EmbeddingModel, store: IndexStore, record: ModelRecord = MINILM) -> None:
     """Load the query encoder, from the rewritten graph another instance shared when this one has none, and share
     it when the store has none: only the first instance pays for the rewrite (`shared.embedding`)."""
-    if record.graph_name and embedding.model_id == record.model_id:
-        with contextlib.suppress(Exception):
-            if await asyncio.to_thread(record.cached_graph) is None:
-                found = await store.read(graph_name(record.graph_name))
-                if found is not None and record.is_graph(found.payload):
-                    await asyncio.to_thread(record.keep_graph, found.payload)
+    if embedding.model_id == record.model_id:
+        await fetch_graph(store, record)
     with contextlib.suppress(Exception):
         await embedding.ready()
-    if record.graph_name and embedding.model_id == record.model_id:
-        with contextlib.suppress(Exception):
-            if await store.stat(graph_name(record.graph_name)) is None:
-                graph = await asyncio.to_thread(record.cached_graph)
-                if graph is not None:
-                    shared = CachedIndex(graph, fetched_at=datetime.now(UTC))
-                    await store.write(graph_name(record.graph_name), shared, expected_version=None)
+    if embedding.model_id == record.model_id:
+        await share_graph(store, record)
 
 
 async def _settle(task: asyncio.Task[None]) -> None:

@@ -126,12 +126,14 @@ def _p50(summary: dict[str, Any], kind: str) -> float | None:
 def serve(env: dict[str, str], sites: int, requests: int, semantic: bool) -> dict[str, Any]:
     port = free_port()
     command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
-    server = subprocess.Popen(command, cwd=REPO, env=env)
-    try:
-        return asyncio.run(cold(f"http://127.0.0.1:{port}", server.pid, sites, requests, semantic))
-    finally:
-        server.terminate()
-        server.wait(30)
+    # A fresh instance: nothing in its local temporary directory (the model graph comes from the store, if at all).
+    with tempfile.TemporaryDirectory(prefix="instance-") as fresh:
+        server = subprocess.Popen(command, cwd=REPO, env=env | {"TMPDIR": fresh})
+        try:
+            return asyncio.run(cold(f"http://127.0.0.1:{port}", server.pid, sites, requests, semantic))
+        finally:
+            server.terminate()
+            server.wait(30)
 
 
 def measure_size(corpus: Path, size: int, requests: int, scratch: Path) -> dict[str, Any]:

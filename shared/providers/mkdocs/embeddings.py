@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from shared.cache import CachedIndex, IndexStore, vectors_name
-from shared.embedding import EmbeddingModel
+from shared.cache import CachedIndex, IndexStore, graph_name, vectors_name
+from shared.embedding import MINILM, EmbeddingModel, ModelRecord
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError, StoreError
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.loading import LoadedSite
@@ -353,3 +353,38 @@ class EmbeddingJobs:
         backoff = min(MAX_RETRY_SECONDS, self._retry_seconds * 2 ** (failures - 1))
         delay = backoff * random.uniform(1.0, 1.2)  # noqa: S311  jitter, not cryptography
         self._retries[site] = asyncio.get_running_loop().call_later(delay, self.start, site, loaded)
+
+
+async def fetch_graph(store: IndexStore, record: ModelRecord = MINILM) -> bool:
+    """Put the model's rewritten graph in the local cache from the store, unless the cache has it or the store's
+    copy is not the recorded one (`shared.embedding`); True when it was fetched. Never raises."""
+    if not record.graph_name:
+        return False
+    try:
+        if await asyncio.to_thread(record.cached_graph) is not None:
+            return False
+        found = await store.read(graph_name(record.graph_name))
+        if found is None or not record.is_graph(found.payload):
+            return False
+        return await asyncio.to_thread(record.keep_graph, found.payload)
+    except Exception as exc:  # the model loads all the same, only slower
+        log.info("the shared model graph was not fetched (%s)", type(exc).__name__)
+        return False
+
+
+async def share_graph(store: IndexStore, record: ModelRecord = MINILM) -> bool:
+    """Put the local cache's rewritten graph in the store for other instances, unless it has one; True when it was
+    written. Never raises."""
+    if not record.graph_name:
+        return False
+    try:
+        if await store.stat(graph_name(record.graph_name)) is not None:
+            return False
+        graph = await asyncio.to_thread(record.cached_graph)
+        if graph is None:
+            return False
+        shared = CachedIndex(graph, fetched_at=datetime.now(UTC))
+        return await store.write(graph_name(record.graph_name), shared, expected_version=None) is not None
+    except Exception as exc:
+        log.info("the model graph was not shared (%s)", type(exc).__name__)
+        return False

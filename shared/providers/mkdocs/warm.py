@@ -25,10 +25,10 @@ import logging
 from datetime import UTC, datetime
 
 from shared.cache import IndexStore, index_name, open_store, store_newest
-from shared.embedding import EmbeddingModel
+from shared.embedding import MINILM, EmbeddingModel
 from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginError, StoreError
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.embeddings import ensure_vectors
+from shared.providers.mkdocs.embeddings import ensure_vectors, share_graph
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.loading import fetch_index, store_prebuilt
 from shared.providers.mkdocs.missing import MissingRecord, start
@@ -220,6 +220,8 @@ async def warm_all(
         if own_client:
             await origin.aclose()
     report = dict(zip(settings.sites, outcomes, strict=True))
+    if embedding is not None and embedding.model_id == MINILM.model_id:
+        await share_graph(store)  # the rewritten graph this run loaded, for the instances that serve
     for site, outcome in report.items():
         if outcome["outcome"] == FAILED:
             log.warning("warm-up %s: failed: %s", site, outcome["reason"])
