@@ -37,15 +37,18 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from shared.embedding import MINILM_ID, MiniLM, load_bulk  # noqa: E402
+from shared.providers.mkdocs.federation import Federation  # noqa: E402
 from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
 from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
 from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.ranking import Ranker, semantic_say  # noqa: E402
+from shared.providers.mkdocs.text import analyze_query  # noqa: E402
 from shared.providers.mkdocs.vectors import SiteVectors  # noqa: E402
 from tools.eval import Case, discovery, hit_rank, page_of, parse_eval_set  # noqa: E402
 
@@ -118,32 +121,56 @@ def embed_all(indexes: dict[str, SiteIndex]) -> dict[str, float]:
     return seconds
 
 
-def build_ours(index: SiteIndex) -> Search:
-    ranker = Ranker.build(index, KINDS[0])
-    return lambda query: [(hit.score, hit.entry.location) for hit in ranker.search(query, LIMIT)]
+def build_ours(index: SiteIndex) -> Ranker:
+    return Ranker.build(index, KINDS[0])
 
 
-def _semantic(index: SiteIndex, kinds: PathWeights) -> Search:
-    model = encoder()
+def _semantic(index: SiteIndex, kinds: PathWeights) -> Ranker:
+    encoder()
     ranker = Ranker.build(index, kinds)
     ranker.attach(VECTORS[index.site])
-
-    def search(query: str) -> list[tuple[float, str]]:
-        vector = _QUERY_VECTOR.get(query)
-        if vector is None:
-            _QUERY_VECTOR.clear()
-            vector = _QUERY_VECTOR[query] = model.encode([query], query=True)[0]
-        return [(hit.score, hit.entry.location) for hit in ranker.search(query, LIMIT, vector)]  # type: ignore[arg-type]
-
-    return search
+    return ranker
 
 
-def build_semantic(index: SiteIndex) -> Search:
+def build_semantic(index: SiteIndex) -> Ranker:
     return _semantic(index, KINDS[0])
 
 
-def build_semantic_spec(index: SiteIndex) -> Search:
+def build_semantic_spec(index: SiteIndex) -> Ranker:
     return _semantic(index, PathWeights())
+
+
+def query_vector(query: str) -> Any:
+    """The query's embedding, computed once for all the semantic systems asking in a row."""
+    vector = _QUERY_VECTOR.get(query)
+    if vector is None:
+        _QUERY_VECTOR.clear()
+        vector = _QUERY_VECTOR[query] = encoder().encode([query], query=True)[0]
+    return vector
+
+
+def federated(rankers: dict[str, Ranker], semantic: bool) -> dict[str, Search]:
+    """Ours as the service searches: every site scored in one pass (`Federation`), locations already qualified."""
+    sites = list(rankers)
+    federation = Federation.of(list(rankers.values()))
+
+    def search(query: str) -> list[tuple[float, str]]:
+        wanted = analyze_query(query)
+        vector = query_vector(query) if semantic else None
+        found = federation.score(wanted, semantic_say(query, wanted), LIMIT, vector)
+        return [(scored.scores[n], qualify(sites[site], scored.hit(n).entry.location)) for site, scored, n in found]
+
+    return {FEDERATED: search}
+
+
+def encoder_alone() -> dict[str, Search]:
+    """Not a system: the query encoder's own time, for what ranking adds to it."""
+
+    def search(query: str) -> list[tuple[float, str]]:
+        encoder().encode([query], query=True)
+        return []
+
+    return {FEDERATED: search}
 
 
 def build_bm25s(index: SiteIndex) -> Search:
@@ -185,7 +212,7 @@ def build_lunr(index: SiteIndex) -> Search:
     return search
 
 
-SYSTEMS = {
+SYSTEMS: dict[str, Callable[[SiteIndex], Any]] = {
     "ranker": build_ours,
     "ranker+semantic": build_semantic,
     "semantic, no kinds": build_semantic_spec,
@@ -193,10 +220,19 @@ SYSTEMS = {
     "bm25s": build_bm25s,
 }
 OURS = ("ranker", "ranker+semantic", "semantic, no kinds")
+ENCODER = "query encoder alone"
+
+
+FEDERATED = "*"
+"""The one search of a federated system (`federated`), whose locations are already qualified."""
 
 
 def merged(searches: dict[str, Search], query: str) -> list[tuple[float, str]]:
-    hits = [(score, qualify(site, loc)) for site, search in searches.items() for score, loc in search(query)]
+    hits = [
+        (score, loc if site == FEDERATED else qualify(site, loc))
+        for site, search in searches.items()
+        for score, loc in search(query)
+    ]
     return sorted(hits, key=lambda hit: hit[0], reverse=True)[:LIMIT]
 
 
@@ -252,11 +288,13 @@ def build_all(indexes: dict[str, SiteIndex]) -> tuple[dict[str, dict[str, Search
     systems: dict[str, dict[str, Search]] = {}
     build_ms: dict[str, dict[str, float]] = {}
     for name, build in SYSTEMS.items():
-        systems[name], build_ms[name] = {}, {}
+        built: dict[str, Any] = {}
+        build_ms[name] = {}
         for site, index in indexes.items():
             start = time.perf_counter()
-            systems[name][site] = build(index)
+            built[site] = build(index)
             build_ms[name][site] = (time.perf_counter() - start) * 1000
+        systems[name] = federated(built, name != "ranker") if name in OURS else built
     return systems, build_ms
 
 
@@ -342,7 +380,7 @@ def report(
     for label, cases in sets.items():
         lines += quality_table(systems, label, cases)
     queries = [case.query for cases in sets.values() for case in cases]
-    timings = latencies(systems, queries, repeat)
+    timings = latencies(systems | {ENCODER: encoder_alone()}, queries, repeat)
     lines.append(
         f"latency over {len(queries)} queries x {repeat}, warm, in-process, all sites and the merge, "
         "each pass timing every system in turn"
@@ -355,6 +393,11 @@ def report(
     for ours in OURS[:2]:
         for peer in (name for name in names if name not in OURS):
             lines.append(f"  {ours} p50 latency {ratio(timings[ours][0], timings[peer][0])}x {peer}'s")
+    alone = timings[ENCODER][0]
+    lines.append(
+        f"  the query encoder alone: p50 {alone:.2f} ms; ranker+semantic adds "
+        f"{timings['ranker+semantic'][0] - alone:.2f} ms to it (embedding, federated ranking of every site, merge)"
+    )
     return lines
 
 
@@ -391,7 +434,8 @@ def probe(corpus: Path, name: str, vectors: Path, queries: list[str]) -> dict[st
             loaded = SiteVectors.loads(payload.encode(), MINILM_ID)
             assert loaded is not None, "stored vectors of another model"
             VECTORS[site] = loaded
-    searches = {site: SYSTEMS[name](index) for site, index in indexes.items()}
+    built: dict[str, Any] = {site: SYSTEMS[name](index) for site, index in indexes.items()}
+    searches = federated(built, name != "ranker") if name in OURS else built
     for query in queries:
         merged(searches, query)
     return {"rss_mb": memory_mb() - before, "process_peak_mb": memory_mb("VmHWM")}
