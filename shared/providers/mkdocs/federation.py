@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shared.providers.mkdocs.ranking import SECTION_SHARE, Postings, Ranker, Scored, _Semantic
+from shared.providers.mkdocs.ranking import SECTION_SHARE, SITE_FIT_HALF, Postings, Ranker, Scored, _Semantic
 from shared.providers.mkdocs.text import Query
 from shared.providers.mkdocs.vectors import OUTLINE_SHARE, THRESHOLD, WEIGHT
 
@@ -38,6 +38,8 @@ class Federation:
     rankers: tuple[Ranker, ...]
     semantics: tuple[_Semantic | None, ...]
     """Each ranker's attached embeddings when this was built (`Ranker.semantic`): an attach since needs a rebuild."""
+    vocabularies: tuple[dict[str, int], ...]
+    """Each site's one vocabulary, shared by its three views (`Ranker.build`, `artifact.loads`)."""
     page_base: list[int]
     """Where each site's pages start among all pages (one more than the sites: the last is the total)."""
     entry_base: list[int]
@@ -62,9 +64,17 @@ class Federation:
             return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
 
         semantic = [ranker.semantic for ranker in rankers]
+        vocabularies = tuple(ranker.titles.terms for ranker in rankers)
+        for ranker, vocabulary in zip(rankers, vocabularies, strict=True):
+            if (
+                ranker.page_view.postings.terms is not vocabulary
+                or ranker.section_view.postings.terms is not vocabulary
+            ):
+                raise ValueError("a ranker's views do not share one vocabulary")
         return cls(
             tuple(rankers),
             tuple(semantic),
+            vocabularies,
             page_base,
             entry_base,
             np.repeat(np.arange(len(rankers)), [len(ranker.pages) for ranker in rankers]),
@@ -105,15 +115,20 @@ class Federation:
         if not wanted.words or limit < 1 or not rankers:
             return []
         pages, entries = self.page_base[-1], self.entry_base[-1]
+        # Each query term's number in each site's vocabulary (one lookup per site and term, for all three views).
+        terms = list(dict.fromkeys((*wanted.words, *wanted.joined)))
+        numbers = [[vocabulary.get(term, -1) for term in terms] for vocabulary in self.vocabularies]
+        words = len(wanted.words)  # distinct, so the first `words` terms
         scores, matched = _gathered(
             [ranker.page_view.postings for ranker in rankers],
-            [ranker.page_view.weights(wanted) for ranker in rankers],
+            numbers,
+            self._weights(numbers, words, page=True),
             self.page_base,
             pages,
         )
         scores = np.where(matched < 1.0, scores * matched, scores)
-        titled = dict.fromkeys((*wanted.words, *wanted.joined), 1.0)
-        coverage = _gathered([ranker.titles for ranker in rankers], [titled] * len(rankers), self.page_base, pages)[0]
+        titled = [[1.0] * len(terms)] * len(rankers)
+        coverage = _gathered([ranker.titles for ranker in rankers], numbers, titled, self.page_base, pages)[0]
         boosts = self._boosts(wanted)
         prior = boosts * (1 + coverage)
         candidates = np.flatnonzero(scores)
@@ -124,18 +139,21 @@ class Federation:
             if len(close):
                 credits = np.zeros(pages)
                 credits[close] = closeness * say * boosts[close] * self.credit_scale[close]
-                candidates = np.union1d(candidates, close)
+                chosen = scores != 0
+                chosen[close] = True
+                candidates = np.flatnonzero(chosen)  # the union, in page order
         if not len(candidates):
             return []
         sections, matched = _gathered(
             [ranker.section_view.postings for ranker in rankers],
-            [ranker.section_view.weights(wanted) for ranker in rankers],
+            numbers,
+            self._weights(numbers, words, page=False),
             self.entry_base,
             entries,
         )
         sections = np.where(matched < 1.0, sections * matched, sections)
         best = np.maximum.reduceat(sections[self.order], self.starts)
-        fits = np.array([ranker.site_fit(wanted) for ranker in rankers])
+        fits = np.array([_site_fit(one, site[:words]) for one, site in zip(rankers, numbers, strict=True)])
         final = (SECTION_SHARE * best[candidates] + (1 - SECTION_SHARE) * scores[candidates]) * (
             fits[self.site_of_page[candidates]] * prior[candidates]
         )
@@ -152,6 +170,30 @@ class Federation:
             if len(kept) == limit:
                 break
         return self._scored(kept, sections, cosines)
+
+    def _weights(self, numbers: list[list[int]], words: int, *, page: bool) -> list[list[float]]:
+        """`_View.weights` of every site's page (or section) view at once: per site, each term's weight, 0 where the
+        view does not hold it. Each site's maximum is summed term by term, as `sum` does, so every weight is the
+        same float."""
+        import numpy as np
+
+        views = [ranker.page_view if page else ranker.section_view for ranker in self.rankers]
+        held = np.array(
+            [
+                [view.idf[number] if 0 <= number < len(view.idf) else 0.0 for number in site_numbers]
+                for view, site_numbers in zip(views, numbers, strict=True)
+            ],
+            dtype=np.float64,
+        ).reshape(len(views), -1)
+        unknown = np.array([view.term_idf(0) for view in views])
+        maximum = np.zeros(len(views))
+        for column in range(words):
+            maximum = maximum + np.where(held[:, column] != 0.0, held[:, column], unknown)
+        scaled = held / maximum[:, None]
+        cap = np.where(held[:, :words] != 0.0, scaled[:, :words], 0.0).max(axis=1)
+        scaled[:, words:] = np.minimum(scaled[:, words:], cap[:, None])
+        weights: list[list[float]] = np.where(held != 0.0, scaled, 0.0).tolist()
+        return weights
 
     def _scored(
         self,
@@ -215,38 +257,41 @@ class Federation:
 
 
 def _gathered(
-    views: Sequence[Postings], weights: Sequence[dict[str, float]], bases: list[int], documents: int
+    views: Sequence[Postings],
+    numbers: Sequence[Sequence[int]],
+    weights: Sequence[Sequence[float]],
+    bases: list[int],
+    documents: int,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """`Postings.sums` of every site at once: each site's slices for its weighted terms, in its terms' order,
-    renumbered after the sites before it, added up in one pass (each document's contributions in the same order)."""
+    """`Postings.sums` of every site at once: each site's slices for its weighted terms (`numbers` in its
+    vocabulary, weight 0 for none), in the query's term order, renumbered after the sites before it, added up in one
+    pass (each document's contributions in the same order as its own site's sums)."""
     import numpy as np
 
-    numbers: list[npt.NDArray[np.int32]] = []
-    values: list[npt.NDArray[np.float64]] = []
-    lengths: list[int] = []
-    factors: list[float] = []
-    shifts: list[int] = []
-    for postings, terms_weights, base in zip(views, weights, bases, strict=False):
-        terms, offsets, last = postings.terms, postings.offsets, len(postings.offsets) - 1
-        for term, factor in terms_weights.items():
-            number = terms.get(term)
-            if number is None or number >= last:
-                continue
-            start, end = offsets[number], offsets[number + 1]
-            if start == end:
-                continue
-            numbers.append(postings.numbers[start:end])
-            values.append(postings.values[start:end])
-            lengths.append(end - start)
-            factors.append(factor)
-            shifts.append(base)
-    if not lengths:
+    found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], int, float, int]] = []
+    for postings, site_numbers, site_weights, base in zip(views, numbers, weights, bases, strict=False):
+        offsets, last, held, values = postings.offsets, len(postings.offsets) - 1, postings.numbers, postings.values
+        found += [
+            (held[start:end], values[start:end], end - start, factor, base)
+            for number, factor in zip(site_numbers, site_weights, strict=True)
+            if factor and 0 <= number < last and (start := offsets[number]) != (end := offsets[number + 1])
+        ]
+    if not found:
         return np.zeros(documents), np.zeros(documents)
-    documents_of = np.concatenate(numbers) + np.repeat(np.array(shifts, dtype=np.int64), lengths)
+    parts, values_of, lengths, factors, shifts = zip(*found, strict=True)
+    documents_of = np.concatenate(parts) + np.repeat(np.array(shifts, dtype=np.int64), lengths)
     weight = np.repeat(factors, lengths)
-    sums = np.bincount(documents_of, weights=weight * np.concatenate(values), minlength=documents)
+    sums = np.bincount(documents_of, weights=weight * np.concatenate(values_of), minlength=documents)
     shares = np.bincount(documents_of, weights=weight, minlength=documents)
     return sums.astype(np.float64, copy=False), shares.astype(np.float64, copy=False)
+
+
+def _site_fit(ranker: Ranker, words: Sequence[int]) -> float:
+    """`Ranker.site_fit` from the query words' numbers in the site's vocabulary (the same arithmetic)."""
+    offsets = ranker.page_view.postings.offsets
+    last, pages = len(offsets) - 1, ranker.page_view.documents
+    shares = [(offsets[n + 1] - offsets[n] if 0 <= n < last else 0) / pages for n in words]
+    return sum(share / (share + SITE_FIT_HALF) for share in shares) / len(shares)
 
 
 _SCANNER: list[ThreadPoolExecutor] = []

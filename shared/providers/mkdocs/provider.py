@@ -85,8 +85,9 @@ class MkDocsProvider:
     async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
         loaded, states = await self._load_sites(site)
         # A provider ahead of MkDocs may have deferred the search structures: a search that reaches here builds them.
-        searchable = await asyncio.gather(*(self._registry.searchable(entry.index.site) for entry in loaded))
-        loaded = [entry for entry in searchable if entry is not None]
+        if any(entry.ranker is None for entry in loaded):
+            searchable = await asyncio.gather(*(self._registry.searchable(entry.index.site) for entry in loaded))
+            loaded = [entry for entry in searchable if entry is not None]
         if query.strip() == LISTING_QUERY:
             return Found(self._listing(loaded, limit), sites=states)
         if self._registry.embedding is not None:

@@ -192,6 +192,8 @@ class SiteRegistry:
         site whose check for a newer copy outlasts the wait is searched with the index in hand.
         """
         pending = {site: self._ready(site) for site in sites}
+        if all(future.done() for future in pending.values()):  # the usual case: every site loaded, nothing to wait on
+            return {site: _result(future) for site, future in pending.items()}
         done, waiting = await asyncio.wait(pending.values(), timeout=seconds)
         while waiting and not any(_result(future) is not None for future in done):
             more, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
