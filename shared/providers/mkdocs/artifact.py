@@ -63,9 +63,7 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
     arrays["entries.anchor_set"] = np.array([entry.anchor is not None for entry in entries], dtype=np.uint8)
     arrays["entries.boost"] = np.array([entry.boost for entry in entries], dtype=np.float64)
     scalars: dict[str, int] = {}
-    vocabulary = ranker.titles.terms
-    if ranker.page_view.postings.terms is not vocabulary or ranker.section_view.postings.terms is not vocabulary:
-        raise ValueError("the ranker's views do not share one vocabulary")
+    vocabulary = ranker.vocabulary
     terms = [""] * len(vocabulary)
     for term, number in vocabulary.items():
         terms[number] = term

@@ -17,7 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shared.providers.mkdocs.ranking import SECTION_SHARE, SITE_FIT_HALF, Postings, Ranker, Scored, _Semantic
+from shared.providers.mkdocs.ranking import (
+    SECTION_SHARE,
+    Postings,
+    Ranker,
+    Scored,
+    _Semantic,
+    coordinate,
+    site_fit,
+)
 from shared.providers.mkdocs.text import Query
 from shared.providers.mkdocs.vectors import OUTLINE_SHARE, THRESHOLD, WEIGHT
 
@@ -64,13 +72,7 @@ class Federation:
             return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
 
         semantic = [ranker.semantic for ranker in rankers]
-        vocabularies = tuple(ranker.titles.terms for ranker in rankers)
-        for ranker, vocabulary in zip(rankers, vocabularies, strict=True):
-            if (
-                ranker.page_view.postings.terms is not vocabulary
-                or ranker.section_view.postings.terms is not vocabulary
-            ):
-                raise ValueError("a ranker's views do not share one vocabulary")
+        vocabularies = tuple(ranker.vocabulary for ranker in rankers)
         return cls(
             tuple(rankers),
             tuple(semantic),
@@ -114,19 +116,12 @@ class Federation:
         rankers = self.rankers
         if not wanted.words or limit < 1 or not rankers:
             return []
-        pages, entries = self.page_base[-1], self.entry_base[-1]
+        pages = self.page_base[-1]
         # Each query term's number in each site's vocabulary (one lookup per site and term, for all three views).
         terms = list(dict.fromkeys((*wanted.words, *wanted.joined)))
         numbers = [[vocabulary.get(term, -1) for term in terms] for vocabulary in self.vocabularies]
         words = len(wanted.words)  # distinct, so the first `words` terms
-        scores, matched = _gathered(
-            [ranker.page_view.postings for ranker in rankers],
-            numbers,
-            self._weights(numbers, words, page=True),
-            self.page_base,
-            pages,
-        )
-        scores = np.where(matched < 1.0, scores * matched, scores)
+        scores = self._coordinated(numbers, words, page=True)
         titled = [[1.0] * len(terms)] * len(rankers)
         coverage = _gathered([ranker.titles for ranker in rankers], numbers, titled, self.page_base, pages)[0]
         boosts = self._boosts(wanted)
@@ -144,14 +139,7 @@ class Federation:
                 candidates = np.flatnonzero(chosen)  # the union, in page order
         if not len(candidates):
             return []
-        sections, matched = _gathered(
-            [ranker.section_view.postings for ranker in rankers],
-            numbers,
-            self._weights(numbers, words, page=False),
-            self.entry_base,
-            entries,
-        )
-        sections = np.where(matched < 1.0, sections * matched, sections)
+        sections = self._coordinated(numbers, words, page=False)
         best = np.maximum.reduceat(sections[self.order], self.starts)
         fits = np.array([_site_fit(one, site[:words]) for one, site in zip(rankers, numbers, strict=True)])
         final = (SECTION_SHARE * best[candidates] + (1 - SECTION_SHARE) * scores[candidates]) * (
@@ -170,6 +158,13 @@ class Federation:
             if len(kept) == limit:
                 break
         return self._scored(kept, sections, cosines)
+
+    def _coordinated(self, numbers: list[list[int]], words: int, *, page: bool) -> npt.NDArray[np.float64]:
+        """`Postings.coordinated` of every site's page (or section) view, end to end."""
+        views = [(ranker.page_view if page else ranker.section_view).postings for ranker in self.rankers]
+        bases = self.page_base if page else self.entry_base
+        weights = self._weights(numbers, words, page=page)
+        return coordinate(*_gathered(views, numbers, weights, bases, bases[-1]))
 
     def _weights(self, numbers: list[list[int]], words: int, *, page: bool) -> list[list[float]]:
         """`_View.weights` of every site's page (or section) view at once: per site, each term's weight, 0 where the
@@ -287,11 +282,10 @@ def _gathered(
 
 
 def _site_fit(ranker: Ranker, words: Sequence[int]) -> float:
-    """`Ranker.site_fit` from the query words' numbers in the site's vocabulary (the same arithmetic)."""
+    """`Ranker.site_fit` from the query words' numbers in the site's vocabulary."""
     offsets = ranker.page_view.postings.offsets
-    last, pages = len(offsets) - 1, ranker.page_view.documents
-    shares = [(offsets[n + 1] - offsets[n] if 0 <= n < last else 0) / pages for n in words]
-    return sum(share / (share + SITE_FIT_HALF) for share in shares) / len(shares)
+    last = len(offsets) - 1
+    return site_fit([offsets[n + 1] - offsets[n] if 0 <= n < last else 0 for n in words], ranker.page_view.documents)
 
 
 _SCANNER: list[ThreadPoolExecutor] = []

@@ -218,12 +218,9 @@ class Postings:
 
     def coordinated(self, weights: dict[str, float]) -> npt.NDArray[np.float64]:
         """Every document's score scaled by the share of the query weight it matched (0 where none)."""
-        import numpy as np
-
         scores, matched = self.sums(weights)
         assert matched is not None
-        coordinated: npt.NDArray[np.float64] = np.where(matched < 1.0, scores * matched, scores)
-        return coordinated
+        return coordinate(scores, matched)
 
 
 @dataclass(slots=True)
@@ -361,6 +358,8 @@ class Ranker:
         configured page-kind rules is worked out here, so an artifact never carries them."""
         import numpy as np
 
+        if page_view.postings.terms is not titles.terms or section_view.postings.terms is not titles.terms:
+            raise ValueError("a ranker's views must share one vocabulary")
         pages = pages if pages is not None else _pages(index.entries)
         kinds = kinds or PathWeights()
         plain = np.array([page.entry.boost for page in pages], dtype=np.float64)
@@ -466,6 +465,11 @@ class Ranker:
         top = np.argsort(-final, kind="stable")[:limit]
         return Scored(self, candidates[top].tolist(), final[top].tolist(), sections, cosines)
 
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        """The site's one vocabulary: term -> number, in every view (`assemble` makes sure)."""
+        return self.titles.terms
+
     def boosts(self, wanted: Query) -> npt.NDArray[np.float64]:
         """Each page's multiplier for this query: its usual one (`weighted`), except on pages whose rule the query
         toggles (`PathWeights.toggled`: it names an `unless` rule's kind, "proposal", "upgrading", or a `when` rule's,
@@ -479,9 +483,7 @@ class Ranker:
 
     def site_fit(self, wanted: Query) -> float:
         """How much this site is about the query: the mean, over query words, of how common each is here."""
-        pages = self.page_view.documents
-        shares = [self.page_view.postings.frequency(term) / pages for term in wanted.words]
-        return sum(share / (share + SITE_FIT_HALF) for share in shares) / len(shares)
+        return site_fit([self.page_view.postings.frequency(term) for term in wanted.words], self.page_view.documents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,6 +518,21 @@ class Scored:
         crumb = (page.entry.title, section.title) if section.anchor is not None else (page.entry.title,)
         source = section.text if section.text.strip() else ranker._text(page)
         return RankedHit(page.entry, self.scores[number], crumb, source, section)
+
+
+def coordinate(scores: npt.NDArray[np.float64], matched: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each document's summed score times the share of the query weight it matched, when it matched less than all."""
+    import numpy as np
+
+    coordinated: npt.NDArray[np.float64] = np.where(matched < 1.0, scores * matched, scores)
+    return coordinated
+
+
+def site_fit(frequencies: Sequence[int], pages: int) -> float:
+    """How much a site is about a query: the mean, over the query's words, of how common each is among its `pages`
+    (`frequencies`: how many of them hold each word)."""
+    shares = [frequency / pages for frequency in frequencies]
+    return sum(share / (share + SITE_FIT_HALF) for share in shares) / len(shares)
 
 
 def semantic_say(query: str, wanted: Query) -> float:

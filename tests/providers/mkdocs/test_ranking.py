@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.text import analyze, analyze_query, identifier_share, written_words
 from tests.support.pages import FILLER, page, ranker
 
@@ -194,3 +195,19 @@ def test_every_matching_page_is_scored_whole_so_a_smaller_limit_is_a_prefix_of_a
         assert [(hit.entry.location, hit.score) for hit in index.search("widget rollback", limit)] == [
             (hit.entry.location, hit.score) for hit in everything[:limit]
         ]
+
+
+def test_a_ranker_whose_views_number_terms_apart_is_refused() -> None:
+    """Federated ranking and the prebuilt artifact look a term up once per site: its views share one vocabulary."""
+    import dataclasses
+
+    from shared.providers.mkdocs.ranking import Ranker
+
+    built = ranker(page("w/", "Widget", "All about widgets."), *FILLER)
+    index = SiteIndex.build("docs", built.entries)
+    apart = dataclasses.replace(built.titles, terms=dict(built.titles.terms))
+    with pytest.raises(ValueError, match="share one vocabulary"):
+        Ranker.assemble(index, None, built.page_view, built.section_view, apart)
+    assert (
+        Ranker.assemble(index, None, built.page_view, built.section_view, built.titles).vocabulary is built.vocabulary
+    )
