@@ -27,6 +27,7 @@ process before building, and the whole process's VmHWM.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -431,7 +432,7 @@ def probe(corpus: Path, name: str, vectors: Path, queries: list[str]) -> dict[st
     before = memory_mb()
     if name in ("ranker+semantic", "semantic, no kinds"):
         for site, payload in json.loads(vectors.read_text()).items():
-            loaded = SiteVectors.loads(payload.encode(), MINILM_ID)
+            loaded = SiteVectors.loads(base64.b64decode(payload), MINILM_ID)
             assert loaded is not None, "stored vectors of another model"
             VECTORS[site] = loaded
     built: dict[str, Any] = {site: SYSTEMS[name](index) for site, index in indexes.items()}
@@ -488,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
     queries = [case.query for cases in sets.values() for case in cases]
     with tempfile.TemporaryDirectory() as scratch:
         stored = Path(scratch) / "vectors.json"
-        stored.write_text(json.dumps({site: VECTORS[site].dumps(MINILM_ID).decode() for site in indexes}))
+        payloads = {site: base64.b64encode(VECTORS[site].dumps(MINILM_ID)).decode() for site in indexes}
+        stored.write_text(json.dumps(payloads))
         lines += memory_lines(resident(args.corpus, stored, queries))
     all_cases = [case for cases in sets.values() for case in cases]
     for name in OURS[:2]:

@@ -28,15 +28,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 
 from shared.cache import CachedIndex, IndexStore, graph_name, vectors_name
 from shared.embedding import MINILM, EmbeddingModel, ModelRecord
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError, StoreError
+from shared.providers.mkdocs import index as index_module
+from shared.providers.mkdocs import markup, text
+from shared.providers.mkdocs import vectors as vectors_module
 from shared.providers.mkdocs.index import SiteIndex
-from shared.providers.mkdocs.loading import LoadedSite
+from shared.providers.mkdocs.loading import LoadedSite, code_digest
 from shared.providers.mkdocs.vectors import PROGRESS_ENTRIES, SiteVectors
 
 log = logging.getLogger(__name__)
+
+TEXTS_CODE = code_digest(index_module, markup, text, vectors_module)
+"""The code that turns an index into the texts embedded (`vectors.embedded_texts`): stored vectors recorded as
+computed from the same index copy by other code are checked text by text."""
 
 MAX_RETRY_SECONDS = 3600.0
 """The longest wait between two tries at embedding a site whose embedding keeps failing."""
@@ -67,8 +75,24 @@ class Stored:
     version: str | None
 
 
-async def read_stored(store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex) -> Stored:
-    """The stored vectors of this model for the site; an unreadable store is the same as none stored."""
+def embedded_from(digest: str | None) -> str | None:
+    """What vectors computed for the index copy whose SHA-256 is `digest` record they were computed from (`source`)."""
+    return f"{digest}/{TEXTS_CODE}" if digest else None
+
+
+def _current(found: SiteVectors, index: SiteIndex, digest: str | None) -> bool:
+    """Whether `found` are this index's vectors: recorded as computed from this very copy by this code (and of its
+    size), or else computed from exactly its texts (`SiteVectors.matches`: every text hashed again)."""
+    if found.source is not None and found.source == embedded_from(digest):
+        return len(found.keys) == len(index.entries) + len({entry.page for entry in index.entries})
+    return found.matches(index.entries)
+
+
+async def read_stored(
+    store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None = None
+) -> Stored:
+    """The stored vectors of this model for the site (whose index copy's SHA-256 is `digest`, when known); an
+    unreadable store is the same as none stored."""
     try:
         stored = await store.read(vectors_name(site, model.model_id))
     except StoreError as exc:
@@ -77,7 +101,7 @@ async def read_stored(store: IndexStore, model: EmbeddingModel, site: str, index
     if stored is None:
         return Stored(None, None, None)
     found = await asyncio.to_thread(SiteVectors.loads, stored.payload, model.model_id)
-    if found is not None and await asyncio.to_thread(found.matches, index.entries):
+    if found is not None and await asyncio.to_thread(_current, found, index, digest):
         return Stored(found, found, stored.version)
     return Stored(None, found, stored.version)
 
@@ -90,6 +114,7 @@ async def compute_and_store(
     *,
     reuse: SiteVectors | None,
     expected_version: str | None,
+    digest: str | None = None,
     stop: threading.Event | None = None,
     clock: Callable[[], float] = time.monotonic,
     progress_entries: int = PROGRESS_ENTRIES,
@@ -107,7 +132,10 @@ async def compute_and_store(
             encoder, entries, reuse=reuse, stop=stop, progress=saved.progress, every=progress_entries
         )
     )
-    payload = await asyncio.to_thread(vectors.dumps, model.model_id, len(entries))  # complete: with its hubness
+    # Complete: with its hubness, and what it was computed from, so a reader of this index skips hashing its texts.
+    payload = await asyncio.to_thread(
+        partial(vectors.dumps, model.model_id, len(entries), source=embedded_from(digest))
+    )
     await saved.write(payload, len(vectors.keys))  # rows: the entries and the page outlines
     return vectors
 
@@ -172,16 +200,25 @@ class _Saver:
 
 
 async def ensure_vectors(
-    store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex, *, reuse: SiteVectors | None = None
+    store: IndexStore,
+    model: EmbeddingModel,
+    site: str,
+    index: SiteIndex,
+    *,
+    digest: str | None = None,
+    reuse: SiteVectors | None = None,
 ) -> tuple[SiteVectors, bool]:
-    """The site's vectors for exactly this index, and whether any had to be computed (what the warm-up runs).
+    """The site's vectors for exactly this index (the copy whose SHA-256 is `digest`), and whether any had to be
+    computed (what the warm-up runs). Vectors that match but do not record this copy (stored by an older version)
+    are stored again with the record, without embedding anything.
 
     Raises StoreError when computed vectors could not be stored: serving shrugs that off (the next instance
     computes again), but a warm-up that stored nothing has not done its job and says so.
     """
-    stored = await read_stored(store, model, site, index)
-    if stored.current is not None:
-        return stored.current, False
+    stored = await read_stored(store, model, site, index, digest=digest)
+    current = stored.current
+    if current is not None and (digest is None or current.source == embedded_from(digest)):
+        return current, False
     vectors = await compute_and_store(
         store,
         model,
@@ -189,8 +226,11 @@ async def ensure_vectors(
         index,
         reuse=await asyncio.to_thread(SiteVectors.union, reuse, stored.reusable),
         expected_version=stored.version,
+        digest=digest,
     )
-    if (await read_stored(store, model, site, index)).current is None:
+    if current is not None:
+        return vectors, False  # rows reused, none embedded
+    if (await read_stored(store, model, site, index, digest=digest)).current is None:
         raise StoreError("the computed embeddings could not be stored")
     return vectors, True
 
@@ -306,7 +346,7 @@ class EmbeddingJobs:
             loading = asyncio.ensure_future(model.ready())
             loading.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved, never lost
             try:
-                stored = await read_stored(self._store, model, site, loaded.index)
+                stored = await read_stored(self._store, model, site, loaded.index, digest=loaded.digest)
                 if stored.current is None:
                     job.looked_up.set()  # nothing stored: searches stop waiting and rank lexically meanwhile
                 await loading
@@ -321,6 +361,7 @@ class EmbeddingJobs:
                     loaded.index,
                     reuse=await asyncio.to_thread(SiteVectors.union, reuse, stored.reusable),
                     expected_version=stored.version,
+                    digest=loaded.digest,
                     stop=job.stop,
                 )
             assert loaded.ranker is not None  # jobs start only for indexes with their search structures

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 
 from shared import memory
 from shared.cache import CachedIndex, CacheStat, IndexStore, ranking_name
@@ -26,9 +27,12 @@ from shared.settings import DocumentationSettings
 log = logging.getLogger(__name__)
 
 
-RANKING_CODE = hashlib.sha256(
-    b"".join(Path(module.__file__ or "").read_bytes() for module in (artifact, index, markup, ranking, text))
-).hexdigest()[:32]
+def code_digest(*modules: ModuleType) -> str:
+    """A short digest of these modules' source: what stored derived data records to be refused by other code."""
+    return hashlib.sha256(b"".join(Path(module.__file__ or "").read_bytes() for module in modules)).hexdigest()[:32]
+
+
+RANKING_CODE = code_digest(artifact, index, markup, ranking, text)
 """The code that decides tokens, entries and scores: a prebuilt ranker from any other code is never loaded."""
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,8 +72,9 @@ HUB_WEIGHT = 0.25
 Any value from 0.15 to 0.35, with 5 to 20 neighbours, ranked better than none on all three eval sets then kept
 (`tools/evals/README.md`); the middle of that range is taken."""
 
-FORMAT = 3
-"""Version of the stored vectors' layout; a different one is recomputed, never misread."""
+FORMAT = 4
+"""Version of the stored vectors' layout (`SiteVectors.dumps`); another one is recomputed, never misread (the
+previous one, 3, is read for its rows to reuse)."""
 
 PROGRESS_ENTRIES = 1024
 """Entries embedded between two progress reports of `SiteVectors.compute` (about 20 to 50 s of two cores)."""
@@ -119,6 +121,9 @@ class SiteVectors:
     """Each entry row's `neighbour_similarity`, stored beside complete vectors by whoever computed them (from the
     float16 rows it stores, so it equals what a loader would compute): an instance attaching them skips that
     all-pairs pass. None: computed on attach."""
+    source: str | None = None
+    """What the stored copy says it was computed from (the index's digest and the code that turns entries into
+    texts: `shared.providers.mkdocs.embeddings`); a reader holding that very index may skip `matches`."""
 
     @classmethod
     def compute(
@@ -202,44 +207,97 @@ class SiteVectors:
         similarities: npt.NDArray[np.float32] = np.einsum("ij,j->i", self.matrix, query)
         return similarities
 
-    def dumps(self, model_id: str, entries: int | None = None) -> bytes:
-        """A self-describing JSON document (float16 vectors, base64): what the store keeps beside the index; with
-        `entries` (complete vectors: that many entry rows, then the outlines), their hubness too."""
+    def dumps(self, model_id: str, entries: int | None = None, *, source: str | None = None) -> bytes:
+        """The stored form, binary and loaded without parsing anything but a small header: `_MAGIC`, the header's
+        length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, source),
+        each row's key (16 ASCII characters), the rows (float16, little-endian), with `entries` (complete vectors:
+        that many entry rows, then the outlines) their hubness (float32), then the SHA-256 of all that."""
         import numpy as np
 
         rounded = self.matrix.astype(np.float16)
-        vectors = base64.b64encode(rounded.tobytes()).decode("ascii")
-        header = {"format": FORMAT, "model": model_id, "dimensions": int(self.matrix.shape[1])}
-        document: dict[str, object] = header | {"keys": list(self.keys), "vectors": vectors}
-        if entries is not None and 0 < entries <= len(self.keys):
-            hubness = neighbour_similarity(rounded.astype(np.float32)[:entries])
-            document["hubness"] = base64.b64encode(hubness.astype(np.float32).tobytes()).decode("ascii")
-        return json.dumps(document).encode()
+        complete = entries is not None and 0 < entries <= len(self.keys)
+        hubness = neighbour_similarity(rounded.astype(np.float32)[:entries]) if complete else np.zeros(0, np.float32)
+        header = {
+            "format": FORMAT,
+            "model": model_id,
+            "dimensions": int(self.matrix.shape[1]),
+            "rows": len(self.keys),
+            "hubness": len(hubness),
+            "source": source,
+        }
+        head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+        keys = "".join(self.keys).encode("ascii")
+        body = b"".join(
+            (
+                _MAGIC,
+                struct.pack("<I", len(head)),
+                head,
+                keys,
+                rounded.astype("<f2").tobytes(),
+                hubness.astype("<f4").tobytes(),
+            )
+        )
+        return body + hashlib.sha256(body).digest()
 
     @classmethod
     def loads(cls, payload: bytes, model_id: str) -> SiteVectors | None:
-        """Stored vectors this model computed in this layout (for any index), or None when unusable."""
+        """Stored vectors this model computed in this layout (for any index), or None when unusable: a payload
+        that fails its checksum, names another layout or model, or whose parts do not add up is never read."""
         import numpy as np
 
-        try:
-            document = json.loads(payload)
-            if not isinstance(document, dict) or document.get("format") != FORMAT:
-                return None
-            dimensions = document.get("dimensions")
-            if document.get("model") != model_id or not isinstance(dimensions, int) or dimensions < 1:
-                return None
-            keys = document["keys"]
-            if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
-                return None
-            raw = base64.b64decode(document["vectors"], validate=True)
-            matrix = np.frombuffer(raw, dtype=np.float16).astype(np.float32)
-            hubness = None
-            if isinstance(document.get("hubness"), str):
-                found = np.frombuffer(base64.b64decode(document["hubness"], validate=True), dtype=np.float32)
-                hubness = found.copy() if 0 < len(found) <= len(keys) and np.isfinite(found).all() else None
-            return cls(matrix.reshape(len(keys), dimensions), tuple(keys), hubness)
-        except (ValueError, KeyError, TypeError, RecursionError):
+        if payload.startswith(b"{"):
+            return _legacy(payload, model_id)
+        body, checksum = payload[:-32], payload[-32:]
+        if not body.startswith(_MAGIC) or hashlib.sha256(body).digest() != checksum:
             return None
+        try:
+            (size,) = struct.unpack_from("<I", body, len(_MAGIC))
+            start = len(_MAGIC) + 4 + size
+            header = json.loads(body[len(_MAGIC) + 4 : start])
+            if header.get("format") != FORMAT or header.get("model") != model_id:
+                return None
+            rows, dimensions, hubs, source = (header.get(key) for key in ("rows", "dimensions", "hubness", "source"))
+            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, hubs)):
+                return None
+            if dimensions < 1 or rows < 0 or not 0 <= hubs <= rows or not isinstance(source, str | None):
+                return None
+            keys_end = start + rows * _KEY_CHARS
+            matrix_end = keys_end + rows * dimensions * 2
+            if len(body) != matrix_end + hubs * 4:
+                return None
+            text = body[start:keys_end].decode("ascii")
+            keys = tuple(text[n : n + _KEY_CHARS] for n in range(0, len(text), _KEY_CHARS))
+            matrix = np.frombuffer(body, dtype="<f2", count=rows * dimensions, offset=keys_end).astype(np.float32)
+            hubness = np.frombuffer(body, dtype="<f4", count=hubs, offset=matrix_end).astype(np.float32)
+        except (ValueError, TypeError, AttributeError, struct.error, RecursionError):
+            return None
+        usable = hubs > 0 and bool(np.isfinite(hubness).all())
+        return cls(matrix.reshape(rows, dimensions), keys, hubness if usable else None, source)
+
+
+def _legacy(payload: bytes, model_id: str) -> SiteVectors | None:
+    """Vectors stored in the previous layout (JSON, base64), read so an upgrade reuses their rows instead of
+    embedding every site again; the next store writes the current layout."""
+    import numpy as np
+
+    try:
+        document = json.loads(payload)
+        if not isinstance(document, dict) or document.get("format") != 3 or document.get("model") != model_id:
+            return None
+        dimensions, keys = document.get("dimensions"), document["keys"]
+        if not isinstance(dimensions, int) or dimensions < 1:
+            return None
+        if not isinstance(keys, list) or not all(isinstance(key, str) and len(key) == _KEY_CHARS for key in keys):
+            return None
+        matrix = np.frombuffer(base64.b64decode(document["vectors"], validate=True), dtype=np.float16)
+        return SiteVectors(matrix.astype(np.float32).reshape(len(keys), dimensions), tuple(keys))
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+_MAGIC = b"docs-vectors\n"
+_KEY_CHARS = 16
+"""Characters of a `text_key` (8 bytes, hex)."""
 
 
 def neighbour_similarity(matrix: npt.NDArray[np.float32], neighbours: int = HUB_NEIGHBOURS) -> npt.NDArray[np.float32]:

@@ -92,7 +92,7 @@ async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site:
         if cached is None:
             return "skipped: no stored index"
         index = await asyncio.to_thread(parse_index, site, cached.payload)
-        _, computed = await ensure_vectors(store, model, site, index)
+        _, computed = await ensure_vectors(store, model, site, index, digest=cached.digest)
     except (StoreError, IndexFormatError, EmbeddingUnavailableError) as exc:
         return f"failed: {exc}"
     except Exception as exc:  # one site's embedding must not cost the other sites their warm-up

@@ -9,6 +9,7 @@ paraphrase runs the real model.
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import threading
@@ -31,7 +32,7 @@ from shared.compose import Composition, compose
 from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.errors import EmbeddingStopped
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.embeddings import compute_and_store, ensure_vectors
+from shared.providers.mkdocs.embeddings import compute_and_store, embedded_from, ensure_vectors, read_stored
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -360,6 +361,62 @@ async def test_vectors_are_written_to_the_blob_store_once_under_their_own_name_a
 
     assert computed is False and counting_store.calls["write"] == 1
     assert np.array_equal(again.matrix, in_blob.matrix)
+
+
+class CountingEncoder(WordEncoder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts = 0
+
+    def encode(
+        self, texts: Sequence[str], *, stop: threading.Event | None = None, query: bool = False
+    ) -> npt.NDArray[np.float32]:
+        self.texts += len(texts)
+        return super().encode(texts, stop=stop, query=query)
+
+
+async def test_vectors_record_the_index_copy_they_were_computed_from_and_older_ones_are_recorded_again(
+    published_index: SiteIndex,
+) -> None:
+    """A reader holding the recorded copy skips hashing every text again; vectors an older version stored (format
+    3, no record) are stored again with it, and nothing is embedded twice."""
+    store, encoder = MemoryIndexStore(), CountingEncoder()
+    model, digest = model_of(encoder), "ab" * 32
+    legacy = SiteVectors.compute(WordEncoder(), published_index.entries)
+    document = {
+        "format": 3,
+        "model": MODEL,
+        "dimensions": legacy.matrix.shape[1],
+        "keys": list(legacy.keys),
+        "vectors": base64.b64encode(legacy.matrix.astype(np.float16).tobytes()).decode(),
+    }
+    await store.write(VECTORS, CachedIndex(json.dumps(document).encode(), datetime.now(UTC)), expected_version=None)
+
+    _, computed = await ensure_vectors(store, model, SITE, published_index, digest=digest)
+
+    assert computed is False and encoder.texts == 0
+    kept = await store.read(VECTORS)
+    assert kept is not None
+    recorded = SiteVectors.loads(kept.payload, MODEL)
+    assert recorded is not None and recorded.source == embedded_from(digest) and recorded.hubness is not None
+    assert (await read_stored(store, model, SITE, published_index, digest=digest)).current is not None
+    # The record vouches only for that copy and this code: another copy's reader checks every text.
+    other = await read_stored(store, model, SITE, published_index, digest="cd" * 32)
+    assert other.current is not None  # the texts match all the same
+    assert (await ensure_vectors(store, model, SITE, published_index, digest=digest))[1] is False
+    assert encoder.texts == 0
+
+
+async def test_a_record_of_another_size_is_not_trusted(published_index: SiteIndex) -> None:
+    store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
+    vectors = SiteVectors.compute(WordEncoder(), published_index.entries)
+    short = SiteVectors(vectors.matrix[:-1], vectors.keys[:-1])
+    payload = short.dumps(MODEL, source=embedded_from(digest))
+    await store.write(VECTORS, CachedIndex(payload, datetime.now(UTC)), expected_version=None)
+
+    found = await read_stored(store, model, SITE, published_index, digest=digest)
+
+    assert found.current is None and found.reusable is not None
 
 
 class StopAfter(WordEncoder):

@@ -7,7 +7,9 @@ the stored form's tests use the small word encoder.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import struct
 from typing import Any
 
 import numpy as np
@@ -217,38 +219,83 @@ def test_vectors_apply_only_to_exactly_the_texts_they_embed(vectors: SiteVectors
     assert not loaded.matches(entries)
 
 
+def _stored(header: dict[str, Any], rest: bytes) -> bytes:
+    """A payload in the stored layout with this header and these bytes after it, checksummed."""
+    head = json.dumps(header).encode()
+    body = b"docs-vectors\n" + struct.pack("<I", len(head)) + head + rest
+    return body + hashlib.sha256(body).digest()
+
+
+def _parts(payload: bytes) -> tuple[dict[str, Any], bytes]:
+    body = payload[:-32]
+    (size,) = struct.unpack_from("<I", body, len(b"docs-vectors\n"))
+    start = len(b"docs-vectors\n") + 4
+    return json.loads(body[start : start + size]), body[start + size :]
+
+
+def test_the_stored_form_is_checked_before_it_is_read(vectors: SiteVectors) -> None:
+    header, rest = _parts(vectors.dumps(MODEL))
+    assert SiteVectors.loads(_stored(header, rest), MODEL) is not None  # the helpers rebuild it faithfully
+    payload = bytearray(vectors.dumps(MODEL))
+    payload[len(payload) // 2] ^= 1  # one bit of one row
+    assert SiteVectors.loads(bytes(payload), MODEL) is None
+
+
 @pytest.mark.parametrize(
-    "edit",
+    ("edit", "cut"),
     [
-        {"model": "all-mpnet-base-v2"},
-        {"format": FORMAT + 1},
-        {"dimensions": 768},
-        {"dimensions": "384"},
-        {"keys": "abc"},
-        {"keys": [1, 2]},
-        {"vectors": "not base64!"},
-        {"vectors": base64.b64encode(b"\x00" * 10).decode()},
-        {"vectors": None},
+        ({"model": "all-mpnet-base-v2"}, 0),
+        ({"format": FORMAT + 1}, 0),
+        ({"dimensions": 768}, 0),
+        ({"dimensions": "384"}, 0),
+        ({"rows": 5}, 0),
+        ({"rows": True}, 0),
+        ({"hubness": 3}, 0),
+        ({"source": 7}, 0),
+        ({}, 2),
     ],
     ids=[
         "another model",
         "another format",
         "another size",
         "a size that is not a number",
-        "keys not a list",
-        "keys not text",
-        "bad base64",
+        "more rows than it holds",
+        "rows that are not a number",
+        "more hubness than rows",
+        "a source that is not text",
         "short vectors",
-        "no vectors",
     ],
 )
 def test_vectors_in_another_layout_or_from_another_model_are_refused(
-    vectors: SiteVectors, edit: dict[str, Any]
+    vectors: SiteVectors, edit: dict[str, Any], cut: int
 ) -> None:
-    document = json.loads(vectors.dumps(MODEL))
-    assert SiteVectors.loads(json.dumps(document).encode(), MODEL) is not None
-    document.update(edit)
-    assert SiteVectors.loads(json.dumps(document).encode(), MODEL) is None
+    header, rest = _parts(vectors.dumps(MODEL))
+    assert SiteVectors.loads(_stored(header, rest), MODEL) is not None
+    assert SiteVectors.loads(_stored(header | edit, rest[: len(rest) - cut]), MODEL) is None
+
+
+def test_vectors_stored_by_the_previous_version_lend_their_rows(vectors: SiteVectors) -> None:
+    """Format 3 (JSON, base64) is read for its rows, so an upgrade embeds nothing again; never with a source."""
+    rounded = vectors.matrix.astype(np.float16)
+    document = {
+        "format": 3,
+        "model": MODEL,
+        "dimensions": 384,
+        "keys": list(vectors.keys),
+        "vectors": base64.b64encode(rounded.tobytes()).decode(),
+    }
+    legacy = SiteVectors.loads(json.dumps(document).encode(), MODEL)
+    assert legacy is not None and legacy.keys == vectors.keys and legacy.source is None and legacy.matches(PAGES)
+    np.testing.assert_array_equal(legacy.matrix, rounded.astype(np.float32))
+    for edit in ({"model": "other"}, {"keys": [1, 2]}, {"vectors": "not base64!"}, {"format": 2}):
+        assert SiteVectors.loads(json.dumps(document | edit).encode(), MODEL) is None
+
+
+def test_the_stored_form_records_what_the_vectors_were_computed_from(vectors: SiteVectors) -> None:
+    recorded = SiteVectors.loads(vectors.dumps(MODEL, source="abc/def"), MODEL)
+    assert recorded is not None and recorded.source == "abc/def"
+    unrecorded = SiteVectors.loads(vectors.dumps(MODEL), MODEL)
+    assert unrecorded is not None and unrecorded.source is None
 
 
 @pytest.mark.parametrize(
