@@ -133,6 +133,7 @@ async def compose(
 
     `embedding` is the process's model (None: lexical only). A `store` passed in stays the caller's to close.
     """
+    memory.tune()  # before the worker threads that load and rank start
     async with AsyncExitStack() as stack:
         client = await stack.enter_async_context(OriginClient(settings.origin))
         if store is None:
