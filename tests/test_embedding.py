@@ -183,10 +183,10 @@ async def finish_one_and_drop_the_next(
     if stop is not None:
         stop.set()
     queued.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await queued  # dropped from the lane's queue before the lane is free to take it (not a race with it)
     held.released.set()
     await running
-    with pytest.raises(asyncio.CancelledError):
-        await queued
     await asyncio.to_thread(model.close, wait=True)
 
 
