@@ -12,7 +12,8 @@ numbers in the same order as `Ranker.score` computes it, so the merged ranking i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,11 +33,6 @@ from shared.providers.mkdocs.vectors import OUTLINE_SHARE, THRESHOLD, WEIGHT
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-
-PARALLEL_ROWS = 16_384
-"""Embedding rows from which a query's similarity scan is split between two threads (at 45,000 rows: 4.3 ms on one
-core, 2.3 on two; below this the hand-over costs more than it saves)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +112,9 @@ class Federation:
         rankers = self.rankers
         if not wanted.words or limit < 1 or not rankers:
             return []
+        semantic = vector is not None and say > 0 and self.correction is not None
+        # The similarity scan starts first, on the scanner thread, and runs while this thread does the lexical part.
+        scan = _Scan([part.vectors.similarities for part in self.semantics if part], vector) if semantic else None
         pages = self.page_base[-1]
         # Each query term's number in each site's vocabulary (one lookup per site and term, for all three views).
         terms = list(dict.fromkeys((*wanted.words, *wanted.joined)))
@@ -126,11 +125,14 @@ class Federation:
         coverage = _gathered([ranker.titles for ranker in rankers], numbers, titled, self.page_base, pages)[0]
         boosts = self._boosts(wanted)
         prior = boosts * (1 + coverage)
+        sections = self._coordinated(numbers, words, page=False)
+        best = np.maximum.reduceat(sections[self.order], self.starts)
+        fits = np.array([_site_fit(one, site[:words]) for one, site in zip(rankers, numbers, strict=True)])
         candidates = np.flatnonzero(scores)
         credits = None
         cosines = None
-        if vector is not None and say > 0 and self.correction is not None:
-            close, closeness, cosines = self._close_pages(vector)
+        if scan is not None:
+            close, closeness, cosines = self._close_pages(scan.products())
             if len(close):
                 credits = np.zeros(pages)
                 credits[close] = closeness * say * boosts[close] * self.credit_scale[close]
@@ -139,9 +141,6 @@ class Federation:
                 candidates = np.flatnonzero(chosen)  # the union, in page order
         if not len(candidates):
             return []
-        sections = self._coordinated(numbers, words, page=False)
-        best = np.maximum.reduceat(sections[self.order], self.starts)
-        fits = np.array([_site_fit(one, site[:words]) for one, site in zip(rankers, numbers, strict=True)])
         final = (SECTION_SHARE * best[candidates] + (1 - SECTION_SHARE) * scores[candidates]) * (
             fits[self.site_of_page[candidates]] * prior[candidates]
         )
@@ -224,22 +223,12 @@ class Federation:
         return np.where(np.isin(self.rule_numbers, list(toggled)), self.toggled, self.weighted)
 
     def _close_pages(
-        self, query: npt.NDArray[np.float32]
+        self, products: list[npt.NDArray[np.float32]]
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
-        """`_Semantic.close_pages` of every site, end to end: one product per site (its own rows), the rest once."""
+        """`_Semantic.close_pages` of every site, end to end, from each site's products with the query (`_Scan`)."""
         import numpy as np
 
         assert self.correction is not None
-        matrices = [semantic.vectors for semantic in self.semantics if semantic is not None]
-        rows = sum(len(vectors.matrix) for vectors in matrices)
-        similarities = [vectors.similarities for vectors in matrices]
-        if rows >= PARALLEL_ROWS:
-            # The scan is memory-bound and numpy lets go of the GIL: a second core reads the other half of the rows.
-            half = _halfway([len(vectors.matrix) for vectors in matrices])
-            other = _scanner().submit(lambda: [similar(query) for similar in similarities[half:]])
-            products = [similar(query) for similar in similarities[:half]] + other.result()
-        else:
-            products = [similar(query) for similar in similarities]
         raw = np.concatenate([part[: len(ranker.entries)] for part, ranker in zip(products, self.rankers, strict=True)])
         outlines = np.concatenate(
             [part[len(ranker.entries) :] for part, ranker in zip(products, self.rankers, strict=True)]
@@ -249,6 +238,39 @@ class Federation:
         blended = (1 - OUTLINE_SHARE) * best + OUTLINE_SHARE * outlines.astype(np.float64)
         close = np.flatnonzero(blended > THRESHOLD)
         return close, WEIGHT * (blended[close] - THRESHOLD), cosines
+
+
+class _Scan:
+    """One query's similarity scan over every site's rows (`SiteVectors.similarities`), begun on the scanner thread
+    as soon as it is made, while the caller ranks lexically; `products` joins in on the sites not yet taken.
+
+    The scan is memory-bound and numpy lets go of the GIL, so it runs beside the lexical part (mostly Python, on
+    the event loop's thread) instead of after it; both threads take the next site from one counter, so neither waits
+    while the other has work. Every site's products are the same floats whichever thread computed them.
+    """
+
+    def __init__(
+        self,
+        scans: Sequence[Callable[[npt.NDArray[np.float32]], npt.NDArray[np.float32]]],
+        query: npt.NDArray[np.float32] | None,
+    ) -> None:
+        assert query is not None
+        self._scans, self._query = scans, query
+        self._products: list[Any] = [None] * len(scans)
+        self._next = itertools.count()  # its `next` is atomic: each site is taken by exactly one thread
+        self._helper = _scanner().submit(self._take)
+
+    def _take(self) -> None:
+        for number in self._next:
+            if number >= len(self._scans):
+                return
+            self._products[number] = self._scans[number](self._query)
+
+    def products(self) -> list[npt.NDArray[np.float32]]:
+        """Every site's products, in site order, once both threads are done."""
+        self._take()
+        self._helper.result()
+        return self._products
 
 
 def _gathered(
@@ -292,17 +314,7 @@ _SCANNER: list[ThreadPoolExecutor] = []
 
 
 def _scanner() -> ThreadPoolExecutor:
-    """The one thread that scans the second half of large federations' rows, started on first use."""
+    """The one thread that scans beside the caller (`_Scan`), started on first use."""
     if not _SCANNER:
         _SCANNER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="scan"))
     return _SCANNER[0]
-
-
-def _halfway(sizes: Sequence[int]) -> int:
-    """Where to split sites of these sizes into two runs of about equal rows."""
-    total, running = sum(sizes), 0
-    for number, size in enumerate(sizes):
-        running += size
-        if 2 * running >= total:
-            return number + 1
-    return len(sizes)

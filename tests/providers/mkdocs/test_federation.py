@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+import numpy.typing as npt
 import pytest
 
-from shared.providers.mkdocs import federation
-from shared.providers.mkdocs.federation import Federation, _halfway
+from shared.providers.mkdocs.federation import Federation, _Scan
 from shared.providers.mkdocs.kinds import DEFAULT, PathWeights
 from shared.providers.mkdocs.ranking import Ranker, semantic_say
 from shared.providers.mkdocs.text import analyze_query
@@ -98,12 +100,7 @@ def test_lexical_federation_is_the_per_site_ranking_merged(query: str, limit: in
 
 
 @pytest.mark.parametrize("query", QUERIES)
-@pytest.mark.parametrize("split", [False, True])
-def test_semantic_federation_is_the_per_site_ranking_merged(
-    query: str, split: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if split:  # the similarity scan shared with a second thread, as for a large federation
-        monkeypatch.setattr(federation, "PARALLEL_ROWS", 0)
+def test_semantic_federation_is_the_per_site_ranking_merged(query: str) -> None:
     rankers = _sites()
     vector = _attach_random(rankers)
     missing = [frozenset({"guide/"}), frozenset(), frozenset()]
@@ -131,8 +128,26 @@ def test_no_sites_and_no_terms_find_nothing() -> None:
     assert Federation.of(_sites()).score(analyze_query("the of and"), 1.0, 10) == []
 
 
-@pytest.mark.parametrize(
-    ("sizes", "split"), [([], 0), ([5], 1), ([5, 5], 1), ([1, 1, 8], 3), ([8, 1, 1], 1), ([3, 3, 3, 3], 2)]
-)
-def test_the_scan_is_split_where_about_half_the_rows_are(sizes: list[int], split: int) -> None:
-    assert _halfway(sizes) == split
+def test_the_scan_is_shared_by_two_threads_and_each_site_is_scanned_once() -> None:
+    """Site 0 is scanned only once site 1 has been, so a scan taken by one thread alone would never finish."""
+    other_ran, calls = threading.Event(), []
+
+    def waits(query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        calls.append(0)
+        assert other_ran.wait(10)
+        return query * 0
+
+    def lets_go(query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        calls.append(1)
+        other_ran.set()
+        return query * 1
+
+    def plain(query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        calls.append(2)
+        return query * 2
+
+    query = np.ones(3, dtype=np.float32)
+    products = _Scan([waits, lets_go, plain, plain], query).products()
+
+    assert [list(product) for product in products] == [[0, 0, 0], [1, 1, 1], [2, 2, 2], [2, 2, 2]]
+    assert sorted(calls) == [0, 1, 2, 2]
