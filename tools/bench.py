@@ -158,7 +158,7 @@ def federated(rankers: dict[str, Ranker], semantic: bool) -> dict[str, Search]:
     def search(query: str) -> list[tuple[float, str]]:
         wanted = analyze_query(query)
         vector = query_vector(query) if semantic else None
-        found = federation.score(wanted, semantic_say(query, wanted), LIMIT, vector)
+        found = federation.score(wanted, semantic_say(query, wanted, federation.parameters), LIMIT, vector)
         return [(scored.scores[n], qualify(sites[site], scored.hit(n).entry.location)) for site, scored, n in found]
 
     return {FEDERATED: search}

@@ -1,8 +1,7 @@
 """A site's ranker, prebuilt: what a cold instance would otherwise parse and build, as arrays it loads at once.
 
-The warm-up stores one beside each index version (`shared.cache.ranking_name`); an instance with warm storage
-loads it instead of parsing the index JSON and building the ranker (about 25 times the cost of `json.loads` of the
-same index). The layout, all little-endian, nothing executed on load (no pickle):
+The warm-up stores one beside each index version (`shared.cache.ranking_name`); an instance with warm storage loads
+it instead of parsing the index JSON and building the ranker. The layout, little-endian, no pickle:
 
     MAGIC (8 bytes) | manifest length (uint32) | manifest (UTF-8 JSON) | arrays, each 8-byte aligned | SHA-256 (32)
 
@@ -19,7 +18,8 @@ shape and offset. The trailing SHA-256 covers everything before it. Arrays:
                 the view's document count; IDF is worked out from the offsets on load
     titles      offsets, numbers, values (title coverage postings)
 
-What depends on configuration (the page-kind rules) is not stored: `Ranker.assemble` works it out on load. An
+What depends on configuration (the page-kind rules) is not stored: `Ranker.assemble` works it out on load, with
+the default ranking parameters, the only ones an artifact is built with (their code is in the digest). An
 artifact that fails its checksum, its format, its index version or its code digest is refused (`ArtifactError`):
 the caller builds the ranker itself and never serves it.
 """
@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
+from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.ranking import Postings, Ranker, _View
 
 MAGIC = b"DOCRANK\x01"
@@ -54,7 +55,10 @@ class ArtifactError(ValueError):
 
 
 def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> bytes:
-    """The artifact of a built ranker over `index` (the copy whose SHA-256 is `index_digest`)."""
+    """The artifact of a built ranker over `index` (the copy whose SHA-256 is `index_digest`); a ValueError for one
+    built with other than the default parameters, which `loads` assembles it with."""
+    if ranker.parameters != DEFAULT:
+        raise ValueError("a prebuilt ranker is built with the default ranking parameters")
     arrays: dict[str, npt.NDArray[Any]] = {}
     entries = index.entries
     for name in _TEXT_FIELDS:

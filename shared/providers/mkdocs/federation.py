@@ -1,13 +1,14 @@
 """Rank many sites' pages for one query in one pass: what the provider searches when it searches every site.
 
 Ranking each site on its own (`Ranker.score`) and merging costs a few dozen numpy calls per site per query, whatever
-the site's size: at 25 sites that fixed cost was most of a search. A `Federation` lays the sites' per-page and
+the site's size: with many sites that fixed cost was most of a search. A `Federation` lays the sites' per-page and
 per-entry arrays (boosts, page-kind rules, section order, hubness correction) end to end, once per set of loaded
 rankers, and a query then gathers every site's postings slices for its terms into one array per view, adds them
 up in one `bincount`, and scores, blends and sorts all pages together. Each site's postings, vocabulary, IDF and
 vectors stay its own (nothing is copied, so memory does not grow), and every page's score is computed from the same
 numbers in the same order as `Ranker.score` computes it, so the merged ranking is exactly the per-site one
-(`tests/providers/mkdocs/test_federation.py` checks it, scores to the last bit).
+(`tests/providers/mkdocs/test_federation.py` checks it, scores to the last bit). The sites' rankers must rank
+with the same parameters (`parameters.py`), or one score would not mean what another does.
 """
 
 from __future__ import annotations
@@ -18,17 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from shared.providers.mkdocs.ranking import (
-    SECTION_SHARE,
-    Postings,
-    Ranker,
-    Scored,
-    _Semantic,
-    coordinate,
-    site_fit,
-)
+from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.ranking import Postings, Ranker, Scored, _Semantic, coordinate, site_fit
 from shared.providers.mkdocs.text import Query
-from shared.providers.mkdocs.vectors import OUTLINE_SHARE, THRESHOLD, WEIGHT
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,10 +49,17 @@ class Federation:
     starts: npt.NDArray[np.intp]
     correction: npt.NDArray[np.float32] | None
     """Every entry's hubness correction, when every site ranks semantically."""
+    parameters: RankingParameters
+    """What every one of the rankers ranks with (`DEFAULT` when there are none)."""
 
     @classmethod
     def of(cls, rankers: Sequence[Ranker]) -> Federation:
+        """The rankers laid end to end; a ValueError when they do not all rank with the same parameters."""
         import numpy as np
+
+        parameters = rankers[0].parameters if rankers else DEFAULT
+        if any(ranker.parameters != parameters for ranker in rankers):
+            raise ValueError("the rankers of a federation must rank with the same parameters")
 
         page_base = np.cumsum([0, *(len(ranker.pages) for ranker in rankers)]).tolist()
         entry_base = np.cumsum([0, *(len(ranker.entries) for ranker in rankers)]).tolist()
@@ -85,6 +85,7 @@ class Federation:
             joined([part.correction for part in semantic if part is not None], np.float32)
             if rankers and all(part is not None for part in semantic)
             else None,
+            parameters,
         )
 
     def current(self, rankers: Sequence[Ranker]) -> bool:
@@ -141,7 +142,8 @@ class Federation:
                 candidates = np.flatnonzero(chosen)  # the union, in page order
         if not len(candidates):
             return []
-        final = (SECTION_SHARE * best[candidates] + (1 - SECTION_SHARE) * scores[candidates]) * (
+        share = self.parameters.section_share
+        final = (share * best[candidates] + (1 - share) * scores[candidates]) * (
             fits[self.site_of_page[candidates]] * prior[candidates]
         )
         if credits is not None:
@@ -233,11 +235,12 @@ class Federation:
         outlines = np.concatenate(
             [part[len(ranker.entries) :] for part, ranker in zip(products, self.rankers, strict=True)]
         )
-        cosines = np.where(raw > THRESHOLD, raw - self.correction, raw)
+        threshold, share = self.parameters.threshold, self.parameters.outline_share
+        cosines = np.where(raw > threshold, raw - self.correction, raw)
         best = np.maximum.reduceat(cosines[self.order], self.starts).astype(np.float64)
-        blended = (1 - OUTLINE_SHARE) * best + OUTLINE_SHARE * outlines.astype(np.float64)
-        close = np.flatnonzero(blended > THRESHOLD)
-        return close, WEIGHT * (blended[close] - THRESHOLD), cosines
+        blended = (1 - share) * best + share * outlines.astype(np.float64)
+        close = np.flatnonzero(blended > threshold)
+        return close, self.parameters.weight * (blended[close] - threshold), cosines
 
 
 class _Scan:
@@ -307,7 +310,8 @@ def _site_fit(ranker: Ranker, words: Sequence[int]) -> float:
     """`Ranker.site_fit` from the query words' numbers in the site's vocabulary."""
     offsets = ranker.page_view.postings.offsets
     last = len(offsets) - 1
-    return site_fit([offsets[n + 1] - offsets[n] if 0 <= n < last else 0 for n in words], ranker.page_view.documents)
+    frequencies = [offsets[n + 1] - offsets[n] if 0 <= n < last else 0 for n in words]
+    return site_fit(frequencies, ranker.page_view.documents, ranker.parameters)
 
 
 _SCANNER: list[ThreadPoolExecutor] = []

@@ -26,6 +26,7 @@ from shared.models import Document, Found, Reason, Resolution, Rule, SearchResul
 from shared.preview import make_preview
 from shared.providers.mkdocs.convert import Unconvertible, convert, includes_files, looks_like_html
 from shared.providers.mkdocs.federation import Federation
+from shared.providers.mkdocs.health import MkDocsHealth
 from shared.providers.mkdocs.index import SiteIndex, page_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
@@ -95,13 +96,14 @@ class MkDocsProvider:
             loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]  # a swap meanwhile
         vector = await self._query_vector(query, loaded)
         wanted = analyze_query(query)
-        say = semantic_say(query, wanted)
         floor = self._settings.search.min_score
         # All sites are scored in one pass; hits (best section, breadcrumb, preview) are built only for those returned.
         rankers = [_ranker(entry) for entry in loaded]
         missing = [self._registry.missing(entry) for entry in loaded]
         sites = tuple(entry.index.site for entry in loaded)
-        found = self._federation(sites, rankers).score(wanted, say, limit, vector, missing)
+        federation = self._federation(sites, rankers)
+        say = semantic_say(query, wanted, federation.parameters)
+        found = federation.score(wanted, say, limit, vector, missing)
         return Found(
             (
                 self._result(loaded[site], scored.hit(number), query)
@@ -429,23 +431,14 @@ class MkDocsProvider:
     def _raw_url(self, site: str, path: str) -> str | None:
         return raw_markdown_url(self._settings, site, path)
 
-    def health(self) -> dict[str, object]:
+    def health(self) -> MkDocsHealth:
         """The origin, each site's load state and how it ranks, without loading anything."""
-        sites = self._registry.health()
-        lexical = sorted(name for name, report in sites.items() if report.get("ranking") == "lexical")
-        failing = [name for name, report in sites.items() if report["state"] == "failed" and not report["unpublished"]]
-        loaded = [name for name, report in sites.items() if report["state"] == "loaded"]
-        return {
-            "status": "unavailable" if failing and not loaded else "degraded" if failing else "ok",
-            "origin": self._settings.origin,
-            "defaultSite": self._settings.default_site,
-            "semantic": self._registry.embedding is not None,
-            "lexicalSites": lexical,
-            "note": "a search over any site listed in lexicalSites ranks every site lexically (one kind of score)"
-            if lexical and self._registry.embedding is not None
-            else "",
-            "sites": sites,
-        }
+        return MkDocsHealth.of(
+            self._registry.health(),
+            origin=self._settings.origin,
+            default_site=self._settings.default_site,
+            semantic=self._registry.embedding is not None,
+        )
 
     async def aclose(self) -> None:
         await self._registry.aclose()

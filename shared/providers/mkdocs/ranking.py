@@ -1,61 +1,24 @@
 """Rank a site's pages for a free-text query: BM25F over pages and their sections, one result per page.
 
-Everything query-independent is precomputed at build, so a query only walks short postings lists.
+Everything query-independent is precomputed at build, so a query only walks short postings lists. The score and the
+numbers in it are drawn in `parameters.py`; why each part is there:
 
-- Two BM25F views are indexed. The *page view* (page title, section headings, whole body) scores every page
-  that shares a term with the query; the *section view* (section title, section body) then finds the best
-  section of the best-scoring pages. BM25F length-normalises and weights each field's term frequency before
-  one saturation, so a title word counts more than a body word and repetition cannot win on its own.
-- Each view's score is divided by the most the query could score there (the sum of its terms' IDF, terms the
-  site never uses counting at full IDF) and multiplied by the share of that IDF the document matched at all,
-  so a page covering more of the query beats one that repeats a single term.
-
-A page's score, the scale the provider compares across sites and against `min_score`:
-
-    score = (0.85 * best section + 0.15 * page) * (1 + title coverage) * site fit * boost
-
-- the first factor is about [0, 1]: how much of the query's information the page and its best section cover
-  (joined words can add a little on top);
-- title coverage is the IDF share of the page title's written words that the query mentions (a reader naming
-  the page's subject is strong evidence; `VNet` is one word there, not `vnet`, `v` and `net`), so the factor
-  is in [1, 2];
-- site fit is in [0, 1): how common the query's terms are across this site's pages. A term's IDF is low on
-  the site that is *about* it, so without this a site that mentions `external-dns` once would outrank the
-  site documenting it;
-- boost is the page's `search.boost` (0 puts the page behind every other match, 2 doubles it), times its
-  page-kind weight (`kinds.py`: the first `Search__PathWeights` rule matching its path, unless the query names
-  that kind of page, or, for a `when` rule such as the command reference's, only if it does).
-
-With the site's embeddings attached (`vectors.py`: entries and page outlines) and the query's embedding given, a
-page also earns
-
-    + WEIGHT * (similarity - THRESHOLD) * min(search boost, 1) * page-kind weight * say * length
-                                                                                    (when above THRESHOLD)
-
-    similarity = (1 - OUTLINE_SHARE) * best entry's corrected cosine + OUTLINE_SHARE * outline's cosine
-
-which is how a page that answers the question in other words is found at all.
-
-- A `search.boost` above 1 multiplies the term score only (the spec's rule), not this credit: a page its owner
-  promotes is no closer in meaning to a question, and doubling its credit made it a near neighbour of every
-  question on its broad topic (one boost-2 page of the sample corpus topped 13 of the eval sets' misses). A boost
-  below 1 still demotes it, and 0 still hides it.
-- `say` is `1 - IDENTIFIER_SCALE * the share of the query's tokens that are identifiers` (at least 0): a query
-  quoting `resource.respectRBAC`, a pasted error naming `applicationsets.argoproj.io`, or Terraform attributes,
-  is matched exactly by terms, and the embedding, which knows such names only vaguely, used to pull a page about
-  the general topic above the one naming them. A long question mentioning one file name keeps most of the credit.
-- `length` is `min(1, BALANCE_WORDS / the query's distinct terms)`. The term score is a share of what the whole
-  query could score, so it shrinks as a question grows (over the eval sets' 470 questions the best page's term
-  score falls as 1/n: median 0.46 at 5 to 8 terms, 0.18 at 9 to 13, 0.08 at 20 or more), while a cosine does not
-  (the best credit's median stays near 0.3). Without this, a long question was ranked by meaning alone, and a
-  page naming its rare terms (a product, a port, a flag) lost to a generic page on the same broad subject.
-- The correction lowers the cosine of entries close to many others of their site (hubs: overviews, installation
-  pages, templated sections) and raises it for unusually specific ones (`vectors.py`), so a big generic page does
-  not win on weak lexical evidence because one of its many sections is vaguely near every question.
-
-Unboosted scores therefore lie in about [0, 2.6). On the eval sets every acceptable top-5 hit scores at least
-0.02 and the best hits 0.3 to 1.5; questions the corpus does not cover mostly top out below 0.02, and their
-cosines stay below the threshold.
+- Two BM25F views: the *page view* (page title, section headings, whole body) scores every page sharing a term
+  with the query, the *section view* (section title, section body) finds its best section. BM25F weights and
+  length-normalises each field before one saturation, so a title word counts more than a body word and
+  repetition cannot win on its own.
+- Each view's score is divided by the most the query could score there (terms the site never uses at full IDF)
+  and multiplied by the share of that IDF the document matched, so covering more of the query beats repeating one
+  term of it.
+- Title coverage: a reader naming a page's subject is strong evidence (`VNet` is one word there, not `vnet`, `v`
+  and `net`).
+- Site fit: a term's IDF is low on the site that is *about* it, so without it a site that mentions `external-dns`
+  once would outrank the site documenting it.
+- The semantic credit (`vectors.py`) finds a page that answers in other words. A `search.boost` above 1 does not
+  multiply it (a promoted page is no closer in meaning, and doubling its credit made it a near neighbour of every
+  question on its broad topic); a query's identifiers take it away (they are matched exactly by terms, and the
+  embedding knows them only vaguely); and it shrinks for a long question as the term score does, so a page naming
+  the question's rare terms (a product, a port, a flag) is not outranked by a generic page on meaning alone.
 """
 
 from __future__ import annotations
@@ -69,43 +32,13 @@ from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
+from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
 from shared.providers.mkdocs.text import Query, analyze, analyze_query, identifier_share, written_words
-from shared.providers.mkdocs.vectors import (
-    HUB_WEIGHT,
-    OUTLINE_SHARE,
-    THRESHOLD,
-    WEIGHT,
-    SiteVectors,
-    neighbour_similarity,
-)
+from shared.providers.mkdocs.vectors import SiteVectors, neighbour_similarity
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-K1 = 1.2
-"""BM25 term-frequency saturation, the usual value."""
-
-PAGE_FIELDS = ((3.0, 0.5), (2.0, 0.75), (1.0, 0.75))
-"""(weight, length normalisation b) of page title, section headings and body: titles say what a page is."""
-
-SECTION_FIELDS = ((2.0, 0.5), (1.0, 0.75))
-"""(weight, b) of section title and section body."""
-
-SECTION_SHARE = 0.85
-"""How much of a page's score comes from its best section; the rest rewards evidence across the page."""
-
-SITE_FIT_HALF = 0.05
-"""A query term found on this share of a site's pages gives half the site fit (see the module docstring)."""
-
-IDENTIFIER_SCALE = 10.0
-"""How fast identifiers in a query take the semantic credit away: it is multiplied by `1 - IDENTIFIER_SCALE *
-identifier share` (`text.identifier_share`), so a query a tenth or more of whose tokens are identifiers ranks by
-terms alone, and a long question naming one file keeps most of it."""
-
-BALANCE_WORDS = 8
-"""The query length (distinct terms) up to which the semantic credit is whole; beyond it the credit shrinks as the
-term score does (module docstring). About where the best term score's median and the best credit's cross."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +167,14 @@ class _View:
 
     @classmethod
     def build(
-        cls, docs: Sequence[Sequence[list[str]]], fields: Sequence[tuple[float, float]], terms: dict[str, int]
+        cls,
+        docs: Sequence[Sequence[list[str]]],
+        fields: Sequence[tuple[float, float]],
+        terms: dict[str, int],
+        k1: float,
     ) -> _View:
-        """Index `docs` (fields in `fields` order), numbering new terms in the site's vocabulary `terms`."""
+        """Index `docs` (fields in `fields` order, saturated by `k1`), numbering new terms in the site's vocabulary
+        `terms`."""
         builder = _Builder(terms)
         count = max(1, len(docs))
         averages = [max(1.0, sum(len(doc[f]) for doc in docs) / count) for f in range(len(fields))]
@@ -251,7 +189,7 @@ class _View:
                 for term, occurrences in Counter(words).items():
                     blended[term] = blended.get(term, 0.0) + occurrences * scale
             for term, tf in blended.items():
-                builder.add(term, number, tf / (K1 + tf))
+                builder.add(term, number, tf / (k1 + tf))
         return cls.of(len(docs), builder.pack(len(docs)))
 
     @classmethod
@@ -329,20 +267,26 @@ class Ranker:
     order reduces to one value per page at `starts`."""
     starts: npt.NDArray[np.intp]
     """Where each page's entries start in `order`."""
+    parameters: RankingParameters
+    """The numbers it ranks with (`parameters.py`)."""
     semantic: _Semantic | None = None
     """Entry embeddings once `attach` has them (computed off the request path); until then ranking is lexical."""
 
     @classmethod
-    def build(cls, index: SiteIndex, kinds: PathWeights | None = None) -> Ranker:
+    def build(
+        cls, index: SiteIndex, kinds: PathWeights | None = None, parameters: RankingParameters = DEFAULT
+    ) -> Ranker:
         entries = index.entries
         titles = [analyze(entry.title) for entry in entries]
         bodies = [analyze(entry.text) for entry in entries]
         pages = _pages(entries)
         page_docs = [_page_doc(page, entries, titles, bodies) for page in pages]
         vocabulary: dict[str, int] = {}
-        page_view = _View.build(page_docs, PAGE_FIELDS, vocabulary)
-        section_view = _View.build(list(zip(titles, bodies, strict=True)), SECTION_FIELDS, vocabulary)
-        return cls.assemble(index, kinds, page_view, section_view, _title_index(page_view, pages), pages)
+        page_view = _View.build(page_docs, parameters.page_fields, vocabulary, parameters.k1)
+        sections = list(zip(titles, bodies, strict=True))
+        section_view = _View.build(sections, parameters.section_fields, vocabulary, parameters.k1)
+        titled = _title_index(page_view, pages)
+        return cls.assemble(index, kinds, page_view, section_view, titled, pages, parameters=parameters)
 
     @classmethod
     def assemble(
@@ -353,9 +297,12 @@ class Ranker:
         section_view: _View,
         titles: Postings,
         pages: list[_Page] | None = None,
+        *,
+        parameters: RankingParameters = DEFAULT,
     ) -> Ranker:
-        """The ranker over views built now or loaded from a prebuilt artifact (`artifact.py`); what depends on the
-        configured page-kind rules is worked out here, so an artifact never carries them."""
+        """The ranker over views built now (with `parameters`) or loaded from a prebuilt artifact (`artifact.py`,
+        built with `DEFAULT`); what depends on the configured page-kind rules is worked out here, so an artifact
+        never carries them."""
         import numpy as np
 
         if page_view.postings.terms is not titles.terms or section_view.postings.terms is not titles.terms:
@@ -387,6 +334,7 @@ class Ranker:
             credit_scale,
             order,
             starts,
+            parameters,
         )
 
     def attach(self, vectors: SiteVectors) -> None:
@@ -400,7 +348,7 @@ class Ranker:
             raise ValueError(
                 f"{len(vectors.matrix)} vectors for {len(self.entries)} entries and {len(self.pages)} page outlines"
             )
-        self.semantic = _Semantic.of(vectors, self.order, self.starts)
+        self.semantic = _Semantic.of(vectors, self.order, self.starts, self.parameters)
 
     def listing(self, limit: int | None = None, leave_out: frozenset[str] = frozenset()) -> list[RankedHit]:
         """Pages in index order (the `*` query), one unscored hit per page entry, the first `limit` of those whose
@@ -419,12 +367,12 @@ class Ranker:
         """The best pages for `query`, best first, one hit per page (`score` of the analysed query, every hit built).
 
         `vector` is the query's embedding (`shared.embedding.Encoder`); with it, and this site's embeddings
-        attached, a page also earns `WEIGHT * (similarity - THRESHOLD)` above the threshold, times its boost (at
+        attached, a page also earns `weight * (similarity - threshold)` above the threshold, times its boost (at
         most 1) and the query's say (less the more of it is identifiers, and the longer it is), and pages that
         share no word with the query can be found.
         """
         wanted = analyze_query(query)
-        scored = self.score(wanted, semantic_say(query, wanted), limit, vector)
+        scored = self.score(wanted, semantic_say(query, wanted, self.parameters), limit, vector)
         return [scored.hit(number) for number in range(len(scored.pages))]
 
     def score(self, wanted: Query, say: float, limit: int, vector: npt.NDArray[np.float32] | None = None) -> Scored:
@@ -457,9 +405,8 @@ class Ranker:
         sections = self.section_view.postings.coordinated(self.section_view.weights(wanted))
         best = np.maximum.reduceat(sections[self.order], self.starts)
         fit = self.site_fit(wanted)
-        final = (SECTION_SHARE * best[candidates] + (1 - SECTION_SHARE) * scores[candidates]) * (
-            fit * prior[candidates]
-        )
+        share = self.parameters.section_share
+        final = (share * best[candidates] + (1 - share) * scores[candidates]) * (fit * prior[candidates])
         if credits is not None:
             final = final + credits[candidates]
         top = np.argsort(-final, kind="stable")[:limit]
@@ -483,7 +430,8 @@ class Ranker:
 
     def site_fit(self, wanted: Query) -> float:
         """How much this site is about the query: the mean, over query words, of how common each is here."""
-        return site_fit([self.page_view.postings.frequency(term) for term in wanted.words], self.page_view.documents)
+        frequencies = [self.page_view.postings.frequency(term) for term in wanted.words]
+        return site_fit(frequencies, self.page_view.documents, self.parameters)
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,17 +476,19 @@ def coordinate(scores: npt.NDArray[np.float64], matched: npt.NDArray[np.float64]
     return coordinated
 
 
-def site_fit(frequencies: Sequence[int], pages: int) -> float:
+def site_fit(frequencies: Sequence[int], pages: int, parameters: RankingParameters) -> float:
     """How much a site is about a query: the mean, over the query's words, of how common each is among its `pages`
     (`frequencies`: how many of them hold each word)."""
+    half = parameters.site_fit_half
     shares = [frequency / pages for frequency in frequencies]
-    return sum(share / (share + SITE_FIT_HALF) for share in shares) / len(shares)
+    return sum(share / (share + half) for share in shares) / len(shares)
 
 
-def semantic_say(query: str, wanted: Query) -> float:
-    """How much of its semantic credit a query keeps (module docstring: `say` times `length`); the same on every
+def semantic_say(query: str, wanted: Query, parameters: RankingParameters) -> float:
+    """How much of its semantic credit a query keeps (`parameters.py`: `say` times `length`); the same on every
     site, so a caller searching many works it out once."""
-    return (1.0 - IDENTIFIER_SCALE * identifier_share(query)) * min(1.0, BALANCE_WORDS / max(1, len(wanted.words)))
+    said = 1.0 - parameters.identifier_scale * identifier_share(query)
+    return said * min(1.0, parameters.balance_words / max(1, len(wanted.words)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -551,26 +501,36 @@ class _Semantic:
     starts: npt.NDArray[np.intp]
     """Where each page's entries start in `order`."""
     correction: npt.NDArray[np.float32]
-    """Subtracted from each entry's cosine: `HUB_WEIGHT` times its neighbour similarity less the site's median."""
+    """Subtracted from each entry's cosine: `hub_weight` times its neighbour similarity less the site's median."""
+    parameters: RankingParameters
 
     @classmethod
-    def of(cls, vectors: SiteVectors, order: npt.NDArray[np.intp], starts: npt.NDArray[np.intp]) -> _Semantic:
+    def of(
+        cls,
+        vectors: SiteVectors,
+        order: npt.NDArray[np.intp],
+        starts: npt.NDArray[np.intp],
+        parameters: RankingParameters,
+    ) -> _Semantic:
+        """The site's embeddings ready to score; their stored neighbour similarity (over `DEFAULT`'s neighbours) is
+        used only when these parameters ask for as many."""
         import numpy as np
 
         entries = len(order)
         stored = vectors.hubness
-        hubness = stored if stored is not None and len(stored) == entries else None
-        if hubness is None:
-            hubness = neighbour_similarity(vectors.matrix[:entries])
-        correction = (HUB_WEIGHT * (hubness - np.median(hubness))).astype(np.float32)
-        return cls(vectors, order, starts, correction)
+        if stored is not None and len(stored) == entries and parameters.hub_neighbours == DEFAULT.hub_neighbours:
+            hubness = stored
+        else:
+            hubness = neighbour_similarity(vectors.matrix[:entries], parameters.hub_neighbours)
+        correction = (parameters.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
+        return cls(vectors, order, starts, correction, parameters)
 
     def close_pages(
         self, query: npt.NDArray[np.float32]
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
         """Pages whose similarity is above the threshold and their credit, and every entry's corrected cosine.
 
-        A page's similarity is its best entry's corrected cosine blended with its outline's (`OUTLINE_SHARE`). Only
+        A page's similarity is its best entry's corrected cosine blended with its outline's (`outline_share`). Only
         an entry whose own cosine is above the threshold is corrected: the threshold is what keeps off-topic
         questions out, and the correction only reorders what passes it (raising an unusually specific entry over
         it would let any question reach a small site's odd page).
@@ -580,11 +540,12 @@ class _Semantic:
         similarities = self.vectors.similarities(query)
         entries = len(self.order)
         raw, outlines = similarities[:entries], similarities[entries:]
-        cosines = np.where(raw > THRESHOLD, raw - self.correction, raw)
+        threshold, share = self.parameters.threshold, self.parameters.outline_share
+        cosines = np.where(raw > threshold, raw - self.correction, raw)
         best = np.maximum.reduceat(cosines[self.order], self.starts).astype(np.float64)
-        blended = (1 - OUTLINE_SHARE) * best + OUTLINE_SHARE * outlines.astype(np.float64)
-        close = np.flatnonzero(blended > THRESHOLD)
-        return close, WEIGHT * (blended[close] - THRESHOLD), cosines
+        blended = (1 - share) * best + share * outlines.astype(np.float64)
+        close = np.flatnonzero(blended > threshold)
+        return close, self.parameters.weight * (blended[close] - threshold), cosines
 
 
 def _best(sections: npt.NDArray[np.float64], numbers: list[int]) -> tuple[int, float]:

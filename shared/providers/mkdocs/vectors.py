@@ -1,30 +1,24 @@
 """Entry embeddings of a site's index and how they score a query (pure: numpy only, no I/O).
 
 Lexical ranking cannot connect a question to a page that answers it in other words ("block deployments during a
-freeze" / "deny sync windows"); sentence embeddings can (`shared.embedding`).
+freeze" / "deny sync windows"); sentence embeddings can (`shared.embedding`). How the similarity becomes a page's
+credit, and the numbers in it, are in `parameters.py`.
 
-- Every entry is embedded from `page title > section title` and the start of its text (the heading and opening
-  sentences say what a section is about, and the cost grows with the length).
-- Every page is embedded once more from its *outline*: its title, all its section headings and the start of its
-  introduction. A section's text sees only that section; the outline sees what the page as a whole is for,
-  which is often what a question in the reader's own words is about (a question about keeping releases out over
-  the holidays matches a page whose title and headings say sync windows, deny and schedule better than it
-  matches any one of its sections). It costs one row per page (724 beside the sample corpus's 6,482 entries, about
-  2 s of its 25 s embedding).
-- A page's similarity is `(1 - OUTLINE_SHARE) * its best entry's cosine + OUTLINE_SHARE * its outline's`.
-- The ranker adds `WEIGHT * max(0, similarity - THRESHOLD)` to a page's lexical score (times the page's boost).
-  Off-topic questions stay below the threshold (at most 0.30 on ten of them over the real corpus), so the
-  relevance floor keeps emptying them; on-topic answers mostly score 0.4 to 0.8.
-- The cosine is corrected for hubness first: an entry that sits close to many others of its site (an
-  overview, an installation page, templated reference sections) is close to almost any question about the site
-  too, and taking a page's best entry over many such sections lifted big generic pages above the specific page
-  a question was about. Each entry's cosine is lowered by `HUB_WEIGHT` times how much its mean similarity to its
-  `HUB_NEIGHBOURS` nearest entries exceeds the site's median (and raised as much for an unusually specific one):
-  cross-domain similarity local scaling (Conneau et al., 2018), with the query's own term left out since it
-  does not change a query's order. Only entries whose uncorrected cosine passes the threshold are corrected, so
-  off-topic questions still earn nothing. Measured in `tools/bench.py`.
-- Each row carries a hash of the text it embeds, so stored vectors apply only to exactly those texts and
-  unchanged texts are never embedded twice.
+- Every entry is embedded from `page title > section title` and the start of its text: the heading and opening
+  sentences say what a section is about, and the cost grows with the length.
+- Every page is embedded once more from its *outline*: its title, its section headings and the start of its
+  introduction. A section's text sees only that section; the outline sees what the page as a whole is for, which
+  is often what a question in the reader's own words is about.
+- The cosine is corrected for hubness: an entry close to many others of its site (an overview, an installation
+  page, templated reference sections) is close to almost any question about the site too, and lifted big generic
+  pages above the specific page a question was about. Cross-domain similarity local scaling (Conneau et al., 2018),
+  with the query's own term left out since it does not change a query's order; the mean similarity to the nearest
+  entries (`neighbour_similarity`) is computed where vectors are stored and stored beside them.
+- Each row carries a hash of the text it embeds, so stored vectors apply only to exactly those texts and unchanged
+  texts are never embedded twice.
+
+`ENTRY_WORDS`, `OUTLINE_WORDS` and `FORMAT` stay here, not with the ranking parameters: they decide what is embedded
+and stored (a change re-embeds or re-stores every site), not how a page ranks.
 """
 
 from __future__ import annotations
@@ -40,6 +34,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.index import IndexEntry, page_groups
+from shared.providers.mkdocs.parameters import DEFAULT
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,25 +47,6 @@ ENTRY_WORDS = 128
 
 OUTLINE_WORDS = 32
 """Words of a page's introduction embedded in its outline, after its title and section headings."""
-
-OUTLINE_SHARE = 0.15
-"""The outline's share of a page's similarity. Any share from 0.1 to 0.3, with 16 to 64 introduction words, ranked
-better than none on the nine eval sets then kept (the six development sets and, in aggregate, blind sets 5 to 7:
-hit@1 0.614 -> 0.650, MRR@10 0.717 -> 0.739 over their 420 questions; `tools/evals/README.md`), and none of the nine
-got worse in MRR; a low value in the middle of that plateau is taken."""
-
-THRESHOLD = 0.35
-"""Cosine below which a page gets no semantic credit (off-topic questions top out near 0.30)."""
-WEIGHT = 1.0
-"""Semantic credit per unit of cosine above the threshold, on the lexical score's scale (best hits 0.3 to 1.3)."""
-
-HUB_NEIGHBOURS = 10
-"""How many nearest entries of its site measure how much of a hub an entry is."""
-
-HUB_WEIGHT = 0.25
-"""How much an entry's cosine moves per unit of its neighbour similarity above (or below) the site's median.
-Any value from 0.15 to 0.35, with 5 to 20 neighbours, ranked better than none on all three eval sets then kept
-(`tools/evals/README.md`); the middle of that range is taken."""
 
 FORMAT = 4
 """Version of the stored vectors' layout (`SiteVectors.dumps`); another one is recomputed, never misread (the
@@ -118,9 +94,9 @@ class SiteVectors:
     matrix: npt.NDArray[np.float32]
     keys: tuple[str, ...]
     hubness: npt.NDArray[np.float32] | None = None
-    """Each entry row's `neighbour_similarity`, stored beside complete vectors by whoever computed them (from the
-    float16 rows it stores, so it equals what a loader would compute): an instance attaching them skips that
-    all-pairs pass. None: computed on attach."""
+    """Each entry row's `neighbour_similarity` over the default parameters' neighbours, stored beside complete
+    vectors by whoever computed them (from the float16 rows it stores, so it equals what a loader would compute): an
+    instance attaching them skips that all-pairs pass. None: computed on attach."""
     source: str | None = None
     """What the stored copy says it was computed from (the index's digest and the code that turns entries into
     texts: `shared.providers.mkdocs.embeddings`); a reader holding that very index may skip `matches`."""
@@ -216,7 +192,11 @@ class SiteVectors:
 
         rounded = self.matrix.astype(np.float16)
         complete = entries is not None and 0 < entries <= len(self.keys)
-        hubness = neighbour_similarity(rounded.astype(np.float32)[:entries]) if complete else np.zeros(0, np.float32)
+        hubness = (
+            neighbour_similarity(rounded.astype(np.float32)[:entries], DEFAULT.hub_neighbours)
+            if complete
+            else np.zeros(0, np.float32)
+        )
         header = {
             "format": FORMAT,
             "model": model_id,
@@ -300,7 +280,7 @@ _KEY_CHARS = 16
 """Characters of a `text_key` (8 bytes, hex)."""
 
 
-def neighbour_similarity(matrix: npt.NDArray[np.float32], neighbours: int = HUB_NEIGHBOURS) -> npt.NDArray[np.float32]:
+def neighbour_similarity(matrix: npt.NDArray[np.float32], neighbours: int) -> npt.NDArray[np.float32]:
     """Each row's mean cosine with its `neighbours` most similar other rows (unit rows; zeros when alone).
 
     Computed in blocks of rows (a block's products are rows x all rows), once per attached index: about 0.3 s for

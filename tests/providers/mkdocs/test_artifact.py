@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,9 @@ from shared.cache import CachedIndex, index_name, ranking_name
 from shared.fetch import OriginClient
 from shared.providers.mkdocs import artifact
 from shared.providers.mkdocs.index import parse_index
-from shared.providers.mkdocs.kinds import DEFAULT, PathWeights
+from shared.providers.mkdocs.kinds import DEFAULT, PathWeights, configured
 from shared.providers.mkdocs.loading import RANKING_CODE
+from shared.providers.mkdocs.parameters import DEFAULT as DEFAULT_PARAMETERS
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.warm import warm_all
@@ -67,6 +69,14 @@ def test_the_page_kind_rules_are_the_loaders_not_the_artifacts(built_origin: Pat
     assert loaded.kinds.rules == () and defaulted.kinds.rules == WEIGHTS.rules
 
 
+def test_only_a_ranker_built_with_the_default_parameters_is_prebuilt(built_origin: Path) -> None:
+    """`loads` assembles every artifact with the default parameters, so one built with others would rank otherwise."""
+    parsed = parse_index("alpha", index_bytes(built_origin, "alpha"))
+    other = Ranker.build(parsed, WEIGHTS, replace(DEFAULT_PARAMETERS, k1=2.0))
+    with pytest.raises(ValueError, match="default ranking parameters"):
+        artifact.dumps(other, parsed, index_digest="0" * 64, code="c1")
+
+
 def rechecksummed(body: bytes) -> bytes:
     return body + hashlib.sha256(body).digest()
 
@@ -112,17 +122,17 @@ async def test_the_warm_up_prebuilds_and_a_cold_instance_loads_it_instead_of_bui
 ) -> None:
     first = await warm_all(blob_settings, counting_store)
     again = await warm_all(blob_settings, counting_store)
-    assert {first[site]["ranker"] for site in PUBLISHED_SITES} == {"built"}
-    assert {again[site]["ranker"] for site in PUBLISHED_SITES} == {"current"}  # one per index version
+    assert {str(first[site].ranker) for site in PUBLISHED_SITES} == {"built"}
+    assert {str(again[site].ranker) for site in PUBLISHED_SITES} == {"current"}  # one per index version
 
     async with OriginClient(blob_settings.origin) as client:
         cold = SiteRegistry(blob_settings, client, counting_store)
         loaded = await cold.get("alpha")
         report = cold.health()["alpha"]
         await cold.aclose()
-    assert loaded is not None and loaded.prebuilt and report["ranker"] == "prebuilt"
+    assert loaded is not None and loaded.prebuilt and str(report.ranker) == "prebuilt"
 
-    built_here = Ranker.build(loaded.index, blob_settings.search.path_weights)
+    built_here = Ranker.build(loaded.index, configured(blob_settings.search.path_weights, tuple(blob_settings.sites)))
     for query in QUERIES:
         assert [h.entry.location for h in loaded.ranker.search(query, 10)] == [
             h.entry.location for h in built_here.search(query, 10)

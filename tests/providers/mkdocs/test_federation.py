@@ -3,19 +3,38 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from shared.providers.mkdocs.federation import Federation, _Scan
-from shared.providers.mkdocs.kinds import DEFAULT, PathWeights
+from shared.providers.mkdocs.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS
+from shared.providers.mkdocs.kinds import PathWeights
+from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
 from shared.providers.mkdocs.ranking import Ranker, semantic_say
 from shared.providers.mkdocs.text import analyze_query
 from shared.providers.mkdocs.vectors import SiteVectors
-from tests.support.pages import FILLER, page, ranker
+from tests.support.pages import FILLER, page
 
-KINDS = PathWeights.parse(DEFAULT)
+KINDS = PathWeights.parse(DEFAULT_KINDS)
+OTHER = RankingParameters(
+    k1=1.6,
+    page_fields=((2.0, 0.4), (1.5, 0.6), (1.0, 0.9)),
+    section_fields=((3.0, 0.3), (1.0, 0.5)),
+    section_share=0.6,
+    site_fit_half=0.2,
+    identifier_scale=4.0,
+    balance_words=3,
+    outline_share=0.4,
+    threshold=0.1,
+    weight=2.5,
+    hub_neighbours=2,
+    hub_weight=0.5,
+)
+"""Every number moved from the default's, so a part of either path that read the default would show."""
 
 QUERIES = [
     "widget rollback",
@@ -29,28 +48,33 @@ QUERIES = [
 ]
 
 
-def _sites() -> list[Ranker]:
+def _ranker(*pages: list[IndexEntry], site: str, parameters: RankingParameters) -> Ranker:
+    entries = [entry for entries in pages for entry in entries]
+    return Ranker.build(SiteIndex.build(site, entries), KINDS, parameters)
+
+
+def _sites(parameters: RankingParameters = DEFAULT) -> list[Ranker]:
     return [
-        ranker(
+        _ranker(
             page("guide/", "Widget guide", "How widgets work.", ("rollback", "Rolling back", "Use widget rollback.")),
             page("proposals/rollback/", "Proposal: widget rollbacks", "We propose rollback of widgets.", boost=2.0),
             page("release-notes/", "Release notes", "The widget controller now supports rollback."),
             *FILLER,
             site="forge",
-            kinds=KINDS,
+            parameters=parameters,
         ),
-        ranker(
+        _ranker(
             page("ingress/", "Ingress controller", "Configure the ingress controller for widgets."),
             page("cli/rollback/", "argocd app rollback", "Roll back an app. --dry-run shows the change."),
             *FILLER[:5],
             site="platform",
-            kinds=KINDS,
+            parameters=parameters,
         ),
-        ranker(
+        _ranker(
             page("widgets/", "Widgets", "", ("one", "Widget one", "A widget."), ("two", "Widget two", "Another.")),
             page("empty/", "Nothing here", "", boost=0.0),
             site="small",
-            kinds=KINDS,
+            parameters=parameters,
         ),
     ]
 
@@ -58,7 +82,7 @@ def _sites() -> list[Ranker]:
 def _merged(rankers: list[Ranker], query: str, limit: int, vector: object, missing: list[frozenset[str]]) -> list:
     """What the provider did before federating: each site's best, its missing pages left out, merged by score."""
     wanted = analyze_query(query)
-    say = semantic_say(query, wanted)
+    say = semantic_say(query, wanted, rankers[0].parameters)
     found = []
     for site, one in enumerate(rankers):
         scored = one.score(wanted, say, limit + len(missing[site]), vector)  # type: ignore[arg-type]
@@ -70,7 +94,8 @@ def _merged(rankers: list[Ranker], query: str, limit: int, vector: object, missi
 
 def _federated(rankers: list[Ranker], query: str, limit: int, vector: object, missing: list[frozenset[str]]) -> list:
     wanted = analyze_query(query)
-    found = Federation.of(rankers).score(wanted, semantic_say(query, wanted), limit, vector, missing)  # type: ignore[arg-type]
+    federation = Federation.of(rankers)
+    found = federation.score(wanted, semantic_say(query, wanted, federation.parameters), limit, vector, missing)  # type: ignore[arg-type]
     return [_described(site, scored, n) for site, scored, n in found]
 
 
@@ -91,17 +116,21 @@ def _attach_random(rankers: list[Ranker], seed: int = 7) -> np.ndarray:
     return query / np.linalg.norm(query)
 
 
+@pytest.mark.parametrize("parameters", [DEFAULT, OTHER], ids=["default", "other"])
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("limit", [1, 3, 10])
-def test_lexical_federation_is_the_per_site_ranking_merged(query: str, limit: int) -> None:
-    rankers = _sites()
+def test_lexical_federation_is_the_per_site_ranking_merged(
+    query: str, limit: int, parameters: RankingParameters
+) -> None:
+    rankers = _sites(parameters)
     missing = [frozenset(), frozenset({"cli/rollback/"}), frozenset()]
     assert _federated(rankers, query, limit, None, missing) == _merged(rankers, query, limit, None, missing)
 
 
+@pytest.mark.parametrize("parameters", [DEFAULT, OTHER], ids=["default", "other"])
 @pytest.mark.parametrize("query", QUERIES)
-def test_semantic_federation_is_the_per_site_ranking_merged(query: str) -> None:
-    rankers = _sites()
+def test_semantic_federation_is_the_per_site_ranking_merged(query: str, parameters: RankingParameters) -> None:
+    rankers = _sites(parameters)
     vector = _attach_random(rankers)
     missing = [frozenset({"guide/"}), frozenset(), frozenset()]
     federated = _federated(rankers, query, 10, vector, missing)
@@ -121,6 +150,24 @@ def test_a_federation_is_current_only_for_the_same_rankers_and_embeddings() -> N
     rebuilt = Federation.of(rankers)
     assert rebuilt.current(rankers) and rebuilt.correction is not None
     assert len(rebuilt.correction) == sum(len(one.entries) for one in rankers)
+
+
+def test_a_federation_ranks_with_its_rankers_parameters_and_refuses_a_mix() -> None:
+    assert Federation.of(_sites(OTHER)).parameters == OTHER
+    assert Federation.of([]).parameters == DEFAULT
+    mixed = [*_sites()[:2], *_sites(replace(DEFAULT, weight=2.0))[2:]]
+    with pytest.raises(ValueError, match="same parameters"):
+        Federation.of(mixed)
+
+
+def test_other_parameters_rank_otherwise() -> None:
+    """The premise of the `OTHER` cases: its numbers reach the scores, lexical and semantic."""
+    query, missing = "how do I roll back a widget after a failed release", [frozenset[str]()] * 3
+    default, other = _sites(), _sites(OTHER)
+    assert _federated(default, query, 10, None, missing) != _federated(other, query, 10, None, missing)
+    vector = _attach_random(default)
+    _attach_random(other)
+    assert _federated(default, query, 10, vector, missing) != _federated(other, query, 10, vector, missing)
 
 
 def test_no_sites_and_no_terms_find_nothing() -> None:

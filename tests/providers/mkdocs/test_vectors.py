@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import struct
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,19 +18,14 @@ import numpy.typing as npt
 import pytest
 
 from shared.embedding import MINILM_ID, MiniLM
-from shared.providers.mkdocs import ranking
-from shared.providers.mkdocs.index import IndexEntry
+from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
+from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.text import analyze_query, identifier_share
 from shared.providers.mkdocs.vectors import (
     FORMAT,
-    HUB_NEIGHBOURS,
-    HUB_WEIGHT,
-    OUTLINE_SHARE,
     OUTLINE_WORDS,
-    THRESHOLD,
-    WEIGHT,
     SiteVectors,
     embedded_texts,
     entry_text,
@@ -56,6 +52,14 @@ def semantic_ranker(encoder: MiniLM, *pages: list[IndexEntry], kinds: PathWeight
     index = ranker(*pages, kinds=kinds)
     index.attach(SiteVectors.compute(encoder, index.entries))
     return index
+
+
+def reranked(index: Ranker, parameters: RankingParameters) -> Ranker:
+    """The same site ranked with other parameters, with the embeddings `index` has attached."""
+    again = Ranker.build(SiteIndex.build("docs", index.entries), index.kinds, parameters)
+    assert index.semantic is not None
+    again.attach(index.semantic.vectors)
+    return again
 
 
 @pytest.fixture(scope="module")
@@ -101,13 +105,26 @@ def test_complete_vectors_carry_their_hubness_so_attaching_them_skips_the_all_pa
     assert stored is not None and bare is not None and bare.hubness is None
     # Computed from the float16 rows it stores: exactly what an instance loading them would compute.
     assert stored.hubness is not None
-    np.testing.assert_array_equal(stored.hubness, neighbour_similarity(bare.matrix[: len(entries)]))
+    np.testing.assert_array_equal(
+        stored.hubness, neighbour_similarity(bare.matrix[: len(entries)], DEFAULT.hub_neighbours)
+    )
 
     with_stored, computed_here = ranker(*[entries]), ranker(*[entries])
     with_stored.attach(stored)
     computed_here.attach(bare)
     assert with_stored.semantic is not None and computed_here.semantic is not None
     np.testing.assert_array_equal(with_stored.semantic.correction, computed_here.semantic.correction)
+
+    # Stored over the default's neighbours: a ranker asking for another number computes its own.
+    nearest = replace(DEFAULT, hub_neighbours=1)
+    other = Ranker.build(SiteIndex.build("docs", entries), None, nearest)
+    other.attach(stored)
+    assert other.semantic is not None
+    hubness = neighbour_similarity(stored.matrix[: len(entries)], 1)
+    np.testing.assert_array_equal(
+        other.semantic.correction, (nearest.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
+    )
+    assert not np.array_equal(other.semantic.correction, with_stored.semantic.correction)
     query = unit(encoder, HOLIDAY_FREEZE)
     assert [(h.entry.location, h.score) for h in with_stored.search(HOLIDAY_FREEZE, 5, query)] == [
         (h.entry.location, h.score) for h in computed_here.search(HOLIDAY_FREEZE, 5, query)
@@ -328,10 +345,10 @@ def test_a_page_sharing_no_word_with_the_query_is_found_by_meaning(encoder: Mini
 
     hits = index.search(HOLIDAY_FREEZE, 5, query)
 
-    assert cosine > THRESHOLD + 0.05 and outline > THRESHOLD  # the premise: the model does connect them
+    assert cosine > DEFAULT.threshold + 0.05 and outline > DEFAULT.threshold  # the premise: the model connects them
     assert [hit.entry.location for hit in hits] == ["sync-windows/"]
-    similarity = (1 - OUTLINE_SHARE) * cosine + OUTLINE_SHARE * outline
-    assert hits[0].score == pytest.approx(WEIGHT * (similarity - THRESHOLD))
+    similarity = (1 - DEFAULT.outline_share) * cosine + DEFAULT.outline_share * outline
+    assert hits[0].score == pytest.approx(DEFAULT.weight * (similarity - DEFAULT.threshold))
     assert index.search(HOLIDAY_FREEZE, 5) == []  # without the query's vector: lexical only, and no word matches
     assert ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER).search(HOLIDAY_FREEZE, 5, query) == []
 
@@ -409,20 +426,12 @@ def test_a_boost_above_one_still_doubles_the_term_score_beside_the_credit(encode
         HOLIDAY_FREEZE,  # none: the whole credit
     ],
 )
-def test_identifiers_in_a_query_take_the_semantic_credit_away_in_proportion(
-    encoder: MiniLM, monkeypatch: pytest.MonkeyPatch, query: str
-) -> None:
+def test_identifiers_in_a_query_take_the_semantic_credit_away_in_proportion(encoder: MiniLM, query: str) -> None:
     index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
     vector = unit(encoder, query)
 
-    def credit() -> float:
-        lexical = {hit.entry.location: hit.score for hit in index.search(query, 5)}
-        both = {hit.entry.location: hit.score for hit in index.search(query, 5, vector)}
-        return both.get("sync-windows/", 0.0) - lexical.get("sync-windows/", 0.0)
-
-    said = credit()
-    monkeypatch.setattr(ranking, "IDENTIFIER_SCALE", 0.0)
-    whole = credit()
+    said = _credit(reranked(index, replace(DEFAULT, identifier_scale=10.0)), query, vector)  # the cases' scale
+    whole = _credit(reranked(index, replace(DEFAULT, identifier_scale=0.0)), query, vector)
 
     assert whole > 0
     assert said == pytest.approx(whole * max(0.0, 1 - 10 * identifier_share(query)))
@@ -436,26 +445,25 @@ def test_identifiers_in_a_query_take_the_semantic_credit_away_in_proportion(
         f"{HOLIDAY_FREEZE}: how can we stop every release to production during the yearly freeze at december's end",
     ],
 )
-def test_a_long_question_s_credit_shrinks_as_its_term_score_does(
-    encoder: MiniLM, monkeypatch: pytest.MonkeyPatch, query: str
-) -> None:
+def test_a_long_question_s_credit_shrinks_as_its_term_score_does(encoder: MiniLM, query: str) -> None:
     index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
     vector = unit(encoder, query)
     terms = len(analyze_query(query).words)
 
-    def credit() -> float:
-        lexical = {hit.entry.location: hit.score for hit in index.search(query, 5)}
-        both = {hit.entry.location: hit.score for hit in index.search(query, 5, vector)}
-        return both.get("sync-windows/", 0.0) - lexical.get("sync-windows/", 0.0)
-
-    balance = ranking.BALANCE_WORDS
-    said = credit()
-    monkeypatch.setattr(ranking, "BALANCE_WORDS", 1_000)
-    whole = credit()
+    balance = 8  # the cases' balance
+    said = _credit(reranked(index, replace(DEFAULT, balance_words=balance)), query, vector)
+    whole = _credit(reranked(index, replace(DEFAULT, balance_words=1_000)), query, vector)
 
     assert whole > 0 and identifier_share(query) == 0
     assert said == pytest.approx(whole * min(1.0, balance / terms))
     assert (said < whole) == (terms > balance)
+
+
+def _credit(index: Ranker, query: str, vector: npt.NDArray[np.float32]) -> float:
+    """The semantic credit the sync-windows page earns for `query`: its score with the vector less without."""
+    lexical = {hit.entry.location: hit.score for hit in index.search(query, 5)}
+    both = {hit.entry.location: hit.score for hit in index.search(query, 5, vector)}
+    return both.get("sync-windows/", 0.0) - lexical.get("sync-windows/", 0.0)
 
 
 def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: MiniLM) -> None:
@@ -516,10 +524,10 @@ def test_neighbour_similarity_is_the_mean_cosine_with_the_nearest_other_rows() -
     rows = _unit_rows(np.random.default_rng(7).normal(size=(1300, 12)))  # more rows than one block holds
     products = rows.astype(np.float64) @ rows.T.astype(np.float64)
     np.fill_diagonal(products, -np.inf)
-    expected = np.sort(products, axis=1)[:, -HUB_NEIGHBOURS:].mean(axis=1)
+    expected = np.sort(products, axis=1)[:, -10:].mean(axis=1)
 
-    assert neighbour_similarity(rows) == pytest.approx(expected, abs=1e-5)
-    assert neighbour_similarity(rows[:3]) == pytest.approx(  # fewer rows than neighbours: every other row
+    assert neighbour_similarity(rows, 10) == pytest.approx(expected, abs=1e-5)
+    assert neighbour_similarity(rows[:3], 10) == pytest.approx(  # fewer rows than neighbours: every other row
         [
             (products[0, 1] + products[0, 2]) / 2,
             (products[1, 0] + products[1, 2]) / 2,
@@ -527,7 +535,7 @@ def test_neighbour_similarity_is_the_mean_cosine_with_the_nearest_other_rows() -
         ],
         abs=1e-5,
     )
-    assert neighbour_similarity(rows[:1]).tolist() == [0.0]  # alone: nobody to be close to
+    assert neighbour_similarity(rows[:1], 10).tolist() == [0.0]  # alone: nobody to be close to
 
 
 def test_a_page_close_to_everything_on_its_site_loses_its_edge_to_the_specific_page() -> None:
@@ -552,11 +560,11 @@ def test_a_page_close_to_everything_on_its_site_loses_its_edge_to_the_specific_p
     semantic = index.semantic
     assert semantic is not None
     raw = matrix @ query.astype(np.float32)
-    assert raw[1] > raw[0] > THRESHOLD  # the premise: uncorrected, the overview is nearer the question
+    assert raw[1] > raw[0] > DEFAULT.threshold  # the premise: uncorrected, the overview is nearer the question
 
     hits = index.search("unrelated words", 3, query.astype(np.float32))
 
     assert [hit.entry.location for hit in hits][:2] == ["specific/", "overview/"]
-    hubness = neighbour_similarity(matrix[: len(index.entries)])  # among entries: outlines are not corrected
-    assert semantic.correction == pytest.approx(HUB_WEIGHT * (hubness - np.median(hubness)), abs=1e-6)
+    hubness = neighbour_similarity(matrix[: len(index.entries)], DEFAULT.hub_neighbours)  # outlines: not corrected
+    assert semantic.correction == pytest.approx(DEFAULT.hub_weight * (hubness - np.median(hubness)), abs=1e-6)
     assert semantic.correction[0] < semantic.correction[1]  # the lone page is raised more than the one among many
