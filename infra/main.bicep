@@ -1,7 +1,8 @@
 // The documentation retrieval service on Azure Functions Flex Consumption, keyless: `azd up`, or
 // `az deployment sub create --location <region> --template-file infra/main.bicep --parameters environmentName=<name>`.
 // Every setting the service reads (shared/settings.py) is a parameter below with the service's default and reaches
-// the app as one settings object; tests/infra/test_bicep.py keeps the two in step.
+// the app as one settings object: tools/settings_artifacts.py generates that part from the settings model, and
+// tests/infra/test_bicep.py checks it against what the rest deploys.
 targetScope = 'subscription'
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -95,6 +96,8 @@ param entraPreAuthorizedClientIds string = ''
 // The service's settings (Forge__Documentation__*): one parameter each, named after the setting, with its default
 // ---------------------------------------------------------------------------------------------------------------
 
+// BEGIN settings generated from shared/settings.py by tools/settings_artifacts.py: change the model, rerun it
+
 @description('Forge__Documentation__Origin: origin hosting every documentation site.')
 param origin string = 'https://docs.saif.com'
 
@@ -142,14 +145,11 @@ param warmupPageCheckSeconds string = '120'
 @description('Forge__Documentation__Search__MinScore: relevance floor of the MkDocs provider.')
 param searchMinScore string = '0.015'
 
+@description('Forge__Documentation__Search__PathWeights: page-kind rules (JSON list, see docs/configuration.md); [] restores the spec ranking.')
+param searchPathWeights string = ''
+
 @description('Forge__Documentation__Search__SiteWaitSeconds: how long a search waits for a site still loading.')
 param searchSiteWaitSeconds string = '2'
-
-@description('Forge__Documentation__Inbound__MaxConcurrentPerClient: requests one client may have in flight per instance.')
-param inboundMaxConcurrentPerClient string = '64'
-
-@description('Forge__Documentation__Search__PathWeights: page-kind rules (JSON list, see docs/configuration.md); [] restores the spec ranking.')
-param searchPathWeights string = '[{"pattern":"proposals/","weight":0.5,"unless":["proposal","proposed","design","enhancement","rationale","motivation"]},{"pattern":"proposal/","weight":0.5,"unless":["proposal","proposed","design","enhancement","rationale","motivation"]},{"pattern":"enhancements/","weight":0.5,"unless":["proposal","proposed","design","enhancement","rationale","motivation"]},{"pattern":"*/upgrading/*","weight":0.5,"unless":["upgrade","upgrading","migrate","migration","release"]},{"pattern":"upgrading/","weight":0.5,"unless":["upgrade","upgrading","migrate","migration","release"]},{"pattern":"*release-notes*","weight":0.5,"unless":["release notes","released","changelog"]},{"pattern":"*changelog*","weight":0.5,"unless":["release notes","released","changelog"]},{"pattern":"blog/","weight":0.5,"unless":["blog","announcement","announced"]},{"pattern":"archive/","weight":0.5,"unless":["archive","archived","deprecated","old"]},{"pattern":"*commands/*","weight":2,"when":["cli","command","subcommand","flag"]},{"pattern":"*cli/*","weight":2,"when":["cli","command","subcommand","flag"]}]'
 
 @description('Forge__Documentation__Search__Semantic: also rank by meaning (needs 2048 MB instances).')
 @allowed([
@@ -236,6 +236,9 @@ param remoteCooldownSeconds string = '300'
 @description('Forge__Documentation__Inbound__Tokens: bearer tokens this app requires on /api/* (comma-separated), stored in Key Vault; empty: none (the Functions key is the gate).')
 param inboundTokens string = ''
 
+@description('Forge__Documentation__Inbound__MaxConcurrentPerClient: requests one client may have in flight per instance.')
+param inboundMaxConcurrentPerClient string = '64'
+
 @secure()
 @description('Forge__Documentation__Refresh__Tokens: bearer tokens the publish hook (POST /api/admin/refresh) accepts (comma-separated), stored in Key Vault; empty: the hook refuses every caller.')
 param refreshTokens string = ''
@@ -264,50 +267,8 @@ param authAuthority string = 'https://login.microsoftonline.com'
 @description('Forge__Documentation__Auth__Resource: the MCP endpoint\'s public URL in the protected resource metadata (a custom domain); empty: https://<default host name>/api/mcp.')
 param authResource string = ''
 
-// ---------------------------------------------------------------------------------------------------------------
-
-var abbrs = loadJsonContent('abbreviations.json')
-var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
-var tags = {
-  'azd-env-name': environmentName
-}
-// The project's Python (pyproject.toml requires-python).
-var pythonVersion = '3.11'
-var deploymentContainerName = 'app-package-${resourceToken}'
-var keyVaultName = '${abbrs.keyVaultVaults}${resourceToken}'
-var remoteTokenSecretName = 'remote-token'
-var remoteFunctionsKeySecretName = 'remote-functions-key'
-var inboundTokensSecretName = 'inbound-tokens'
-var refreshTokensSecretName = 'refresh-tokens'
-var aiSearchEnabled = !empty(aiSearchServiceName) || !empty(aiSearchEndpoint)
-var aiSearchEndpointUrl = empty(aiSearchEndpoint) ? 'https://${aiSearchServiceName}.${aiSearchDnsSuffix}' : aiSearchEndpoint
-var remoteEnabled = !empty(remoteEndpoint)
-var remoteTokenGiven = remoteEnabled && !empty(remoteToken)
-var remoteFunctionsKeyGiven = remoteEnabled && !empty(remoteFunctionsKey)
-var inboundTokensGiven = !empty(inboundTokens)
-var refreshTokensGiven = !empty(refreshTokens)
-var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven || refreshTokensGiven
-// Entra ID sign-in: what the registration exposes and what the app then requires are the same names.
-var docsReadScope = 'docs.read'
-var docsReadRole = 'Docs.Read.All'
-var docsRefreshRole = 'Docs.Refresh'
-var entraAppCreated = entraAuth && empty(existingEntraAppClientId)
-var entraAudience = entraAppCreated ? entraApp.outputs.identifierUri : 'api://${existingEntraAppClientId}'
-// Key Vault's private DNS zone is privatelink.vaultcore.<cloud>, not privatelink plus the vault suffix (.vault.<cloud>).
-var keyVaultDnsZoneName = 'privatelink${replace(environment().suffixes.keyvaultDns, '.vault.', '.vaultcore.')}'
-// An instance below 2048 MB cannot hold semantic matching (instanceMemoryMB): such a deployment is refused.
-var semanticFitsInstance = !((instanceMemoryMB < 2048) && (searchSemantic == 'true'))
-// The host needs blob (HTTP and timer triggers), and queue for refreshOnPublish's queue trigger (its role is in
-// app/rbac.bicep, its service URI in app/function.bicep); add 'table' here with its role if that changes.
-var storageServices = refreshOnPublish ? [
-  'blob'
-  'queue'
-] : [
-  'blob'
-]
-
-// The service's settings, passed to the app as one object. The AiSearch and Remote sections are left out entirely
-// unless configured, and a secret only ever appears as a Key Vault reference.
+// The service's settings, passed to the app as one object. The AiSearch and Remote sections are left out
+// entirely unless configured, and a secret only ever appears as a Key Vault reference.
 var coreSettings = {
   Forge__Documentation__Origin: origin
   Forge__Documentation__DefaultSite: defaultSite
@@ -324,19 +285,20 @@ var coreSettings = {
   Forge__Documentation__Warmup__PageCheckConcurrency: warmupPageCheckConcurrency
   Forge__Documentation__Warmup__PageCheckSeconds: warmupPageCheckSeconds
   Forge__Documentation__Search__MinScore: searchMinScore
-  Forge__Documentation__Search__SiteWaitSeconds: searchSiteWaitSeconds
-  Forge__Documentation__Inbound__MaxConcurrentPerClient: inboundMaxConcurrentPerClient
   Forge__Documentation__Search__PathWeights: searchPathWeights
+  Forge__Documentation__Search__SiteWaitSeconds: searchSiteWaitSeconds
   Forge__Documentation__Search__Semantic: searchSemantic
   Forge__Documentation__SiteRetrySeconds: siteRetrySeconds
   Forge__Documentation__UnpublishedRetrySeconds: unpublishedRetrySeconds
   Forge__Documentation__RequestTimeoutSeconds: requestTimeoutSeconds
   Forge__Documentation__Mcp__AllowedHosts: mcpAllowedHosts
   Forge__Documentation__Mcp__AnswerBudgetChars: mcpAnswerBudgetChars
+  Forge__Documentation__Identity__ClientId: identity.outputs.clientId
+  Forge__Documentation__Inbound__MaxConcurrentPerClient: inboundMaxConcurrentPerClient
   Forge__Documentation__Refresh__WaitSeconds: refreshWaitSeconds
   // Empty (no queue trigger) unless refreshOnPublish creates the queue and the events that fill it.
   Forge__Documentation__Refresh__QueueName: refreshOnPublish ? refreshOnPublishQueue : ''
-  Forge__Documentation__Identity__ClientId: identity.outputs.clientId
+  Forge__Documentation__Refresh__AppRoles: entraAuth ? docsRefreshRole : refreshAppRoles
   // With entraAuth, sign-in points at the app registration; without it, the parameters pass through (empty: off).
   Forge__Documentation__Auth__TenantId: entraAuth ? tenant().tenantId : authTenantId
   Forge__Documentation__Auth__Audience: entraAuth ? entraAudience : authAudience
@@ -344,7 +306,6 @@ var coreSettings = {
   Forge__Documentation__Auth__AppRoles: entraAuth ? docsReadRole : authAppRoles
   Forge__Documentation__Auth__Authority: authAuthority
   Forge__Documentation__Auth__Resource: authResource
-  Forge__Documentation__Refresh__AppRoles: entraAuth ? docsRefreshRole : refreshAppRoles
 }
 var aiSearchSettings = aiSearchEnabled ? {
   Forge__Documentation__AiSearch__Endpoint: aiSearchEndpointUrl
@@ -367,20 +328,69 @@ var remoteSettings = remoteEnabled ? {
   Forge__Documentation__Remote__TimeoutSeconds: remoteTimeoutSeconds
   Forge__Documentation__Remote__CooldownSeconds: remoteCooldownSeconds
 } : {}
+// Each secret given is stored in the Key Vault, and its setting is a reference to it.
+var remoteTokenSecretName = 'remote-token'
+var remoteTokenGiven = remoteEnabled && !empty(remoteToken)
 var remoteTokenSettings = remoteTokenGiven ? {
   Forge__Documentation__Remote__Token: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${remoteTokenSecretName})'
 } : {}
+var remoteFunctionsKeySecretName = 'remote-functions-key'
+var remoteFunctionsKeyGiven = remoteEnabled && !empty(remoteFunctionsKey)
 var remoteFunctionsKeySettings = remoteFunctionsKeyGiven ? {
   Forge__Documentation__Remote__FunctionsKey: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${remoteFunctionsKeySecretName})'
 } : {}
-var inboundSettings = inboundTokensGiven ? {
+var inboundTokensSecretName = 'inbound-tokens'
+var inboundTokensGiven = !empty(inboundTokens)
+var inboundTokensSettings = inboundTokensGiven ? {
   Forge__Documentation__Inbound__Tokens: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${inboundTokensSecretName})'
 } : {}
-var refreshSettings = refreshTokensGiven ? {
+var refreshTokensSecretName = 'refresh-tokens'
+var refreshTokensGiven = !empty(refreshTokens)
+var refreshTokensSettings = refreshTokensGiven ? {
   Forge__Documentation__Refresh__Tokens: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${refreshTokensSecretName})'
 } : {}
-var secretSettings = union(remoteTokenSettings, remoteFunctionsKeySettings, inboundSettings, refreshSettings)
-var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings, secretSettings)
+var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven || refreshTokensGiven
+var keyVaultSecrets = {
+  '${remoteTokenSecretName}': remoteToken
+  '${remoteFunctionsKeySecretName}': remoteFunctionsKey
+  '${inboundTokensSecretName}': inboundTokens
+  '${refreshTokensSecretName}': refreshTokens
+}
+var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings, remoteTokenSettings, remoteFunctionsKeySettings, inboundTokensSettings, refreshTokensSettings)
+// END generated settings
+
+// ---------------------------------------------------------------------------------------------------------------
+
+var abbrs = loadJsonContent('abbreviations.json')
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = {
+  'azd-env-name': environmentName
+}
+// The project's Python (pyproject.toml requires-python).
+var pythonVersion = '3.11'
+var deploymentContainerName = 'app-package-${resourceToken}'
+var keyVaultName = '${abbrs.keyVaultVaults}${resourceToken}'
+var aiSearchEnabled = !empty(aiSearchServiceName) || !empty(aiSearchEndpoint)
+var aiSearchEndpointUrl = empty(aiSearchEndpoint) ? 'https://${aiSearchServiceName}.${aiSearchDnsSuffix}' : aiSearchEndpoint
+var remoteEnabled = !empty(remoteEndpoint)
+// Entra ID sign-in: what the registration exposes and what the app then requires are the same names.
+var docsReadScope = 'docs.read'
+var docsReadRole = 'Docs.Read.All'
+var docsRefreshRole = 'Docs.Refresh'
+var entraAppCreated = entraAuth && empty(existingEntraAppClientId)
+var entraAudience = entraAppCreated ? entraApp.outputs.identifierUri : 'api://${existingEntraAppClientId}'
+// Key Vault's private DNS zone is privatelink.vaultcore.<cloud>, not privatelink plus the vault suffix (.vault.<cloud>).
+var keyVaultDnsZoneName = 'privatelink${replace(environment().suffixes.keyvaultDns, '.vault.', '.vaultcore.')}'
+// An instance below 2048 MB cannot hold semantic matching (instanceMemoryMB): such a deployment is refused.
+var semanticFitsInstance = !((instanceMemoryMB < 2048) && (searchSemantic == 'true'))
+// The host needs blob (HTTP and timer triggers), and queue for refreshOnPublish's queue trigger (its role is in
+// app/rbac.bicep, its service URI in app/function.bicep); add 'table' here with its role if that changes.
+var storageServices = refreshOnPublish ? [
+  'blob'
+  'queue'
+] : [
+  'blob'
+]
 
 // The refusal of 512 MB with semantic matching sits on the resource group: every module is deployed into it (or
 // names it), so ARM stops there and creates nothing else. fail() needs a Bicep CLI released in 2025 or later.
@@ -455,12 +465,7 @@ module keyVault 'app/keyvault.bicep' = if (anySecretGiven) {
     principalId: identity.outputs.principalId
     purgeProtection: keyVaultPurgeProtection
     privateNetworking: privateNetworking
-    secrets: {
-      '${remoteTokenSecretName}': remoteToken
-      '${remoteFunctionsKeySecretName}': remoteFunctionsKey
-      '${inboundTokensSecretName}': inboundTokens
-      '${refreshTokensSecretName}': refreshTokens
-    }
+    secrets: keyVaultSecrets
   }
 }
 

@@ -3,6 +3,14 @@
 Keys follow the spec's `Forge:Documentation:<Key>` in app-setting form (`:` becomes `__`), for example
 `Forge__Documentation__Origin`. Matching is case-insensitive, like the Functions host's configuration.
 Lists accept a comma-separated value or the indexed form `Key__0`, `Key__1`, ...
+
+`load_settings(environ)` reads `environ` and nothing else; only `load_settings()` reads the process environment.
+pydantic-settings does the reading (nested keys, case, lists left as text for the validators below); what is ours
+is which names are read, what an empty value means, and that the indexed form of a list wins.
+
+A setting is one field: its docstring's first paragraph is what an operator reads, in the sample settings and the
+Bicep that `tools/settings_artifacts.py` generates from this model (`examples` gives a sample value other than the
+default); the rest of the docstring says why.
 """
 
 from __future__ import annotations
@@ -12,18 +20,13 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from contextvars import ContextVar
-from types import UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from shared.errors import ConfigurationError
-from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_PATH_WEIGHTS
-from shared.providers.mkdocs.kinds import PathWeights
 
 PREFIX = "Forge__Documentation__"
 DEFAULT_SITES = ("forge", "cloud-foundations", "iac-azure-modules", "iac-okta-modules", "iac-aws-modules")
@@ -36,35 +39,25 @@ _EMPTY_IS_MEANINGFUL = {
 }
 """Setting paths (lower case) where an empty value means something (no raw Markdown, no filter, no stripping)
  instead of "unset"."""
-ARTIFACTS_PREFIX = "embeddings/"
-"""Blob names the cache keeps for index artifacts (`shared.cache.store`): no index file name may start with it."""
-HOST_OWNED = frozenset(
-    {
-        "AzureWebJobsStorage",
-        "AzureWebJobsStorageBlobServiceUri",
-        "WEBSITE_HOSTNAME",
-        "APPLICATIONINSIGHTS_CONNECTION_STRING",
-    }
-)
+EMBEDDINGS_PREFIX = "embeddings/"
+"""Where the cache keeps embeddings (each site's vectors, the encoder's rewritten graph: `shared.cache.names`)."""
+DERIVED_PREFIX = "derived/"
+"""Where the cache keeps what else it derives from indexes (prebuilt rankers, missing-page records, refresh runs)."""
+RESERVED_PREFIXES = (EMBEDDINGS_PREFIX, DERIVED_PREFIX)
+"""Defined here, because a cache file name template that reaches under one is refused at start-up."""
+_HOST_NAMES = {
+    "azurewebjobsstorage": "AzureWebJobsStorage",
+    "azurewebjobsstorage__blobserviceuri": "AzureWebJobsStorageBlobServiceUri",
+    "website_hostname": "WEBSITE_HOSTNAME",
+    "applicationinsights_connection_string": "APPLICATIONINSIGHTS_CONNECTION_STRING",
+}
+"""The platform's own app settings the model reads (lower case), and the alias of the field each one fills."""
+HOST_OWNED = frozenset(_HOST_NAMES.values())
 """Aliases of fields the hosting platform sets, not `Forge__Documentation__*` app settings."""
-_ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("environ", default=None)
 
 
 STORAGE_NAME = re.compile(r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]")
 """A blob container's or a storage queue's name: 3-63 lowercase letters, digits and single hyphens."""
-_INVALID_FILE_CHARS = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
-
-
-def safe_name(value: str) -> str:
-    """A name with the characters invalid in a file name replaced by `-` (the spec's site-name substitution)."""
-    return _INVALID_FILE_CHARS.sub("-", value)
-
-
-def index_name(template: str, site: str) -> str:
-    """The spec's cache file name: `{site}` substituted (sanitized), or the site prepended when absent."""
-    if "{site}" in template:
-        return template.replace("{site}", safe_name(site))
-    return f"{safe_name(site)}-{template}"
 
 
 def absolute_url(value: str, what: str) -> str:
@@ -78,19 +71,22 @@ def absolute_url(value: str, what: str) -> str:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
 
 class CacheSettings(_Section):
     """`Forge__Documentation__Cache__*`: where the shared index cache lives."""
 
     container: str = Field("docs-index-cache", alias="Container")
+    """Blob container for cached indexes (created if missing)."""
     connection_string: SecretStr | None = Field(None, alias="ConnectionString")
+    """Storage connection string for the cache; overrides AzureWebJobsStorage."""
     blob_service_uri: str | None = Field(None, alias="BlobServiceUri")
+    """Blob service URI for the cache, reached with managed identity (DefaultAzureCredential)."""
     check_interval_seconds: float = Field(15.0, alias="CheckIntervalSeconds", ge=0)
-    """How often a warm instance asks the store whether a newer copy of a loaded index exists: one blob property
-    read per site (and one for its missing-pages record) per interval, and only while requests arrive. A refresh
-    written by any instance is served by every instance within this many seconds."""
+    """How often a warm instance checks the cache for a newer copy of a loaded index (one blob property read per site,
+    and one for its missing-pages record, only while requests arrive); a refresh written by any instance is served by
+    every instance within this many seconds."""
 
     @field_validator("container")
     @classmethod
@@ -104,10 +100,15 @@ class WarmupSettings(_Section):
     """`Forge__Documentation__Warmup__*`: the scheduled cache refresh."""
 
     schedule: str = Field("0 */30 * * * *", alias="Schedule")
+    """NCRONTAB schedule of the warm-up timer (six fields)."""
     page_check_concurrency: int = Field(8, alias="PageCheckConcurrency", ge=1, le=64)
-    """Page requests the warm-up's check of an index's pages keeps in flight at once, across all sites."""
+    """Page requests the warm-up keeps in flight at once while checking which indexed pages the origin no longer serves
+    (1-64).
+
+    The limit holds across all sites: the page check is one lane of requests.
+    """
     page_check_seconds: float = Field(120.0, alias="PageCheckSeconds", gt=0, le=1800)
-    """How long one site's page check may take per warm-up; what it does not reach is checked next time."""
+    """How long the warm-up checks one site's pages per run; the rest is checked next run."""
 
 
 def _names(value: Any) -> Any:
@@ -132,18 +133,24 @@ class RefreshSettings(_Section):
     """`Forge__Documentation__Refresh__*`: the publish hook (`POST /api/admin/refresh`) and its queue."""
 
     tokens: tuple[SecretStr, ...] = Field((), alias="Tokens")
-    """Bearer tokens the publish hook accepts (comma-separated or `Tokens__0`, ...), apart from `Inbound__Tokens`:
-    a docs pipeline holds one of these and nothing that reads. Unset, the hook refuses every caller (401)."""
+    """Bearer tokens the publish hook POST /api/admin/refresh accepts, comma-separated (a secret: a Key Vault reference
+    in Azure). Apart from Inbound__Tokens: a docs pipeline holds one and nothing that reads. Unset: the hook answers
+    401 to every caller.
+
+    The indexed form (`Tokens__0`, ...) is read too.
+    """
     wait_seconds: float = Field(100.0, alias="WaitSeconds", gt=0, le=220)
-    """How long the hook waits for its refresh before answering `202` with where to read the outcome: below the
-    Functions front end's 230 s limit on an HTTP request."""
+    """How long the publish hook waits for its refresh before answering 202 with where to read the outcome (more than 0,
+    at most 220: below the Functions front end's 230 s limit)."""
     queue_name: str = Field("", alias="QueueName")
-    """The storage queue (in the host's `AzureWebJobsStorage`) Event Grid drops the docs container's `BlobCreated`
-    events into; set, the Functions app reads it and refreshes the site whose index was written. Empty: no queue."""
+    """Storage queue in the host storage (AzureWebJobsStorage) that Event Grid drops the docs container's BlobCreated
+    events of search indexes into; set, the Functions app reads it and refreshes the site whose index was written
+    (the Bicep option refreshOnPublish sets it). Empty: no queue trigger."""
 
     app_roles: tuple[str, ...] = Field((), alias="AppRoles")
-    """With Entra sign-in (`Auth__*`): app roles whose app-only tokens may call the hook too (a pipeline's managed
-    identity or workload identity), instead of a shared token."""
+    """With Entra sign-in (Auth__TenantId and Auth__Audience set): app roles, comma-separated, whose app-only tokens may
+    also call the publish hook, such as Docs.Refresh for a pipeline's managed identity or workload identity instead
+    of a shared Refresh__Tokens secret. Such a role grants no reading. Empty: only Refresh__Tokens."""
 
     @field_validator("tokens", mode="before")
     @classmethod
@@ -168,36 +175,40 @@ class SearchSettings(_Section):
     """`Forge__Documentation__Search__*`: ranking knobs of the MkDocs provider."""
 
     min_score: float = Field(0.015, alias="MinScore", ge=0)
-    """Relevance floor: results scoring below it are dropped, so an off-topic query returns nothing.
+    """Relevance floor of the MkDocs provider; empty uses the built-in default.
 
-    Off-topic questions mostly top out below 0.015 while the weakest correct top-5 hit of the dev eval set scores
-    0.042: the default sits just above the off-topic cluster, leaving margin for unseen on-topic queries.
+    Results scoring below it are dropped, so an off-topic query returns nothing. Off-topic questions mostly
+    top out below 0.015 while the weakest correct top-5 hit of the dev eval set scores 0.042: the default sits just
+    above the off-topic cluster, leaving margin for unseen on-topic queries.
     """
-    path_weights: PathWeights = Field(PathWeights.parse(DEFAULT_PATH_WEIGHTS), alias="PathWeights")
-    """Page-kind rules: a JSON list of `{"pattern", "weight", "unless", "site"}` objects; pages whose path matches
-    a rule's pattern have their score multiplied by its weight unless the query names that kind of page
-    (`shared/providers/mkdocs/kinds.py`). The default halves proposals, upgrade notes, release notes, blogs and
-    archives; `[]` restores the spec's ranking (empty or unset: the default).
+    path_weights: str | None = Field(None, alias="PathWeights", examples=[""])
+    """Page-kind rules, a JSON list such as [{"pattern": "blog/", "weight": 0.5, "unless": ["blog"]}]; empty uses the
+    built-in default (docs/configuration.md), [] restores the spec's ranking.
+
+    Each rule is a `{"pattern", "weight", "unless", "when", "site"}` object: pages whose path matches its pattern
+    have their score multiplied by its weight unless the query names that kind of page. The text is kept as given:
+    the MkDocs provider parses and checks it at start-up (`shared.providers.mkdocs.kinds.configured`). The default
+    halves proposals, upgrade notes, release notes, blogs and archives.
     """
     site_wait_seconds: float = Field(2.0, alias="SiteWaitSeconds", gt=0, le=60)
-    """How long a search waits for a site whose index is still loading (a first load, a retry) before answering
-    from the sites that are ready; the slow site keeps loading in the background and the answer's `sites` says
-    it is `loading`. Never the whole request deadline: one hung site must not cost every answer."""
+    """How long a search waits for a site whose index is still loading before answering from the sites that are ready
+    (the slow one keeps loading and the answer says so).
+
+    A first load or a retry; never the whole request deadline: one hung site must not cost every answer.
+    """
     semantic: bool = Field(True, alias="Semantic")
+    """Also rank by meaning (sentence embeddings, computed once per index version by the warm-up and stored beside the
+    index); false keeps ranking lexical.
 
-    """Also rank by meaning (sentence embeddings of every entry, `shared/providers/mkdocs/vectors.py`).
-
-    Costs about 8 ms of CPU per query on two cores and, once per index version, a minute of CPU for a large site
-    (done by the warm-up and stored beside the index). `false` keeps ranking purely lexical.
+    Sentence embeddings of every entry (`shared/providers/mkdocs/vectors.py`): about 8 ms of CPU per query on two
+    cores and, once per index version, a minute of CPU for a large site.
     """
 
     @field_validator("path_weights", mode="before")
     @classmethod
-    def _path_weights(cls, value: object) -> PathWeights:
-        if isinstance(value, PathWeights):
+    def _path_weights(cls, value: object) -> str | None:
+        if value is None or isinstance(value, str):
             return value
-        if isinstance(value, str):
-            return PathWeights.parse(value)
         raise ValueError("PathWeights must be one JSON list in one setting (the indexed __0 form is not accepted)")
 
 
@@ -209,25 +220,38 @@ class AiSearchSettings(_Section):
     """
 
     endpoint: str | None = Field(None, alias="Endpoint")
+    """Azure AI Search endpoint (https://NAME.search.windows.net). The ai_search provider is registered only when this
+    is set."""
     index_name: str = Field("saif-docs", alias="IndexName")
+    """Index over the platform docs."""
     semantic_configuration_name: str = Field("docs-semantic", alias="SemanticConfigurationName")
+    """Semantic configuration used for ranking."""
     platform_docs_base_url: str = Field("https://docs.saif.com", alias="PlatformDocsBaseUrl")
+    """Base URL that blob-storage paths are rewritten to."""
     mkdocs_site_prefix: str = Field("forge", alias="MkDocsSitePrefix")
+    """Leading path segment stripped from locations so the MkDocs provider can resolve them; empty disables stripping.
+    """
     search_filter: str = Field("", alias="SearchFilter")
+    """OData $filter sent with every search request; empty or whitespace sends no filter (for example: format eq
+    '.html')."""
     api_key: SecretStr | None = Field(None, alias="ApiKey")
-    """Local development only: in Azure the managed identity authenticates."""
+    """Local development only: an admin or query key. In Azure the managed identity authenticates; never deploy a key.
+    """
     url_field: str = Field("metadata_storage_path", alias="UrlField")
-    """Index field holding each document's blob URL (the Azure Blob indexer's name)."""
+    """Index field holding each document's blob URL (the Azure Blob indexer's metadata_storage_path, or that URL
+    base64-encoded); it becomes the result's url and location."""
     content_field: str = Field("content", alias="ContentField")
-    """Index field holding the document's text extract, which previews are cut from."""
+    """Index field holding the page's text extract; previews are cut from it around the query."""
     title_field: str = Field("title", alias="TitleField")
+    """Index field holding the page title."""
     description_field: str = Field("description", alias="DescriptionField")
     """Index field shown as the preview only when the content yields none."""
     site_field: str | None = Field(None, alias="SiteField")
-    """Filterable index field holding each document's site name; unset, a search for one `site` is declined
-    (the chain falls through to the next provider)."""
+    """Filterable index field holding each document's site name, used for searches within one site (site eq '<site>').
+    Empty: such searches skip AI Search and are answered by MkDocs."""
     timeout_seconds: float = Field(5.0, alias="TimeoutSeconds", gt=0)
-    """Upper bound of one search call; the request's own deadline, when sooner, wins."""
+    """Upper bound of one AI Search call in seconds; the request's own deadline wins when sooner. A timeout falls
+    through to MkDocs."""
 
     @field_validator("endpoint")
     @classmethod
@@ -257,22 +281,23 @@ class RemoteSettings(_Section):
     """`Forge__Documentation__Remote__*`: another deployment over MCP, registered only when `Endpoint` is set."""
 
     endpoint: str | None = Field(None, alias="Endpoint")
-    """The full URL of the other deployment's `/api/mcp`."""
+    """Full URL of another deployment's /api/mcp; the remote provider is registered only when this is set."""
     token: SecretStr | None = Field(None, alias="Token")
-    """A bearer token the other deployment accepts (its `Inbound__Tokens`); wins over `Scope`."""
+    """Bearer token for the remote deployment, one of its Inbound__Tokens (a secret: a Key Vault reference in Azure).
+    Wins over Remote__Scope."""
     scope: str | None = Field(None, alias="Scope")
-    """An Entra ID scope (such as `api://APP-ID/.default`): without `Token`, a bearer token for it is asked of the
-    app's managed identity (`Identity__ClientId`) on every call."""
+    """Entra ID scope of the remote deployment (such as api://APP-ID/.default): without Remote__Token, a bearer token
+    for it comes from the app's identity (Identity__ClientId), or locally from your own sign-in."""
     functions_key: SecretStr | None = Field(None, alias="FunctionsKey")
-    """The other deployment's Functions key, sent as `x-functions-key`."""
+    """The remote deployment's Functions key, sent as x-functions-key (a secret: a Key Vault reference in Azure)."""
     order: int = Field(50, alias="Order")
-    """Position in the chain: after AI Search (0), before MkDocs (100)."""
+    """The remote provider's place in the chain: after AI Search (0), before MkDocs (100)."""
     timeout_seconds: float = Field(10.0, alias="TimeoutSeconds", gt=0)
-    """Upper bound of one remote call (connect, handshake and the tool call); the request's deadline, when sooner,
-    wins."""
+    """Upper bound of one remote call in seconds (connect, MCP handshake, tool call); the request's own deadline wins
+    when sooner."""
     cooldown_seconds: float = Field(300.0, alias="CooldownSeconds", ge=0)
-    """After a failed connection (unreachable, timeout, refused credentials) calls fall through without connecting
-    for this long."""
+    """After a failed connection (unreachable, timeout, refused credentials), remote calls fall through without
+    connecting for this long. 0: no cooldown."""
 
     @field_validator("endpoint")
     @classmethod
@@ -295,21 +320,28 @@ class AuthSettings(_Section):
     has its own credential) then requires a Microsoft identity platform v2.0 access token issued for this app."""
 
     tenant_id: str | None = Field(None, alias="TenantId")
-    """The Entra tenant (directory) id whose tokens are accepted; with `Audience`, turns sign-in on."""
+    """Entra ID sign-in: the tenant (directory) id whose access tokens are accepted. With Auth__Audience it turns
+    sign-in on: every /api/* route but /api/health then requires a Microsoft identity platform v2.0 access token for
+    this app, and the protected resource metadata is served at /.well-known/oauth-protected-resource. The Bicep
+    option entraAuth sets it. Empty: no sign-in."""
     audience: str | None = Field(None, alias="Audience")
-    """What the tokens are issued for: the app registration's client id, or its Application ID URI
-    (`api://<client id>` also accepts tokens whose `aud` is the bare client id, as v2.0 tokens carry it)."""
+    """What the tokens are issued for: the app registration's Application ID URI api://<client id> (tokens whose aud is
+    the bare client id, as v2.0 tokens carry it, are accepted too), or the client id itself. Scopes are advertised as
+    <Audience>/<scope>."""
     scopes: tuple[str, ...] = Field((), alias="Scopes")
-    """Delegated scopes (comma-separated, such as `docs.read`): a user's token must carry one of them in `scp`."""
+    """Delegated scopes, comma-separated (docs.read): a signed-in user's token must carry one of them in scp. The
+    Bicep's app registration exposes docs.read."""
     app_roles: tuple[str, ...] = Field((), alias="AppRoles")
-    """App roles (comma-separated) accepted from app-only callers (another deployment's managed identity) in
-    `roles`. With neither scopes nor roles set, any valid token for the audience is accepted."""
+    """App roles, comma-separated (Docs.Read.All), accepted from app-only callers in roles, such as another deployment's
+    managed identity (its Remote__Scope is <Audience>/.default). With neither scopes nor roles set, any valid token
+    for the audience is accepted."""
     authority: str = Field("https://login.microsoftonline.com", alias="Authority")
-    """The identity platform's host: tokens come from `{Authority}/{TenantId}/v2.0` and its keys from
-    `{Authority}/{TenantId}/discovery/v2.0/keys`. Plain `http` only for a loopback host (tests)."""
+    """The identity platform's host: tokens come from {Authority}/{TenantId}/v2.0, signing keys from
+    {Authority}/{TenantId}/discovery/v2.0/keys. Another cloud's login host for sovereign clouds; plain http only for
+    a loopback host (tests)."""
     resource: str | None = Field(None, alias="Resource")
-    """The MCP endpoint's public URL for the protected resource metadata; unset: `https://{WEBSITE_HOSTNAME}/api/mcp`,
-    else the address the server is bound to."""
+    """The MCP endpoint's public URL as the protected resource metadata names it (a custom domain, a proxy). Empty:
+    https://{WEBSITE_HOSTNAME}/api/mcp in Azure, else the address the server is bound to."""
 
     @field_validator("tenant_id", "audience")
     @classmethod
@@ -365,11 +397,18 @@ class InboundSettings(_Section):
     """`Forge__Documentation__Inbound__*`: bearer tokens this app requires, for hosts without Functions keys."""
 
     tokens: tuple[SecretStr, ...] = Field((), alias="Tokens")
-    """Accepted bearer tokens (comma-separated or `Tokens__0`, ...): when any is set, every `/api/*` route but
-    `/api/health` requires `Authorization: Bearer <one of them>`. Unset, nothing changes."""
+    """Bearer tokens this app accepts, comma-separated (a secret). When set, every /api/* route but /api/health requires
+    Authorization: Bearer <one of them>; for hosts without Functions keys (a container, python -m shared serve on a
+    shared machine). Unset: no check.
+
+    The indexed form (`Tokens__0`, ...) is read too.
+    """
     max_concurrent_per_client: int = Field(64, alias="MaxConcurrentPerClient", ge=1, le=10_000)
-    """Requests one client (its `X-Forwarded-For`, else its address) may have in flight at once on an instance;
-    the next is `429` with `Retry-After`, so a client that holds requests open cannot take every worker."""
+    """Requests one client (its X-Forwarded-For, else its address) may have in flight at once on an instance; the next
+    is answered 429 with Retry-After.
+
+    So a client that holds requests open cannot take every worker.
+    """
 
     @field_validator("tokens", mode="before")
     @classmethod
@@ -381,12 +420,18 @@ class McpSettings(_Section):
     """`Forge__Documentation__Mcp__*`: the MCP endpoint at `/api/mcp`."""
 
     allowed_hosts: tuple[str, ...] = Field((), alias="AllowedHosts")
-    """Host names (custom domains, container hosts) the endpoint answers besides `WEBSITE_HOSTNAME` and loopback;
-    any other `Host` header is refused (DNS-rebinding protection)."""
+    """Host names the MCP endpoint answers besides WEBSITE_HOSTNAME and loopback (custom domains, container hosts),
+    comma-separated; any other Host header is refused with 421.
+
+    The check is the endpoint's DNS-rebinding protection.
+    """
     answer_budget_chars: int = Field(24_000, alias="AnswerBudgetChars", ge=4_000, le=1_000_000)
-    """The most characters a `get_doc` answer (or a page resource) takes without an explicit `maxChars`: its text
-    and its structured content together, as they travel. A longer page answers its first part and says how to read
-    on (`docs/api/mcp.md` says how the default was chosen against what agent hosts accept)."""
+    """The most characters a get_doc answer (text and structured content together) takes without an explicit maxChars; a
+    longer page answers its first part with the next call and the outline of the rest.
+
+    A page resource takes the same; `docs/api/mcp.md` says how the default was chosen against what agent hosts
+    accept.
+    """
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod
@@ -402,33 +447,48 @@ class IdentitySettings(_Section):
     """`Forge__Documentation__Identity__*`: the app's managed identity, handed to every Azure credential."""
 
     client_id: str | None = Field(None, alias="ClientId")
-    """Client id of the user-assigned managed identity; unset means the system-assigned one (or, locally, the
-    developer's own sign-in)."""
+    """Client id of the app's user-assigned managed identity, handed to every Azure credential (storage, AI Search,
+    telemetry). Empty: system-assigned identity, or the developer's own sign-in locally."""
 
 
 class DocumentationSettings(BaseSettings):
     """Every setting the service reads. Built once at the edge and passed down."""
 
-    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, enable_decoding=False, use_attribute_docstrings=True)
 
-    origin: str = Field("https://docs.saif.com", alias="Origin")
+    origin: str = Field("https://docs.saif.com", alias="Origin", examples=["http://127.0.0.1:8000"])
+    """Origin hosting every documentation site; a site's base URL is {Origin}/{site}. Nothing is requested outside it.
+    """
     default_site: str = Field("forge", alias="DefaultSite")
+    """Site tried first for a location without a site segment; always served, inserted into Sites if missing."""
     sites: tuple[str, ...] = Field(DEFAULT_SITES, alias="Sites")
+    """Sites published under the origin: comma-separated, or indexed as Forge__Documentation__Sites__0, __1, ..."""
     search_index_path: str = Field("/search/search_index.json", alias="SearchIndexPath")
+    """Search index path relative to a site's base URL."""
     cache_file_name_template: str = Field("{site}-docs-search-index.json", alias="CacheFileNameTemplate")
+    """Per-site cache blob name; {site} is the placeholder, the site is prepended when it is absent."""
     cache_duration_hours: float = Field(1.0, alias="CacheDurationHours")
+    """How long a cached index counts as fresh on a site's first load; <= 0 means 1."""
     raw_markdown_url_pattern: str | None = Field("{base}/{path}.md", alias="RawMarkdownUrlPattern")
-    search_index_overrides: dict[str, str] = Field(default_factory=dict, alias="SearchIndexOverrides")
+    """Raw Markdown URL pattern ({base}, {path}, {site}, {origin}); empty disables raw Markdown and always converts
+    HTML."""
+    search_index_overrides: dict[str, str] = Field(
+        default_factory=dict,
+        alias="SearchIndexOverrides",
+        examples=['{"cloud-foundations": "/search/search_index.json"}'],
+    )
+    """JSON object: site -> path under the origin (or same-origin URL) of its search index, for root-published sites."""
     cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")
     warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")
     search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")
     site_retry_seconds: float = Field(30.0, alias="SiteRetrySeconds", ge=1)
-    """A site whose index failed to load is tried again at most this often (with up to 20% jitter)."""
+    """A site whose index failed to load is tried again at most this often (plus up to 20% jitter); health says when."""
     unpublished_retry_seconds: float = Field(1800.0, alias="UnpublishedRetrySeconds", ge=1)
-    """A site whose index the origin answers 404 for (not published yet) is rechecked only this often: by
-    default the warm-up interval. A copy the warm-up stores is picked up sooner (see `Cache__CheckIntervalSeconds`)."""
+    """A site whose index the origin answers 404 for (not published yet) is rechecked only this often (the warm-up
+    interval); a copy the warm-up stores is picked up within Cache__CheckIntervalSeconds."""
     request_timeout_seconds: float = Field(30.0, alias="RequestTimeoutSeconds", gt=0)
-    """One deadline for every search and get, over REST and MCP: past it the answer is `timeout` (504)."""
+    """One deadline for every search and get, over REST and MCP; past it the answer is `timeout` (HTTP 504, or an MCP
+    tool error)."""
     mcp: McpSettings = Field(default_factory=McpSettings, alias="Mcp")
     identity: IdentitySettings = Field(default_factory=IdentitySettings, alias="Identity")
     ai_search: AiSearchSettings | None = Field(None, alias="AiSearch")
@@ -453,8 +513,9 @@ class DocumentationSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Only explicit arguments and the app settings: no .env files, no secrets directory."""
-        return (init_settings, AppSettingsSource(settings_cls))
+        """Only what is given: `load_settings` hands over the app settings, and nothing is read on the side (no
+        environment, .env files or secrets directory)."""
+        return (init_settings,)
 
     @field_validator("origin")
     @classmethod
@@ -498,8 +559,9 @@ class DocumentationSettings(BaseSettings):
     def _template(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
-        if value.strip().lower().startswith(ARTIFACTS_PREFIX):
-            raise ValueError(f"must not start with {ARTIFACTS_PREFIX!r}: the cache keeps index artifacts there")
+        for prefix in RESERVED_PREFIXES:
+            if value.strip().lower().startswith(prefix):
+                raise ValueError(f"must not start with {prefix!r}: the cache keeps index artifacts there")
         return value.strip()
 
     @field_validator("cache_duration_hours")
@@ -547,11 +609,11 @@ class DocumentationSettings(BaseSettings):
             overrides[canonical] = self._same_origin(str(target), site)
         object.__setattr__(self, "search_index_overrides", overrides)
         for site in self.sites:
-            if index_name(self.cache_file_name_template, site).lower().startswith(ARTIFACTS_PREFIX):
-                raise ValueError(f"CacheFileNameTemplate: site {site!r} would be cached under {ARTIFACTS_PREFIX!r}")
-        for number, rule in enumerate(self.search.path_weights.rules):
-            if rule.site is not None and rule.site.lower() not in seen:
-                raise ValueError(f"Search__PathWeights rule {number}: {rule.site!r} is not a configured site")
+            # The cache's own name (`shared.cache.names.index_name`) also sanitizes the site, or prepends it without
+            # `{site}`; neither makes a reserved prefix (a site holds no `/`): this reaches one exactly when that does.
+            for prefix in RESERVED_PREFIXES:
+                if self.cache_file_name_template.replace("{site}", site).lower().startswith(prefix):
+                    raise ValueError(f"CacheFileNameTemplate: site {site!r} would be cached under {prefix!r}")
         return self
 
     def _same_origin(self, target: str, site: str) -> str:
@@ -593,72 +655,30 @@ class DocumentationSettings(BaseSettings):
         return next((site for site in self.sites if site.lower() == lowered), None)
 
 
-class AppSettingsSource(PydanticBaseSettingsSource):
-    """Reads `Forge__Documentation__*` (nested on `__`, indexed lists) and the host's own `AzureWebJobsStorage` and
-    `WEBSITE_HOSTNAME`."""
+class AppSettingsSource(EnvSettingsSource):
+    """The app settings in one mapping, read by pydantic-settings (nested on `__`, case-insensitively).
 
-    def __init__(self, settings_cls: type[BaseSettings]) -> None:
-        super().__init__(settings_cls)
-        self._environ = _ENVIRON.get() or os.environ
+    What is ours: only `Forge__Documentation__*` and the platform's own names (trimmed) are read; an empty value (or
+    only whitespace) means unset, except where the spec gives empty a meaning; and a key with keys below it (`Sites`
+    beside `Sites__0`) gives way to them, so the indexed form of a list wins.
+    """
 
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # __call__ builds the whole tree at once
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._given = environ
+        super().__init__(settings_cls, case_sensitive=False, env_nested_delimiter="__", env_ignore_empty=False)
 
-    def __call__(self) -> dict[str, Any]:
-        tree: dict[str, Any] = {}
+    def _load_env_vars(self) -> Mapping[str, str | None]:
         prefix = PREFIX.lower()
-        for key, value in self._environ.items():
-            lowered = key.lower()
-            if lowered.startswith(prefix):
-                path = key[len(PREFIX) :].split("__")
-                # An empty app setting means "unset", except where the spec gives empty a meaning.
-                if value.strip() or tuple(part.lower() for part in path) in _EMPTY_IS_MEANINGFUL:
-                    _insert(tree, path, value)
-            elif lowered == "azurewebjobsstorage":
-                tree["azurewebjobsstorage"] = value
-            elif lowered == "azurewebjobsstorage__blobserviceuri":
-                tree["azurewebjobsstorageblobserviceuri"] = value
-            elif lowered == "website_hostname" and value.strip():
-                tree["website_hostname"] = value.strip()
-            elif lowered == "applicationinsights_connection_string" and value.strip():
-                tree["applicationinsights_connection_string"] = value.strip()
-        return _with_aliases(tree, self.settings_cls)
-
-
-def _insert(tree: dict[str, Any], path: list[str], value: str) -> None:
-    node = tree
-    for part in path[:-1]:
-        child = node.setdefault(part.lower(), {})
-        if not isinstance(child, dict):  # `Sites=a,b` and `Sites__0=c` together: the indexed form wins
-            child = node[part.lower()] = {}
-        node = child
-    leaf = path[-1].lower()
-    if not isinstance(node.get(leaf), dict):
-        node[leaf] = value
-
-
-def _with_aliases(tree: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
-    """Map case-insensitive keys onto the model's aliases, recursing into nested sections."""
-    out: dict[str, Any] = {}
-    for name, field in model.model_fields.items():
-        alias = field.alias or name
-        value = tree.get(alias.lower())
-        if value is None:
-            continue
-        section = section_model(field.annotation)
-        if isinstance(value, dict) and section is not None:
-            value = _with_aliases(value, section)
-        out[alias] = value
-    return out
-
-
-def section_model(annotation: Any) -> type[BaseModel] | None:
-    """The settings section a field holds, also when it is optional (`Section | None`); None for a plain value."""
-    candidates = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
-    for candidate in candidates:
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
+        read: dict[str, str] = {}
+        for key, value in self._given.items():
+            name = key.lower()
+            if name.startswith(prefix):
+                name = name[len(prefix) :]
+                if value.strip() or tuple(name.split("__")) in _EMPTY_IS_MEANINGFUL:
+                    read[name] = value
+            elif name in _HOST_NAMES and value.strip():
+                read[_HOST_NAMES[name].lower()] = value.strip()
+        return {name: value for name, value in read.items() if not any(key.startswith(name + "__") for key in read)}
 
 
 KEY_VAULT_REFERENCE = "@microsoft.keyvault("
@@ -674,19 +694,17 @@ RETIRED = {"Mcp__MaxContentChars": "Mcp__AnswerBudgetChars"}
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> DocumentationSettings:
-    """Build the settings from the environment, or fail with one message naming the key."""
-    given = {key.lower() for key in (environ if environ is not None else os.environ)}
+    """The settings in `environ` and nothing else (the process environment when it is None), or one message naming
+    the key."""
+    environ = os.environ if environ is None else environ
+    given = {key.lower() for key in environ}
     for old, new in RETIRED.items():
         if (PREFIX + old).lower() in given:
             logging.getLogger(__name__).warning(
                 "%s%s is no longer read: set %s%s instead (see docs/configuration.md)", PREFIX, old, PREFIX, new
             )
     try:
-        token = _ENVIRON.set(environ)
-        try:
-            return DocumentationSettings()
-        finally:
-            _ENVIRON.reset(token)
+        return DocumentationSettings(_build_sources=((AppSettingsSource(DocumentationSettings, environ),), {}))
     except ValidationError as exc:
         error = exc.errors()[0]
         key = PREFIX + "__".join(str(part) for part in error["loc"] if not isinstance(part, int))

@@ -95,25 +95,6 @@ def test_host_json_leaves_api_paths_to_the_app() -> None:
     assert host["extensionBundle"]["version"].startswith("[4.")
 
 
-def test_sample_settings_document_every_setting_the_service_reads() -> None:
-    from shared.settings import HOST_OWNED, PREFIX, DocumentationSettings, section_model
-
-    with open("local.settings.sample.json", encoding="utf-8") as handle:
-        sample = json.load(handle)
-    values, comments = sample["Values"], sample["_comments"]
-    assert values["FUNCTIONS_WORKER_RUNTIME"] == "python"
-    expected = set()
-    for name, field in DocumentationSettings.model_fields.items():
-        alias = field.alias or name
-        section = section_model(field.annotation)
-        if section is not None:
-            expected |= {f"{PREFIX}{alias}__{sub.alias}" for sub in section.model_fields.values()}
-        elif alias not in HOST_OWNED:
-            expected.add(PREFIX + alias)
-    assert expected <= set(values), expected - set(values)
-    assert expected <= set(comments), expected - set(comments)
-
-
 async def call_http(
     module: ModuleType,
     path: str,
@@ -179,8 +160,8 @@ async def test_the_timer_warms_the_blob_cache(
     with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
         names = {blob.name for blob in service.get_container_client(blob_container).list_blobs()}
     assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES} | {
-        f"embeddings/{site}/missing/pages.json" for site in PUBLISHED_SITES
-    } | {f"embeddings/{site}/ranking/ranker.bin" for site in PUBLISHED_SITES}
+        f"derived/{site}/missing/pages.json" for site in PUBLISHED_SITES
+    } | {f"derived/{site}/ranking/ranker.bin" for site in PUBLISHED_SITES}
 
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -303,8 +284,8 @@ async def test_an_index_blob_written_to_the_docs_container_refreshes_that_site_t
         names = {blob.name for blob in container.list_blobs()}
     assert names == {  # only that site
         "beta-docs-docs-search-index.json",
-        "embeddings/beta-docs/missing/pages.json",
-        "embeddings/beta-docs/ranking/ranker.bin",
+        "derived/beta-docs/missing/pages.json",
+        "derived/beta-docs/ranking/ranker.bin",
     }
 
     # A refresh that fails raises, so the queue delivers the message again (and, at last, to the poison queue).

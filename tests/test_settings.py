@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shared.errors import ConfigurationError
-from shared.settings import DEFAULT_SITES, load_settings
+from shared.settings import DEFAULT_SITES, DocumentationSettings, load_settings
 
 P = "Forge__Documentation__"
 
@@ -31,6 +31,13 @@ def test_comma_separated_sites_are_trimmed_deduplicated_and_the_default_inserted
 def test_indexed_sites_form_is_read_in_numeric_order() -> None:
     env = {P + "Sites__10": "k", P + "Sites__2": "b", P + "Sites__0": "forge"}
     assert load_settings(env).sites == ("forge", "b", "k")
+
+
+def test_when_both_list_forms_are_given_the_indexed_form_wins() -> None:
+    env = {P + "Sites": "a,b", P + "Sites__1": "d", P + "Sites__0": "c", P + "Inbound__Tokens": "t1,t2"}
+    settings = load_settings({**env, P + "Inbound__Tokens__0": "t3"})
+    assert settings.sites == ("forge", "c", "d")
+    assert [token.get_secret_value() for token in settings.inbound.tokens] == ["t3"]
 
 
 def test_keys_match_case_insensitively_like_the_functions_host() -> None:
@@ -101,6 +108,23 @@ def test_settings_are_read_from_the_process_environment(monkeypatch: pytest.Monk
     assert "UseDevelopmentStorage" not in repr(settings)
 
 
+def test_a_given_mapping_is_all_that_is_read_even_an_empty_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty mapping once counted as "nothing given" and the process environment was read instead."""
+    monkeypatch.setenv(P + "DefaultSite", "x")
+    monkeypatch.setenv("APPLICATIONINSIGHTS_CONNECTION_STRING", "InstrumentationKey=00000000-0000-0000-0000-0")
+    monkeypatch.setenv("WEBSITE_HOSTNAME", "elsewhere.example")
+    settings = load_settings({})
+    assert settings.default_site == "forge"
+    assert settings.applicationinsights_connection_string is None and settings.website_hostname is None
+    assert DocumentationSettings() == settings  # the model on its own reads nothing either
+    assert load_settings().default_site == "x"  # only `load_settings()` reads the process environment
+
+
+def test_settings_are_read_by_their_app_setting_names_only() -> None:
+    settings = load_settings({P + "default_site": "by-field-name", "DefaultSite": "without-the-prefix"})
+    assert settings.default_site == "forge"
+
+
 # -- provider sections
 
 
@@ -151,10 +175,11 @@ def test_an_empty_value_elsewhere_means_unset() -> None:
     )
 
 
-def test_the_cache_file_name_template_may_not_take_the_artifacts_names() -> None:
+@pytest.mark.parametrize("prefix", ["embeddings/", "derived/", "Derived/"])
+def test_the_cache_file_name_template_may_not_take_the_artifacts_names(prefix: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
-        load_settings({P + "CacheFileNameTemplate": "embeddings/{site}.json"})
-    assert caught.value.key == P + "CacheFileNameTemplate" and "embeddings/" in str(caught.value)
+        load_settings({P + "CacheFileNameTemplate": prefix + "{site}.json"})
+    assert caught.value.key == P + "CacheFileNameTemplate" and prefix.lower() in str(caught.value)
 
 
 def test_a_retired_setting_left_set_is_said_at_start_up(caplog: pytest.LogCaptureFixture) -> None:

@@ -92,4 +92,4 @@ async def test_a_provider_whose_credential_is_unresolved_stays_out_of_the_chain(
         health = composed.health()
         answer = await composed.service.search("install")
     assert absent not in names and names == ["mkdocs"] and answer.provider == "mkdocs"
-    assert health["status"] == "degraded" and health["unresolvedSecrets"]["keys"]  # type: ignore[index]
+    assert health.status == "degraded" and health.unresolved_secrets is not None and health.unresolved_secrets.keys

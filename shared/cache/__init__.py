@@ -3,18 +3,8 @@ or memory when no storage is configured."""
 
 from shared.cache.configured import open_store
 from shared.cache.memory import MemoryIndexStore
-from shared.cache.store import (
-    CachedIndex,
-    CacheStat,
-    IndexStore,
-    graph_name,
-    index_name,
-    missing_name,
-    ranking_name,
-    refresh_run_name,
-    store_newest,
-    vectors_name,
-)
+from shared.cache.names import graph_name, index_name, missing_name, ranking_name, refresh_run_name, vectors_name
+from shared.cache.store import CachedIndex, CacheStat, IndexStore, store_newest
 
 __all__ = [
     "CacheStat",

@@ -1,10 +1,9 @@
-"""What a cache store is: named copies with versions and conditional writes, and the names of what it holds.
+"""What a cache store is: named copies with versions and conditional writes.
 
-A store holds named entries: each site's search index under the spec's cache file name (`index_name`), and
-artifacts derived from an index under their own reserved prefix (`vectors_name`, `missing_name`), so no site name
-can ever collide with another site's artifacts. `version` is the store's own opaque version (a blob's ETag);
-writes are conditional on it, so an older copy never replaces a newer one. A store that cannot be reached raises
-`StoreError`; callers treat that as "no cached copy" and carry on from the origin.
+A store holds named entries (`shared.cache.names`): each site's search index and the artifacts derived from it.
+`version` is the store's own opaque version (a blob's ETag); writes are conditional on it, so an older copy never
+replaces a newer one. A store that cannot be reached raises `StoreError`; callers treat that as "no cached copy" and
+carry on from the origin.
 """
 
 from __future__ import annotations
@@ -13,10 +12,6 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
-
-from shared.settings import ARTIFACTS_PREFIX, index_name, safe_name
-
-__all__ = ["index_name"]  # the spec's cache file name, derived with the settings that configure it
 
 WRITE_ATTEMPTS = 3
 
@@ -95,35 +90,6 @@ class IndexStore(Protocol):
         """What health reports about the store, from what it last saw; never does I/O."""
 
     async def aclose(self) -> None: ...
-
-
-def vectors_name(site: str, model_id: str) -> str:
-    """Where a site's entry embeddings from one model are kept: `embeddings/{site}/{model}.json`."""
-    return f"{ARTIFACTS_PREFIX}{safe_name(site)}/{safe_name(model_id)}.json"
-
-
-def missing_name(site: str) -> str:
-    """Where a site's record of pages its index lists but the origin does not serve is kept:
-    `embeddings/{site}/missing/pages.json` (one level deeper than any `vectors_name`, so no model id can collide)."""
-    return f"{ARTIFACTS_PREFIX}{safe_name(site)}/missing/pages.json"
-
-
-def ranking_name(site: str) -> str:
-    """Where a site's prebuilt ranker is kept (`providers.mkdocs.artifact`): `embeddings/{site}/ranking/ranker.bin`
-    (three levels, never under `missing/`), with the index version and code it was built from in its metadata."""
-    return f"{ARTIFACTS_PREFIX}{safe_name(site)}/ranking/ranker.bin"
-
-
-def graph_name(file: str) -> str:
-    """Where the embedding model's rewritten graph is shared between instances (`shared.embedding`):
-    `embeddings/encoder/graphs/{file}` (three levels, never under `missing/` or `ranking/`, so no site collides)."""
-    return f"{ARTIFACTS_PREFIX}encoder/graphs/{safe_name(file)}"
-
-
-def refresh_run_name(run: str) -> str:
-    """Where the outcome of a publish refresh that outlasted its caller is kept: `embeddings/refresh/runs/{run}.json`
-    (three levels, like `missing_name`, but never under `missing/`, so no site or model id can collide)."""
-    return f"{ARTIFACTS_PREFIX}refresh/runs/{safe_name(run)}.json"
 
 
 async def store_newest(store: IndexStore, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:

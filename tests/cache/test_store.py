@@ -109,8 +109,8 @@ def test_no_site_index_name_collides_with_another_sites_artifacts(template: str)
     artifacts = {vectors_name(site, "model") for site in sites} | {missing_name(site) for site in sites}
     assert len(indexes) == len(sites) and len(artifacts) == 2 * len(sites)
     assert not indexes & artifacts
-    assert all(name.startswith("embeddings/") for name in artifacts)
-    assert not any(name.startswith("embeddings/") for name in indexes)
+    assert all(name.startswith(("embeddings/", "derived/")) for name in artifacts)
+    assert not any(name.startswith(("embeddings/", "derived/")) for name in indexes)
 
 
 @pytest.mark.parametrize("model", ["missing", "missing/pages", "pages", "missing-pages", "model"])
@@ -118,4 +118,4 @@ def test_no_site_index_name_collides_with_another_sites_artifacts(template: str)
 def test_a_missing_pages_record_never_shares_a_name_with_embeddings(site: str, model: str) -> None:
     names = {vectors_name(other, model) for other in ("x", "x/missing", "missing", "embeddings")}
     assert missing_name(site) not in names
-    assert missing_name(site).startswith("embeddings/") and missing_name(site).endswith("/missing/pages.json")
+    assert missing_name(site).startswith("derived/") and missing_name(site).endswith("/missing/pages.json")

@@ -1,7 +1,8 @@
 """The Bicep under infra/, parsed with pycep-parser (no Bicep CLI, no network) and checked against what it deploys.
 
 The app-setting checks derive the expected names from the settings model itself, so a setting added to
-`shared/settings.py` fails here until infra/main.bicep and local.settings.sample.json carry it too.
+`shared/settings.py` fails here until the artefacts are generated again (`tools/settings_artifacts.py`, whose
+equality with the committed files tests/infra/test_settings_artifacts.py checks); these check what they deploy.
 """
 
 from __future__ import annotations
@@ -14,16 +15,14 @@ import tomllib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 import yaml
 from pycep import BicepParser
-from pydantic import BaseModel, SecretStr
-from pydantic.fields import FieldInfo
 
-from shared.providers.mkdocs.kinds import PathWeights
-from shared.settings import PREFIX, DocumentationSettings, load_settings
+from shared.settings import PREFIX, load_settings
+from tools.settings_artifacts import NOT_DEPLOYED, SHIPPED, WIRED, Setting, settings
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -84,34 +83,6 @@ callers must hand it the topic's identity (`app/docs-events.bicep`) and nothing 
 HOST_OWNED = re.compile(r"^(FUNCTIONS_|AzureWebJobs|APPLICATIONINSIGHTS_|AZURE_|WEBSITE_)", re.IGNORECASE)
 """Names the Functions host or the platform owns (the model reads some, such as `WEBSITE_HOSTNAME`, as they are)."""
 
-NOT_DEPLOYED = {
-    f"{PREFIX}AiSearch__ApiKey": "local development only: in Azure the identity authenticates to AI Search",
-    f"{PREFIX}Cache__ConnectionString": "carries an account key; the deployment is keyless (Cache__BlobServiceUri)",
-}
-"""Settings the service reads that the deployment deliberately never sets."""
-
-WIRED = {
-    f"{PREFIX}Identity__ClientId": "the user-assigned identity's client id",
-    f"{PREFIX}AiSearch__Endpoint": "the given endpoint, else the AI Search service's",
-    f"{PREFIX}Refresh__QueueName": "the queue refreshOnPublish creates, else empty (no queue trigger)",
-    f"{PREFIX}Auth__TenantId": "with entraAuth this tenant, else the parameter authTenantId",
-    f"{PREFIX}Auth__Audience": "with entraAuth the registration's Application ID URI, else the parameter authAudience",
-    f"{PREFIX}Auth__Scopes": "with entraAuth the registration's scope, else the parameter authScopes",
-    f"{PREFIX}Auth__AppRoles": "with entraAuth the registration's read role, else the parameter authAppRoles",
-    f"{PREFIX}Refresh__AppRoles": "with entraAuth the registration's refresh role, else the parameter refreshAppRoles",
-}
-"""Settings whose value comes from the deployment itself rather than from a parameter of the same name."""
-
-SHIPPED = {
-    f"{PREFIX}AiSearch__SearchFilter": (
-        "format eq '.html'",
-        "the spec's AI Search host ships it while the code default is none (documentation-retrieval.md, Search "
-        "filter: code default vs. shipped value): it drops each page's Markdown twin before ranking, so `top` = the "
-        "limit counts pages, not twins",
-    ),
-}
-"""Settings whose Bicep default is the spec's shipped host value rather than the service's own default."""
-
 
 @cache
 def parse(path: Path) -> dict[str, Any]:
@@ -128,46 +99,9 @@ def body(resource: dict[str, Any]) -> dict[str, Any]:
     return config["config"] if "condition" in config else config
 
 
-def model_settings(model: type[BaseModel] = DocumentationSettings, prefix: str = PREFIX) -> dict[str, FieldInfo]:
-    """Every app-setting name the model reads, walking nested (and optional) sections; host-owned names excluded."""
-    names: dict[str, FieldInfo] = {}
-    for name, field in model.model_fields.items():
-        alias = field.alias or name
-        if prefix == PREFIX and HOST_OWNED.match(alias):
-            continue
-        section = section_model(field)
-        if section is None:
-            names[prefix + alias] = field
-        else:
-            names.update(model_settings(section, f"{prefix}{alias}__"))
-    return names
-
-
-def section_model(field: FieldInfo) -> type[BaseModel] | None:
-    """The nested section a field holds (`Section` or `Section | None`), or None for a single setting."""
-    candidates = (field.annotation, *get_args(field.annotation))
-    return next((t for t in candidates if isinstance(t, type) and issubclass(t, BaseModel)), None)
-
-
-def is_secret(field: FieldInfo) -> bool:
-    return SecretStr in (field.annotation, *get_args(field.annotation))
-
-
-def as_setting(value: Any) -> str:
-    """A model default written the way an app setting carries it."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, tuple | list):
-        return ",".join(map(str, value))
-    if isinstance(value, dict):
-        return json.dumps(value)
-    if isinstance(value, PathWeights):
-        return value.source
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+def model_settings() -> dict[str, Setting]:
+    """Every app-setting name the model reads (host-owned names apart), with what the model says of it."""
+    return {setting.key: setting for setting in settings()}
 
 
 def bicep_string(value: Any) -> Any:
@@ -358,7 +292,7 @@ def test_every_role_assignment_goes_to_the_apps_identity_with_a_named_role() -> 
 def test_app_settings_are_exactly_the_settings_the_service_reads() -> None:
     expected = model_settings()
     assert set(NOT_DEPLOYED) <= set(expected), "NOT_DEPLOYED names a setting the service no longer reads"
-    assert all(is_secret(expected[name]) for name in NOT_DEPLOYED)
+    assert all(expected[name].secret for name in NOT_DEPLOYED)
     deployed = set(deployed_settings())
     assert deployed == set(expected) - set(NOT_DEPLOYED), (
         f"missing from infra/main.bicep: {sorted(set(expected) - set(NOT_DEPLOYED) - deployed)}; "
@@ -379,12 +313,12 @@ def test_settings_parameters_carry_the_services_defaults() -> None:
     fields = model_settings()
     parameters = parse(MAIN)["parameters"]
     for name, value in deployed_settings().items():
-        if name in WIRED or is_secret(fields[name]):
+        if name in WIRED or fields[name].secret:
             continue
         parameter = parameter_for(name)
         assert value == parameter, f"{name} should be the parameter {parameter}"
         default = bicep_string(parameters[parameter]["default"])
-        service = as_setting(fields[name].get_default(call_default_factory=True))
+        service = fields[name].default
         if name in SHIPPED:
             assert default == SHIPPED[name][0], f"{name}: Bicep default {default!r}, shipped {SHIPPED[name][0]!r}"
             assert default != service, f"{name} now ships the service's own default: drop it from SHIPPED"
@@ -395,8 +329,7 @@ def test_settings_parameters_carry_the_services_defaults() -> None:
             assert str(default) == service, f"{name}: Bicep default {default!r}, service default {service!r}"
     for name in WIRED:
         # An empty app setting reads as unset (shared/settings.py), so "" (an empty list too) hides no default either.
-        default = fields[name].get_default(call_default_factory=True)
-        assert as_setting(default) == "", f"{name} has a service default the deployment would hide"
+        assert fields[name].default == "", f"{name} has a service default the deployment would hide"
 
 
 def test_a_deployment_with_every_default_configures_the_service_as_its_own_defaults_do() -> None:
@@ -412,11 +345,12 @@ def test_a_deployment_with_every_default_configures_the_service_as_its_own_defau
 
 def test_secrets_are_key_vault_references_from_secure_parameters() -> None:
     fields = model_settings()
-    secrets = {name for name, field in fields.items() if is_secret(field)} - set(NOT_DEPLOYED)
+    secrets = {name for name, setting in fields.items() if setting.secret} - set(NOT_DEPLOYED)
     assert secrets, "the model has no secret left to deploy"
     settings = deployed_settings()
     secure = secure_parameters(MAIN)
-    vault_secrets = body(parse(MAIN)["modules"]["keyVault"])["params"]["secrets"]
+    assert body(parse(MAIN)["modules"]["keyVault"])["params"]["secrets"] == "keyVaultSecrets"
+    vault_secrets = parse(MAIN)["variables"]["keyVaultSecrets"]["value"]
     for name in secrets:
         reference = re.fullmatch(r"@Microsoft\.KeyVault\(SecretUri=https://\S+/secrets/(\S+)\)", settings[name])
         assert reference, f"{name} must be a Key Vault reference, not {settings[name]!r}"

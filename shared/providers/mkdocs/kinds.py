@@ -2,43 +2,24 @@
 guide on the same topic, unless the query asks for that kind of page, and command-line reference pages above it
 when the query asks about the command line (pure: no I/O).
 
-Documentation sites mix guides with pages *about* a feature's history: the design proposal that introduced it,
-the upgrade notes that changed its default, the release notes that announced it. They share the guide's words,
-so a lexical or semantic ranker lets them compete with the guide, and a reader asking how to use a feature wants
-the guide. The spec's only knob is the per-page `boost` a page author sets in front matter; these rules are the
-site-wide knob a docs owner sets once in `Forge__Documentation__Search__PathWeights`:
+Documentation sites mix guides with pages *about* a feature's history (the proposal that introduced it, the upgrade
+notes that changed its default, the release notes that announced it): they share the guide's words, and a reader
+asking how to use the feature wants the guide. The other way round, a generated command reference shares few words
+with a question put in the reader's terms, so the guide wins even when the reader asked for the command. The spec's
+only knob is the per-page `boost` a page author sets; these rules are the site-wide knob a docs owner sets once in
+`Forge__Documentation__Search__PathWeights`:
 
     [{"pattern": "proposals/", "weight": 0.5, "unless": ["proposal", "design"]},
-     {"pattern": "*/upgrading/*", "weight": 0.5, "unless": ["upgrade", "migrate"]},
-     {"pattern": "release/notes/", "weight": 0.5, "site": "cloud-foundations"},
      {"pattern": "*commands/*", "weight": 2, "when": ["cli", "command", "flag"]}]
 
-The other way round, a site's generated command reference (one page per subcommand: synopsis, options, examples)
-shares few words with a question put in the reader's terms ("change an existing deploy freeze from the CLI"), while
-the guide on the same feature shares many and names the command in passing, so the guide wins even when the reader
-asked for the command. A `when` rule gives those pages their weight only for a question that asks for their kind.
+A rule matches a page's decoded, lower-cased path within its site (a glob when it has `*`, `?` or `[`, whose `*`
+crosses `/`; else a prefix), on every site or on its `site`. Its `weight` multiplies the page's score like a boost,
+and its semantic credit too (`parameters.py`). A query containing one of its `unless` words or phrases (compared
+after the ranker's stemming) switches it off; a `when` rule is on only for a query containing one of its own. The
+first matching rule claims a page even while it is off. `[]` restores the spec's ranking; `docs/configuration.md`
+is the full reference.
 
-- `pattern` is matched against a page's path within its site (`operator-manual/upgrading/2.14-3.0/`, the
-  location a search returns without the site prefix and anchor), decoded (`my page/`, not `my%20page/`) and
-  case-insensitively. A pattern with `*`, `?` or
-  `[` is a glob whose `*` also crosses `/`; any other pattern is a path prefix.
-- `weight` multiplies the page's score like its `boost` (both apply): 0 drops the page to the bottom (and, with the
-  default relevance floor, out of the results), 0.5 halves it, 2 doubles it. Unlike a boost above 1, which
-  multiplies the term score only, a weight also multiplies the page's semantic credit (`ranking.py`), so a kind
-  the query asks for is found by meaning too.
-- `unless` lists words or phrases that, when the query contains one (every word of a phrase, compared after the
-  ranker's own stemming, so `proposal` also waives for `proposals`), switch the rule off for that query: a
-  reader asking for "the proposal for sync windows" or "what changed when upgrading to 3.0" gets those pages
-  ranked as the spec ranks them.
-- `when` lists words or phrases (matched the same way) of which the query must contain one for the rule to apply
-  at all: "how do I change a sync window from the CLI" doubles the command pages, "how do sync windows work" leaves
-  them as the spec ranks them. A rule has `unless` or `when`, not both.
-- `site` (optional) limits a rule to one configured site (checked at start-up); without it a rule applies to
-  every site.
-- The first matching rule wins, so an exception goes before the general rule. It claims its pages even while it is
-  off for a query (waived, or a `when` rule not asked for): later rules never weigh them.
-
-An empty list (`[]`) restores the spec's ranking exactly.
+`DEFAULT` stays here, not with the ranking parameters: it is the setting's default, which a deployment replaces.
 """
 
 from __future__ import annotations
@@ -49,8 +30,10 @@ import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import unquote
 
+from shared.errors import ConfigurationError
 from shared.providers.mkdocs.index import MAX_BOOST
 from shared.providers.mkdocs.text import analyze
 
@@ -184,3 +167,22 @@ def _phrases(where: str, key: str, raw: object) -> tuple[frozenset[str], ...]:
     if not all(phrases):
         raise ValueError(f"{where}: every '{key}' entry needs a word a query can contain (not only stop words)")
     return phrases
+
+
+SETTING = "Forge__Documentation__Search__PathWeights"
+
+
+@lru_cache(maxsize=8)
+def configured(text: str | None, sites: tuple[str, ...]) -> PathWeights:
+    """The page-kind rules the `Search__PathWeights` setting gives (None or empty: `DEFAULT`), each rule's `site`
+    one of `sites`; ConfigurationError names the setting and what is wrong. Parsed once per text: the hosts call it
+    right after reading the settings, so a bad value stops start-up, and the registry and warm-up again for theirs."""
+    try:
+        weights = PathWeights.parse(text or DEFAULT)
+    except ValueError as exc:
+        raise ConfigurationError(SETTING, str(exc)) from None
+    known = {site.lower() for site in sites}
+    for number, rule in enumerate(weights.rules):
+        if rule.site is not None and rule.site.lower() not in known:
+            raise ConfigurationError(f"{SETTING} rule {number}", f"{rule.site!r} is not a configured site")
+    return weights

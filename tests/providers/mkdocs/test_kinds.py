@@ -6,9 +6,11 @@ import json
 
 import pytest
 
+from shared.api import create_app
+from shared.compose import checked
 from shared.errors import ConfigurationError
-from shared.providers.mkdocs.kinds import DEFAULT, PathWeights
-from shared.settings import load_settings
+from shared.providers.mkdocs.kinds import DEFAULT, PathWeights, configured
+from shared.settings import DocumentationSettings, load_settings
 from tests.support.pages import FILLER, page, ranker
 
 GUIDE = page(
@@ -171,12 +173,19 @@ def test_a_phrase_waives_only_with_all_its_words() -> None:
     assert weights.toggled(["note", "sync"]) == frozenset()
 
 
+def rules(**settings: str) -> PathWeights:
+    """The page-kind rules these app settings give, checked as start-up checks them (`compose.checked`)."""
+    return configured_rules(checked(load_settings({"Forge__Documentation__Origin": "http://docs.example"} | settings)))
+
+
+def configured_rules(settings: DocumentationSettings) -> PathWeights:
+    return configured(settings.search.path_weights, tuple(settings.sites))
+
+
 def test_the_setting_defaults_to_the_documented_rules_and_an_empty_list_turns_them_off() -> None:
-    origin = {"Forge__Documentation__Origin": "http://docs.example"}
-    assert load_settings(origin).search.path_weights == PathWeights.parse(DEFAULT)
-    assert load_settings(origin | {"Forge__Documentation__Search__PathWeights": ""}).search.path_weights.rules
-    off = load_settings(origin | {"Forge__Documentation__Search__PathWeights": "[]"})
-    assert off.search.path_weights.rules == ()
+    assert rules() == PathWeights.parse(DEFAULT)
+    assert rules(Forge__Documentation__Search__PathWeights="").rules
+    assert rules(Forge__Documentation__Search__PathWeights="[]").rules == ()
 
 
 @pytest.mark.parametrize(
@@ -201,8 +210,12 @@ def test_the_setting_defaults_to_the_documented_rules_and_an_empty_list_turns_th
     ],
 )
 def test_a_malformed_setting_stops_start_up_with_a_reason(value: str, message: str) -> None:
-    with pytest.raises(ConfigurationError, match=message):
-        load_settings({"Forge__Documentation__Origin": "http://x", "Forge__Documentation__Search__PathWeights": value})
+    with pytest.raises(ConfigurationError, match=message) as caught:
+        rules(Forge__Documentation__Search__PathWeights=value)
+    assert caught.value.key.startswith("Forge__Documentation__Search__PathWeights")
+    with pytest.raises(ConfigurationError, match=message):  # the app refuses to start
+        origin = {"Forge__Documentation__Origin": "http://x"}
+        create_app(load_settings(origin | {"Forge__Documentation__Search__PathWeights": value}))
 
 
 def test_the_indexed_list_form_is_refused_rather_than_read_as_no_rules() -> None:
@@ -215,10 +228,5 @@ def test_the_indexed_list_form_is_refused_rather_than_read_as_no_rules() -> None
 
 
 def test_a_rule_for_a_configured_site_is_accepted_whatever_its_case() -> None:
-    settings = load_settings(
-        {
-            "Forge__Documentation__Origin": "http://x",
-            "Forge__Documentation__Search__PathWeights": '[{"pattern": "x/", "weight": 0.5, "site": "FORGE"}]',
-        }
-    )
-    assert settings.search.path_weights.rule_for("forge", "x/y/") == 0
+    weights = rules(Forge__Documentation__Search__PathWeights='[{"pattern": "x/", "weight": 0.5, "site": "FORGE"}]')
+    assert weights.rule_for("forge", "x/y/") == 0

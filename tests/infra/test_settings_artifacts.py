@@ -1,0 +1,82 @@
+"""The settings' artefacts (`tools/settings_artifacts.py`): the committed ones are what the settings model generates,
+and a setting added to the model reaches every one of them from its field alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pycep import BicepParser
+from pydantic import Field, SecretStr
+
+from shared.settings import DocumentationSettings, RemoteSettings
+from tools.settings_artifacts import MAIN, PARAMETERS, generated, main_bicep, main_parameters, sample_settings, stale
+
+
+def test_the_committed_artefacts_are_what_the_settings_model_generates() -> None:
+    differ = [str(path.name) for path in stale()]
+    assert not differ, f"{differ} differ from shared/settings.py: run python -m tools.settings_artifacts"
+
+
+def test_the_sample_is_a_functions_local_settings_file() -> None:
+    sample = json.loads(sample_settings())
+    assert sample["IsEncrypted"] is False
+    assert sample["Values"]["FUNCTIONS_WORKER_RUNTIME"] == "python"
+    assert set(sample["_comments"]) - {"AzureWebJobsStorage"} <= set(sample["Values"])
+    assert all(comment.strip() for comment in sample["_comments"].values())
+
+
+class _RemoteWithOneMore(RemoteSettings):
+    client_secret: SecretStr | None = Field(None, alias="ClientSecret")
+    """What the other deployment also asks for."""
+
+
+class _WithTwoMore(DocumentationSettings):
+    """The model as a developer grows it: one plain setting, one secret in an optional section."""
+
+    remote: _RemoteWithOneMore | None = Field(None, alias="Remote")  # type: ignore[assignment]
+    page_budget: int = Field(40, alias="PageBudget", ge=1)
+    """How many pages one answer names.
+
+    Not what an operator reads: only the first paragraph is."""
+
+
+def test_a_new_setting_reaches_every_artefact_from_its_field_alone(tmp_path: Path) -> None:
+    sample = json.loads(sample_settings(_WithTwoMore))
+    assert sample["Values"]["Forge__Documentation__PageBudget"] == "40"
+    assert sample["_comments"]["Forge__Documentation__PageBudget"] == "How many pages one answer names."
+    assert sample["Values"]["Forge__Documentation__Remote__ClientSecret"] == ""
+
+    bicep = main_bicep(MAIN.read_text(encoding="utf-8"), _WithTwoMore)
+    assert (
+        "@description('Forge__Documentation__PageBudget: How many pages one answer names.')\n"
+        "param pageBudget string = '40'\n"
+    ) in bicep
+    assert "  Forge__Documentation__PageBudget: pageBudget\n" in bicep
+    assert "@secure()\n@description('Forge__Documentation__Remote__ClientSecret: " in bicep
+    assert "var remoteClientSecretGiven = remoteEnabled && !empty(remoteClientSecret)\n" in bicep
+    assert "  '${remoteClientSecretSecretName}': remoteClientSecret\n" in bicep
+    lines = bicep.splitlines()
+    assert "remoteClientSecretGiven" in next(line for line in lines if line.startswith("var anySecretGiven = "))
+    assert "remoteClientSecretSettings" in next(line for line in lines if line.startswith("var documentationSettings"))
+    written = tmp_path / "main.bicep"
+    written.write_text(bicep, encoding="utf-8")
+    parsed = BicepParser().parse(file_path=written)
+    assert parsed["parameters"]["pageBudget"]["default"] == "40"
+    assert parsed["variables"]["coreSettings"]["value"]["Forge__Documentation__PageBudget"] == "pageBudget"
+
+    parameters = json.loads(main_parameters(PARAMETERS.read_text(encoding="utf-8"), _WithTwoMore))["parameters"]
+    assert parameters["pageBudget"] == {"value": "${Forge__Documentation__PageBudget=40}"}
+    assert parameters["remoteClientSecret"] == {"value": "${Forge__Documentation__Remote__ClientSecret=}"}
+
+
+def test_the_generator_leaves_what_is_not_the_settings_as_it_is() -> None:
+    bicep, parameters = generated()[MAIN], generated()[PARAMETERS]
+    committed = MAIN.read_text(encoding="utf-8")
+    assert bicep.split("// BEGIN settings")[0] == committed.split("// BEGIN settings")[0]
+    assert bicep.split("// END generated settings")[1] == committed.split("// END generated settings")[1]
+    own = json.loads(PARAMETERS.read_text(encoding="utf-8"))["parameters"]
+    regenerated = json.loads(parameters)["parameters"]
+    assert {name: own[name] for name in own if "Forge__" not in own[name]["value"]} == {
+        name: regenerated[name] for name in regenerated if "Forge__" not in regenerated[name]["value"]
+    }
