@@ -37,3 +37,9 @@ def remaining() -> float | None:
     """Seconds left for outbound calls (never negative), or None outside any request deadline."""
     deadline = _DEADLINE.get()
     return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def capped(seconds: float) -> float:
+    """What one outbound call may take: its own bound `seconds`, or what is left of the deadline when sooner."""
+    left = remaining()
+    return seconds if left is None else min(seconds, left)

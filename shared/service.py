@@ -27,6 +27,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
+
+from pydantic import SerializeAsAny, SerializerFunctionWrapHandler, model_serializer
 
 from shared import reading, telemetry
 from shared.deadline import remaining
@@ -39,7 +42,7 @@ from shared.errors import (
     ServiceUnavailableError,
 )
 from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Found, Reason, Resolution, SearchResponse, SiteSearched
-from shared.providers.base import DocumentationProvider
+from shared.providers.base import DocumentationProvider, ProviderHealth, Report
 from shared.reading import Read
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
 from shared.validation import check_limit, check_location, check_query, nearest
@@ -56,6 +59,19 @@ MISS_PRECEDENCE = (
     Reason.NOT_FOUND,
 )
 """Most specific first: which provider's miss `get` reports when every fetch provider missed."""
+
+
+class InChain(Report):
+    """A provider's health as the chain reports it: its place and whether it fetches, then its own fields."""
+
+    order: int
+    fetch: bool
+    health: SerializeAsAny[ProviderHealth]
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        fields: dict[str, Any] = handler(self)
+        return {"order": fields["order"], "fetch": fields["fetch"], **fields["health"]}
 
 
 class DocumentationService:
@@ -164,10 +180,10 @@ class DocumentationService:
         log.info("fetch found nothing: %s (location length %d)", resolution.reason.value, len(requested))
         raise ResolutionError(resolution)
 
-    def health(self) -> dict[str, object]:
+    def health(self) -> dict[str, InChain]:
         """Each provider's own report, in chain order, without doing I/O."""
         return {
-            provider.name: {"order": provider.order, "fetch": provider.supports_fetch, **provider.health()}
+            provider.name: InChain(order=provider.order, fetch=provider.supports_fetch, health=provider.health())
             for provider in self.providers
         }
 

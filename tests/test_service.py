@@ -15,7 +15,8 @@ from shared.cache import MemoryIndexStore
 from shared.compose import compose
 from shared.errors import InvalidRequestError, OriginError, ProviderDeclinedError, ProviderError, ResolutionError
 from shared.models import Reason
-from shared.service import DocumentationService
+from shared.providers.base import ProviderHealth, Status, roll_up
+from shared.service import DocumentationService, InChain
 from shared.settings import load_settings
 from tests.support.providers import FakeProvider
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
@@ -188,10 +189,10 @@ async def test_the_composition_root_adds_given_providers_to_the_chain_and_closes
         )
         assert (await composed.service.search("q")).provider == "first"
         health = composed.health()
-        assert list(health["providers"]) == ["first", "mkdocs", "last"]  # type: ignore[call-overload]
-        assert health["providers"]["first"] == {"order": 0, "fetch": True, "fake": True}  # type: ignore[index]
-        assert health["cache"]["kind"] == "memory"  # type: ignore[index]
-        assert health["embedding"] == {"state": "off"}
+        assert list(health.providers) == ["first", "mkdocs", "last"]
+        assert health.providers["first"] == InChain(order=0, fetch=True, health=ProviderHealth(status=Status.OK))
+        assert health.cache["kind"] == "memory"
+        assert health.embedding == {"state": "off"}
     assert first.closed and fallback.closed
 
 
@@ -249,4 +250,23 @@ async def test_health_is_degraded_while_the_cache_store_fails(
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
     async with compose(settings, embedding=None, store=MemoryIndexStore(status=store_status)) as composed:
         report = composed.health()
-    assert report["status"] == status and report["cache"]["status"] == store_status  # type: ignore[index]
+    assert report.status == status and report.cache["status"] == store_status
+
+
+OK, DEGRADED, UNAVAILABLE = Status.OK, Status.DEGRADED, Status.UNAVAILABLE
+
+
+@pytest.mark.parametrize(
+    ("parts", "whole"),
+    [
+        ((), OK),
+        ((OK, OK), OK),
+        ((OK, DEGRADED), DEGRADED),
+        ((OK, UNAVAILABLE), DEGRADED),  # something still answers
+        ((UNAVAILABLE, DEGRADED), UNAVAILABLE),  # nothing answers: a failing cache store does not soften it
+        ((UNAVAILABLE,), UNAVAILABLE),
+        ((DEGRADED, DEGRADED), DEGRADED),
+    ],
+)
+def test_one_roll_up_turns_parts_statuses_into_the_wholes(parts: tuple[Status, ...], whole: Status) -> None:
+    assert roll_up(parts) is whole

@@ -320,7 +320,8 @@ class ServiceBackend:
         self._service = composition.service
 
     async def health(self) -> dict[str, Any]:
-        return dict(self._composition.health())
+        report: dict[str, Any] = self._composition.health().model_dump(mode="json", by_alias=True)
+        return report
 
     async def search(self, query: str, limit: int) -> Reply:
         try:

@@ -170,7 +170,7 @@ def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier
         if "respond-async" not in request.headers.get("prefer", "").lower():
             futures = list(run.outcomes.values())
             await asyncio.wait(futures, timeout=composed.settings.refresh.wait_seconds)
-        report = run.report()
+        report = run.report().model_dump(mode="json", by_alias=True)
         if run.done:
             return JSONResponse(report)
         composed.refresher.keep(run)
@@ -185,7 +185,9 @@ def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier
         report = await composed.refresher.outcome(run)
         if report is None:
             return error(404, "not_found", "no refresh run with this id (or its outcome was not recorded)")
-        return JSONResponse(report)
+        body = report.model_dump(mode="json", by_alias=True)
+        # A recorded run answers as the store holds it: its keys sorted.
+        return JSONResponse(json.loads(json.dumps(body, sort_keys=True)) if report.recorded else body)
 
 
 async def _body(request: Request) -> dict[str, Any]:

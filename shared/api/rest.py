@@ -12,10 +12,12 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
 from shared import __version__
-from shared.api.errors import ErrorBody, ServiceNotStarted, within
+from shared.api.errors import ServiceNotStarted, within
 from shared.compose import Composition
+from shared.error_body import ErrorBody
 from shared.errors import InvalidRequestError
 from shared.models import Document, SearchResponse, View
+from shared.providers.base import Status
 from shared.reading import MAX_OFFSET, MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT, QUERY_PATTERN
 
@@ -188,5 +190,6 @@ def install_routes(app: FastAPI, sites: Sequence[str]) -> None:
         """`status` (`ok`, `degraded` when some sites or providers fail, `unavailable` with 503 when nothing can be
         searched), each provider's state (per-site loads, retries and ranking), the cache store and the embedding
         model; nothing is loaded to answer it."""
-        report = {"version": __version__, **composed.health()}
-        return JSONResponse(report, status_code=503 if report["status"] == "unavailable" else 200)
+        report = composed.health()
+        body = {"version": __version__, **report.model_dump(mode="json", by_alias=True)}
+        return JSONResponse(body, status_code=503 if report.status is Status.UNAVAILABLE else 200)

@@ -9,15 +9,27 @@ reports failure by raising from `shared.errors`:
   `ProviderError` (`ProviderDeclinedError` when it chose not to try); the chain logs it and falls through.
 - `sites` names the sites it serves; the chain checks a caller's `site` against the union of every provider's
   `sites` once, and passes it only to providers that declare it, in their own spelling.
-- `health` is free-form and must not do I/O; `aclose` releases what the provider opened.
+- `health` is a `ProviderHealth` (its status, and whatever fields the provider adds) and must not do I/O; it
+  becomes JSON only at the API. `aclose` releases what the provider opened.
+
+Health's vocabulary is here too: `Status`, and `roll_up`, the one rule that turns parts' statuses into a whole's
+(a provider's sites into its status, the providers into the service's); `LastCalls` is what the providers that call
+a service (AI Search, another deployment) remember of their latest calls.
 
 Providers never import each other or the chain; the composition root (`shared.compose`) builds them.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Protocol
 
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+from shared.errors import ServiceCallError
 from shared.models import Document, SearchResult
 
 
@@ -41,10 +53,78 @@ class DocumentationProvider(Protocol):
         cannot tell them raises a miss, so the chain asks the next one."""
         ...
 
-    def health(self) -> dict[str, object]:
+    def health(self) -> ProviderHealth:
         """What this provider wants operators to see, without doing I/O."""
         ...
 
     async def aclose(self) -> None:
         """Release clients and stop background work."""
         ...
+
+
+class Status(StrEnum):
+    """How a provider, or the whole service, stands in health."""
+
+    OK = "ok"
+    DEGRADED = "degraded"
+    UNAVAILABLE = "unavailable"
+
+
+def roll_up(statuses: Iterable[Status]) -> Status:
+    """The status of a whole from its parts': `unavailable` when one part is and none is `ok` (nothing left that
+    answers), `degraded` when any part is not `ok`, else `ok` (no parts at all too)."""
+    seen = set(statuses)
+    if Status.UNAVAILABLE in seen and Status.OK not in seen:
+        return Status.UNAVAILABLE
+    return Status.DEGRADED if seen - {Status.OK} else Status.OK
+
+
+class Report(BaseModel):
+    """A part of a health or warm-up report: camelCase in JSON, as the answers are (`shared.models`)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+Instant = Annotated[datetime, PlainSerializer(lambda at: at.isoformat())]
+"""A time in a report, written as Python writes it (`+00:00`, not pydantic's `Z`)."""
+
+
+def absent() -> Any:
+    """A report field left out of the JSON while it is None (rather than written as null)."""
+    return Field(None, exclude_if=lambda value: value is None)
+
+
+class ProviderHealth(Report):
+    """What a provider reports in health: its status; each provider adds its own fields after it."""
+
+    status: Status = Status.OK
+
+
+class LastError(Report):
+    """The latest failed call to the service a provider stands on: how it failed, never a message."""
+
+    kind: str
+    status: int | None
+    """The HTTP status, when there was one."""
+    at: Instant
+
+
+class LastCalls:
+    """The outcome of a provider's latest calls to the service it stands on, for health: it is failing while its
+    latest failure is newer than its latest success."""
+
+    def __init__(self) -> None:
+        self.succeeded_at: datetime | None = None
+        self.error: LastError | None = None
+
+    def succeeded(self) -> datetime:
+        self.succeeded_at = datetime.now(UTC)
+        return self.succeeded_at
+
+    def failed(self, error: ServiceCallError) -> datetime:
+        self.error = LastError(kind=error.kind, status=error.status, at=datetime.now(UTC))
+        return self.error.at
+
+    @property
+    def failing(self) -> bool:
+        return self.error is not None and (self.succeeded_at is None or self.error.at > self.succeeded_at)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from shared.errors import ResolutionError
 from shared.models import Document, Reason, Resolution, Rule, SearchResult
+from shared.providers.base import ProviderHealth
 
 
 def result(location: str, provider: str) -> SearchResult:
@@ -57,8 +58,8 @@ class FakeProvider:
             resolution=resolution,
         )
 
-    def health(self) -> dict[str, object]:
-        return {"fake": True}
+    def health(self) -> ProviderHealth:
+        return ProviderHealth()
 
     async def aclose(self) -> None:
         self.closed = True

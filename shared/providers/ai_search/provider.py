@@ -21,16 +21,16 @@ import inspect
 import logging
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from shared.deadline import remaining
+from shared.deadline import capped
 from shared.errors import ConfigurationError, ProviderDeclinedError
 from shared.identity import credential as identity_credential
 from shared.models import Document, Found, SiteAnswer, SiteSearched
-from shared.providers.ai_search.errors import AiSearchError, translate
+from shared.providers.ai_search.errors import translate
 from shared.providers.ai_search.mapping import PROVIDER, Fields, Mapper
+from shared.providers.base import Instant, LastCalls, LastError, ProviderHealth, Status, absent
 from shared.settings import PREFIX, AiSearchSettings, DocumentationSettings
 from shared.telemetry import query_shape
 
@@ -58,6 +58,20 @@ def credential(settings: DocumentationSettings) -> Credential:
 
         return AzureKeyCredential(options.api_key.get_secret_value())
     return identity_credential(settings)
+
+
+class AiSearchHealth(ProviderHealth):
+    """Configuration (never a key) and the outcome of the latest search."""
+
+    endpoint: str
+    index: str
+    semantic_configuration: str
+    filter: bool
+    site_field: str | None
+    authentication: str
+    timeout_seconds: float
+    last_success_at: Instant | None
+    last_error: LastError | None = absent()
 
 
 def odata_string(value: str) -> str:
@@ -92,16 +106,14 @@ class AiSearchProvider:
         self._credential = credential
         self._authentication = "api-key" if isinstance(credential, AzureKeyCredential) else "entra-id"
         self._client = SearchClient(options.endpoint, options.index_name, credential, retry_total=0)
-        self._last_success: datetime | None = None
-        self._last_error: AiSearchError | None = None
-        self._last_error_at: datetime | None = None
+        self._calls = LastCalls()
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
         """Results from the index, with every site in scope `searched` (the service cannot say when it indexed)."""
         if query.strip() == LIST_ALL:
             raise ProviderDeclinedError("listing every page is left to a provider that knows the sites' pages")
         request_filter = self._request_filter(site)
-        seconds = self._seconds()
+        seconds = capped(self._options.timeout_seconds)
         shape = query_shape(query)
         log.debug(
             "ai_search search (query length %d, %d terms, limit %d, filtered %s)",
@@ -119,7 +131,7 @@ class AiSearchProvider:
             results = self._mapper.results(hits, query, limit)
         except Exception as exc:
             error = translate(exc)
-            self._last_error, self._last_error_at = error, datetime.now(UTC)
+            self._calls.failed(error)
             log.warning(
                 "ai_search search failed: %s (%s) after %.0f ms",
                 error.kind,
@@ -127,7 +139,7 @@ class AiSearchProvider:
                 (time.monotonic() - started) * 1000,
             )
             raise error from exc
-        self._last_success = datetime.now(UTC)
+        self._calls.succeeded()
         log.debug("ai_search answered %d hits, %d results", len(hits), len(results))
         scope = (site,) if site is not None else self.sites
         return Found(results, sites={name: SiteSearched(state=SiteAnswer.SEARCHED) for name in scope})
@@ -167,35 +179,23 @@ class AiSearchProvider:
         on_site = f"{self._options.site_field} eq {odata_string(site)}"
         return f"({self._filter}) and {on_site}" if self._filter else on_site
 
-    def _seconds(self) -> float:
-        left = remaining()
-        return self._options.timeout_seconds if left is None else min(self._options.timeout_seconds, left)
-
     async def get(self, location: str, *, outline: bool = False) -> Document:
         raise ProviderDeclinedError("AI Search is search-only: pages are fetched by another provider")
 
-    def health(self) -> dict[str, object]:
+    def health(self) -> AiSearchHealth:
         """Configuration (never a key) and the outcome of the latest search: `degraded` while the latest failed."""
-        error, failed_at, succeeded_at = self._last_error, self._last_error_at, self._last_success
-        failing = failed_at is not None and (succeeded_at is None or failed_at > succeeded_at)
-        report: dict[str, object] = {
-            "status": "degraded" if failing else "ok",
-            "endpoint": urlsplit(self._options.endpoint or "").netloc,
-            "index": self._options.index_name,
-            "semanticConfiguration": self._options.semantic_configuration_name,
-            "filter": bool(self._filter),
-            "siteField": self._options.site_field,
-            "authentication": self._authentication,
-            "timeoutSeconds": self._options.timeout_seconds,
-            "lastSuccessAt": succeeded_at.isoformat() if succeeded_at else None,
-        }
-        if error is not None and failed_at is not None:
-            report["lastError"] = {
-                "kind": error.kind,
-                "status": error.status,
-                "at": failed_at.isoformat(),
-            }
-        return report
+        return AiSearchHealth(
+            status=Status.DEGRADED if self._calls.failing else Status.OK,
+            endpoint=urlsplit(self._options.endpoint or "").netloc,
+            index=self._options.index_name,
+            semantic_configuration=self._options.semantic_configuration_name,
+            filter=bool(self._filter),
+            site_field=self._options.site_field,
+            authentication=self._authentication,
+            timeout_seconds=self._options.timeout_seconds,
+            last_success_at=self._calls.succeeded_at,
+            last_error=self._calls.error,
+        )
 
     async def aclose(self) -> None:
         try:

@@ -33,17 +33,19 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from pydantic import ValidationError
 
 from shared.cache import CachedIndex, IndexStore, refresh_run_name
 from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.fetch import OriginClient
+from shared.providers.mkdocs.missing_store import read_record
+from shared.providers.mkdocs.outcomes import Outcome, RunReport, RunState, SiteOutcome
 from shared.providers.mkdocs.pagecheck import PageCheck
-from shared.providers.mkdocs.phantoms import read_record
 from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.warm import CHANGED, FAILED, warm_pages, warm_site
+from shared.providers.mkdocs.warm import warm_pages, warm_site
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -55,12 +57,11 @@ RECHECKS = (30.0, 90.0, 270.0)
 """Seconds after a changed refresh at which pages it found missing are checked again (a publish still uploading)."""
 KEPT_RUNS = 256
 """Runs kept in memory for their outcome; older ones are read from the store."""
-RUNNING = "running"
 
 
 @dataclass(slots=True)
 class _Site:
-    queued: asyncio.Future[dict[str, str]] | None = None
+    queued: asyncio.Future[SiteOutcome] | None = None
     driver: asyncio.Task[None] | None = None
     last_start: float = float("-inf")
     rechecks: asyncio.Task[None] | None = None
@@ -72,7 +73,7 @@ class Run:
 
     id: str
     started: datetime
-    outcomes: dict[str, asyncio.Future[dict[str, str]]]
+    outcomes: dict[str, asyncio.Future[SiteOutcome]]
     kept: bool = False
     """Its outcome is written to the store once done (the caller was told to read it later)."""
     saved: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -81,22 +82,21 @@ class Run:
     def done(self) -> bool:
         return all(future.done() for future in self.outcomes.values())
 
-    def report(self) -> dict[str, Any]:
-        """`{"run", "status", "startedAt", "sites": {site: outcome}}`, a site still refreshing as `running`."""
-        sites = {site: _outcome(future) for site, future in self.outcomes.items()}
-        return {
-            "run": self.id,
-            "status": "done" if self.done else RUNNING,
-            "startedAt": self.started.isoformat(timespec="seconds"),
-            "sites": sites,
-        }
+    def report(self) -> RunReport:
+        """Each site's outcome so far, a site still refreshing as `running`."""
+        return RunReport(
+            run=self.id,
+            status=RunState.DONE if self.done else RunState.RUNNING,
+            started_at=self.started,
+            sites={site: _outcome(future) for site, future in self.outcomes.items()},
+        )
 
 
-def _outcome(future: asyncio.Future[dict[str, str]]) -> dict[str, str]:
+def _outcome(future: asyncio.Future[SiteOutcome]) -> SiteOutcome:
     if not future.done():
-        return {"outcome": RUNNING}
+        return SiteOutcome(outcome=Outcome.RUNNING)
     if future.cancelled():
-        return {"outcome": FAILED, "reason": "the refresh was stopped (the instance shut down)"}
+        return SiteOutcome(outcome=Outcome.FAILED, reason="the refresh was stopped (the instance shut down)")
     return future.result()
 
 
@@ -145,7 +145,7 @@ class Refresher:
         run.kept = True
         run.saved = asyncio.create_task(self._save(run), name=f"refresh run {run.id}")
 
-    async def outcome(self, run_id: str) -> dict[str, Any] | None:
+    async def outcome(self, run_id: str) -> RunReport | None:
         """A run's report: from this instance while it keeps it, else as the store recorded it; None if unknown."""
         run = self._runs.get(run_id)
         if run is not None:
@@ -158,21 +158,21 @@ class Refresher:
         if stored is None:
             return None
         try:
-            report = json.loads(stored.payload)
-        except ValueError:
+            report = RunReport.model_validate_json(stored.payload)
+        except ValidationError:
             return None
-        return report if isinstance(report, dict) else None
+        return report.model_copy(update={"recorded": True})
 
     async def _save(self, run: Run) -> None:
         await asyncio.gather(*run.outcomes.values(), return_exceptions=True)
-        payload = json.dumps(run.report(), sort_keys=True).encode()
+        payload = json.dumps(run.report().model_dump(mode="json", by_alias=True), sort_keys=True).encode()
         entry = CachedIndex(payload=payload, fetched_at=datetime.now(UTC))
         try:
             await self._store.write(refresh_run_name(run.id), entry, expected_version=None)
         except StoreError as exc:
             log.warning("could not record the outcome of a refresh run (%s)", type(exc).__name__)
 
-    def _queue(self, site: str) -> asyncio.Future[dict[str, str]]:
+    def _queue(self, site: str) -> asyncio.Future[SiteOutcome]:
         state = self._sites[site]
         if state.queued is None:
             state.queued = asyncio.get_running_loop().create_future()
@@ -200,19 +200,19 @@ class Refresher:
                 raise
             except Exception as exc:  # one site's refresh must never end the driver with callers waiting
                 log.exception("refresh %s failed", site)
-                outcome = {"outcome": FAILED, "reason": f"the refresh failed ({type(exc).__name__})"}
+                outcome = SiteOutcome(outcome=Outcome.FAILED, reason=f"the refresh failed ({type(exc).__name__})")
             if not future.done():
                 future.set_result(outcome)
-            if outcome.get("outcome") == CHANGED and self._rechecks:
+            if outcome.outcome is Outcome.CHANGED and self._rechecks:
                 state.rechecks = asyncio.create_task(self._recheck(site), name=f"recheck {site}")
 
-    async def _refresh(self, site: str) -> dict[str, str]:
+    async def _refresh(self, site: str) -> SiteOutcome:
         check = PageCheck(self._client, self._settings)
         settings, store = self._settings, self._store
         outcome = await warm_site(self._client, settings, store, site, embedding=self._embedding, check=check)
-        if outcome["outcome"] != FAILED:
+        if not outcome.failed:
             self._registry.check_soon(site)  # this instance serves the new version now, not at its next check
-        log.info("refresh %s: %s", site, outcome["outcome"])
+        log.info("refresh %s: %s", site, outcome.outcome)
         return outcome
 
     async def _recheck(self, site: str) -> None:

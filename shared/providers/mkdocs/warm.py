@@ -6,7 +6,8 @@ origin gave last time, and then
     200       validate (parses, has entries) and write it, conditionally                      -> changed
               (or -> unchanged when the content is the same as the stored copy's)
     failure   leave the stored copy alone                                                      -> failed, reason
-Each outcome but a failure carries `fetchedAt`: when the origin last vouched for the copy the store now holds.
+Each outcome (`outcomes.SiteOutcome`) but a failure carries `fetchedAt`: when the origin last vouched for the
+copy the store now holds.
 One site's failure never stops the others. With shared storage, the stored index version's pages are then
 checked against the origin unless its missing-pages record is already complete (`pagecheck`: bounded
 concurrency, conditional requests, a time budget), and what is found is merged into the record beside the index,
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from datetime import UTC, datetime
 
 from shared.cache import IndexStore, index_name, open_store, store_newest
@@ -30,16 +32,18 @@ from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginErr
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors, share_graph
 from shared.providers.mkdocs.index import parse_index
+from shared.providers.mkdocs.kinds import configured
 from shared.providers.mkdocs.loading import fetch_index, store_prebuilt
 from shared.providers.mkdocs.missing import MissingRecord, start
+from shared.providers.mkdocs.missing_store import read_record, save
+from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
 from shared.providers.mkdocs.pagecheck import PageCheck
-from shared.providers.mkdocs.phantoms import read_record, save
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
 
-CHANGED, UNCHANGED, FAILED = "changed", "unchanged", "failed"
-OUTCOMES = (CHANGED, UNCHANGED, FAILED)
+NO_STORED_INDEX = Step(state=StepState.SKIPPED, detail="no stored index")
+CHANGED_MEANWHILE = Step(state=StepState.SKIPPED, detail="the stored index changed meanwhile; checked again next time")
 
 
 async def warm_site(
@@ -50,153 +54,158 @@ async def warm_site(
     *,
     embedding: EmbeddingModel | None = None,
     check: PageCheck | None = None,
-) -> dict[str, str]:
+) -> SiteOutcome:
     """One site's refresh, then its pages and embeddings; never raises for an origin or storage failure, it
     reports them. `check` is the warm-up's page check, shared by its sites (one lane of requests)."""
     outcome = await _warm_index(client, settings, store, site)
-    if outcome["outcome"] != FAILED:
-        outcome["ranker"] = await warm_ranker(settings, store, site)
-        outcome["pages"] = await warm_pages(settings, store, site, check or PageCheck(client, settings))
-    if embedding is not None and outcome["outcome"] != FAILED:
-        outcome["semantic"] = await warm_vectors(settings, store, site, embedding)
-    return outcome
+    if outcome.failed:
+        return outcome
+    ranker = await warm_ranker(settings, store, site)
+    pages = await warm_pages(settings, store, site, check or PageCheck(client, settings))
+    semantic = await warm_vectors(settings, store, site, embedding) if embedding is not None else None
+    return outcome.model_copy(update={"ranker": ranker, "pages": pages, "semantic": semantic})
 
 
-async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: str) -> str:
+async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: str) -> Step:
     """Make sure the stored index version has its prebuilt ranker (`artifact`), so cold instances load it instead
     of parsing and building; built, current, or why not. Never raises."""
     if store.kind == "memory":
-        return "skipped: no shared storage to keep it in"
+        return Step(state=StepState.SKIPPED, detail="no shared storage to keep it in")
     name = index_name(settings.cache_file_name_template, site)
     try:
         stat = await store.stat(name)
         if stat is None or not stat.complete:
-            return "skipped: no stored index"
-        built = await store_prebuilt(store, site, stat, lambda: store.read(name), settings.search.path_weights)
+            return NO_STORED_INDEX
+        weights = configured(settings.search.path_weights, tuple(settings.sites))
+        built = await store_prebuilt(store, site, stat, lambda: store.read(name), weights)
     except (StoreError, IndexFormatError) as exc:
-        return f"failed: {exc}"
+        return Step(state=StepState.FAILED, detail=str(exc))
     except Exception as exc:  # one site's prebuild must not cost the other sites their warm-up
         log.exception("warm-up %s: prebuilding its ranker failed", site)
-        return f"failed: {type(exc).__name__}"
+        return Step(state=StepState.FAILED, detail=type(exc).__name__)
     if built == "changed":
-        return "skipped: the stored index changed meanwhile; built next time"
-    return built
+        return Step(state=StepState.SKIPPED, detail="the stored index changed meanwhile; built next time")
+    return Step(state=StepState(built))
 
 
-async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site: str, model: EmbeddingModel) -> str:
+async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site: str, model: EmbeddingModel) -> Step:
     """Make sure the stored index has stored embeddings; computed, current, or why not. Never raises."""
     if store.kind == "memory":
-        return "skipped: no shared storage to keep them in"
+        return Step(state=StepState.SKIPPED, detail="no shared storage to keep them in")
     try:
         cached = await store.read(index_name(settings.cache_file_name_template, site))
         if cached is None:
-            return "skipped: no stored index"
+            return NO_STORED_INDEX
         index = await asyncio.to_thread(parse_index, site, cached.payload)
         _, computed = await ensure_vectors(store, model, site, index, digest=cached.digest)
     except (StoreError, IndexFormatError, EmbeddingUnavailableError) as exc:
-        return f"failed: {exc}"
+        return Step(state=StepState.FAILED, detail=str(exc))
     except Exception as exc:  # one site's embedding must not cost the other sites their warm-up
         log.exception("warm-up %s: embedding failed", site)
-        return f"failed: {type(exc).__name__}"
-    return "computed" if computed else "current"
+        return Step(state=StepState.FAILED, detail=type(exc).__name__)
+    return Step(state=StepState.COMPUTED if computed else StepState.CURRENT)
 
 
-async def warm_pages(settings: DocumentationSettings, store: IndexStore, site: str, check: PageCheck) -> str:
+async def warm_pages(settings: DocumentationSettings, store: IndexStore, site: str, check: PageCheck) -> Step:
     """Check the stored index version's pages unless its record is complete (then only the pages it hides, which
     may have come back); what was found, or why not.
 
     Never raises. Only counts are reported: page paths stay out of reports and logs.
     """
     if store.kind == "memory":
-        return "skipped: no shared storage to keep the record in"
+        return Step(state=StepState.SKIPPED, detail="no shared storage to keep the record in")
     name = index_name(settings.cache_file_name_template, site)
     try:
         stat = await store.stat(name)
         previous = (await read_record(store, site)).record
         if stat is not None and previous is not None and previous.index == stat.digest and previous.complete:
             if not previous.hidden:
-                return "current: 0 missing"
+                return _missing(StepState.CURRENT, previous)
             again = await check.again(site, previous)  # pages it hides may have come back; no index download
             if again == previous:
-                return f"current: {len(previous.hidden)} missing"
+                return _missing(StepState.CURRENT, previous)
             saved = await save(store, site, again, index_name=name)
             if saved is None:
-                return "skipped: the stored index changed meanwhile; checked again next time"
-            return f"current: {len((saved.record or again).hidden)} missing"
+                return CHANGED_MEANWHILE
+            return _missing(StepState.CURRENT, saved.record or again)
         cached = await store.read(name)
         if cached is None:
-            return "skipped: no stored index"
+            return NO_STORED_INDEX
         index = await asyncio.to_thread(parse_index, site, cached.payload)
         checked = await check.site(site, index, start(previous, cached.digest))
         saved = await save(store, site, checked, index_name=name)
     except (StoreError, IndexFormatError) as exc:
-        return f"failed: {exc}"
+        return Step(state=StepState.FAILED, detail=str(exc))
     except Exception as exc:  # one site's check must not cost the other sites their warm-up
         log.exception("warm-up %s: checking its pages failed", site)
-        return f"failed: {type(exc).__name__}"
+        return Step(state=StepState.FAILED, detail=type(exc).__name__)
     if saved is None:
-        return "skipped: the stored index changed meanwhile; checked again next time"
+        return CHANGED_MEANWHILE
     return _pages_summary(checked, saved.record or checked, len(index.pages))
 
 
-def _pages_summary(checked: MissingRecord, stored: MissingRecord, pages: int) -> str:
-    missing = f"{len(stored.hidden)} missing"
+def _missing(state: StepState, record: MissingRecord) -> Step:
+    return Step(state=state, detail=f"{len(record.hidden)} missing")
+
+
+def _pages_summary(checked: MissingRecord, stored: MissingRecord, pages: int) -> Step:
     if checked.complete:
-        return f"checked: {missing}"
+        return _missing(StepState.CHECKED, stored)
     decided = len(checked.checked | checked.missing)
-    return f"partial: {decided} of {pages} pages decided, {missing}; the rest next time"
+    detail = f"{decided} of {pages} pages decided, {len(stored.hidden)} missing; the rest next time"
+    return Step(state=StepState.PARTIAL, detail=detail)
 
 
 async def _warm_index(
     client: OriginClient, settings: DocumentationSettings, store: IndexStore, site: str
-) -> dict[str, str]:
+) -> SiteOutcome:
     name = index_name(settings.cache_file_name_template, site)
     try:
         stat = await store.stat(name)
     except StoreError as exc:
-        return {"outcome": FAILED, "reason": f"cache storage unavailable: {exc}"}
+        return SiteOutcome(outcome=Outcome.FAILED, reason=f"cache storage unavailable: {exc}")
     # Validators are trusted only from a copy this service wrote; anything else is fetched whole and replaced.
     conditional = stat if stat is not None and stat.complete else None
     try:
         fetched = await fetch_index(client, settings, site, conditional=conditional)
     except OriginError as exc:
-        failure = {"outcome": FAILED, "reason": str(exc)}
-        return failure | ({"status": str(exc.status)} if exc.status else {})
+        return SiteOutcome(outcome=Outcome.FAILED, reason=str(exc), status=exc.status or None)
     except IndexFormatError as exc:
-        return {"outcome": FAILED, "reason": f"the origin's index is invalid ({exc}); the cached copy is kept"}
+        reason = f"the origin's index is invalid ({exc}); the cached copy is kept"
+        return SiteOutcome(outcome=Outcome.FAILED, reason=reason)
     try:
         if fetched is None:
             assert stat is not None  # a 304 only answers a conditional request
             now = datetime.now(UTC)
             touched = await store.touch(name, now, expected_version=stat.version)
             if touched:
-                return {"outcome": UNCHANGED, "detail": "origin answered 304; metadata refreshed", **_at(now)}
-            return {
-                "outcome": UNCHANGED,
-                "detail": "another instance refreshed it first",
-                **await _stored_at(store, name),
-            }
+                return SiteOutcome(
+                    outcome=Outcome.UNCHANGED, detail="origin answered 304; metadata refreshed", fetched_at=now
+                )
+            detail = "another instance refreshed it first"
+            return SiteOutcome(outcome=Outcome.UNCHANGED, detail=detail, fetched_at=await _stored_at(store, name))
         written = await store_newest(store, name, fetched.entry, expected_version=stat.version if stat else None)
-        entries = str(fetched.entry.entries)
+        entries = fetched.entry.entries
         if written is None:
-            detail = "another instance wrote a copy at least as new"
-            return {"outcome": UNCHANGED, "detail": detail, "entries": entries, **await _stored_at(store, name)}
+            return SiteOutcome(
+                outcome=Outcome.UNCHANGED,
+                detail="another instance wrote a copy at least as new",
+                entries=entries,
+                fetched_at=await _stored_at(store, name),
+            )
     except StoreError as exc:
-        return {"outcome": FAILED, "reason": f"cache write failed: {exc}"}
-    at = _at(fetched.entry.fetched_at)
+        return SiteOutcome(outcome=Outcome.FAILED, reason=f"cache write failed: {exc}")
+    at = fetched.entry.fetched_at
     if stat is not None and stat.digest == fetched.entry.digest:
-        return {"outcome": UNCHANGED, "detail": "same content; validators refreshed", "entries": entries, **at}
-    return {"outcome": CHANGED, "entries": entries, **at}
+        detail = "same content; validators refreshed"
+        return SiteOutcome(outcome=Outcome.UNCHANGED, detail=detail, entries=entries, fetched_at=at)
+    return SiteOutcome(outcome=Outcome.CHANGED, entries=entries, fetched_at=at)
 
 
-def _at(fetched_at: datetime) -> dict[str, str]:
-    return {"fetchedAt": fetched_at.astimezone(UTC).isoformat(timespec="seconds")}
-
-
-async def _stored_at(store: IndexStore, name: str) -> dict[str, str]:
+async def _stored_at(store: IndexStore, name: str) -> datetime | None:
     """When the origin vouched for the copy another instance left in the store."""
     stat = await store.stat(name)
-    return _at(stat.fetched_at) if stat is not None else {}
+    return stat.fetched_at if stat is not None else None
 
 
 async def warm_all(
@@ -205,7 +214,7 @@ async def warm_all(
     *,
     embedding: EmbeddingModel | None = None,
     client: OriginClient | None = None,
-) -> dict[str, dict[str, str]]:
+) -> dict[str, SiteOutcome]:
     """Refresh every configured site concurrently; each outcome is logged and counted."""
     if store.kind == "memory":
         log.warning("warm-up: no storage is configured, so the refreshed copies are not shared with any instance")
@@ -223,22 +232,27 @@ async def warm_all(
     if embedding is not None and embedding.model_id == MINILM.model_id:
         await share_graph(store)  # the rewritten graph this run loaded, for the instances that serve
     for site, outcome in report.items():
-        if outcome["outcome"] == FAILED:
-            log.warning("warm-up %s: failed: %s", site, outcome["reason"])
+        if outcome.failed:
+            log.warning("warm-up %s: failed: %s", site, outcome.reason)
         else:
-            log.info("warm-up %s: %s %s", site, outcome["outcome"], outcome.get("detail", ""))
-        if "pages" in outcome:
-            log.info("warm-up %s: pages %s", site, outcome["pages"])
-        if "semantic" in outcome:
-            log.info("warm-up %s: embeddings %s", site, outcome["semantic"])
-    counts = {kind: sum(1 for item in outcomes if item["outcome"] == kind) for kind in OUTCOMES}
-    log.info("warm-up done: %d changed, %d unchanged, %d failed", counts[CHANGED], counts[UNCHANGED], counts[FAILED])
+            log.info("warm-up %s: %s %s", site, outcome.outcome, outcome.detail or "")
+        if outcome.pages is not None:
+            log.info("warm-up %s: pages %s", site, outcome.pages)
+        if outcome.semantic is not None:
+            log.info("warm-up %s: embeddings %s", site, outcome.semantic)
+    counts = Counter(outcome.outcome for outcome in outcomes)
+    log.info(
+        "warm-up done: %d changed, %d unchanged, %d failed",
+        counts[Outcome.CHANGED],
+        counts[Outcome.UNCHANGED],
+        counts[Outcome.FAILED],
+    )
     return report
 
 
 async def run_warmup(
     settings: DocumentationSettings, *, embedding: EmbeddingModel | None
-) -> tuple[dict[str, object], dict[str, dict[str, str]]]:
+) -> tuple[dict[str, object], dict[str, SiteOutcome]]:
     """One warm-up against the configured store, as the timer and `python -m shared warm` run it.
 
     `embedding` is the process's model (None: semantic matching is off). Returns the store's description (taken

@@ -23,15 +23,16 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from shared.deadline import remaining
+from shared.deadline import capped
 from shared.errors import ConfigurationError, ProviderDeclinedError, ResolutionError
 from shared.forwarding import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
 from shared.identity import credential as identity_credential
 from shared.models import Document, Reason, Resolution, SearchResult
+from shared.providers.base import Instant, LastCalls, LastError, ProviderHealth, Report, Status, absent
 from shared.providers.remote import mapping
 from shared.providers.remote.client import call_tool, in_session
 from shared.providers.remote.errors import COOLING, CREDENTIAL, TIMEOUT, TOOL, RemoteError, translate
@@ -55,6 +56,27 @@ def credential(settings: DocumentationSettings) -> AsyncTokenCredential | None:
     if options is None or options.token is not None or not options.scope:
         return None
     return identity_credential(settings)
+
+
+class LastAnswer(Report):
+    """Which provider answered on the other deployment, the last time one did."""
+
+    remote_provider: str
+    at: Instant
+
+
+class RemoteHealth(ProviderHealth):
+    """Configuration (never a token or key), the cooldown and the latest outcome."""
+
+    endpoint: str
+    authentication: str
+    functions_key: bool
+    timeout_seconds: float
+    cooldown_seconds: float
+    cooling_down_until: Instant | None
+    last_success_at: Instant | None
+    last_error: LastError | None = absent()
+    last_answer: LastAnswer | None = absent()
 
 
 class RemoteProvider:
@@ -81,10 +103,8 @@ class RemoteProvider:
         self._clock = clock
         self._cooling_until: float | None = None
         self._cooling_until_at: datetime | None = None
-        self._last_success: datetime | None = None
-        self._last_error: RemoteError | None = None
-        self._last_error_at: datetime | None = None
-        self._last_backend: tuple[str, datetime] | None = None
+        self._calls = LastCalls()
+        self._last_answer: LastAnswer | None = None
         redaction.install()  # the MCP client logs the arguments of every call it makes
 
     async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
@@ -163,11 +183,10 @@ class RemoteProvider:
         if self._cooling_until is not None and self._clock() < self._cooling_until:
             raise ProviderDeclinedError("the remote deployment is cooling down after a failed connection")
         started = self._clock()
-        left = remaining()
-        seconds = self._options.timeout_seconds if left is None else min(self._options.timeout_seconds, left)
+        seconds = capped(self._options.timeout_seconds)
         if seconds <= 0:  # the request's own deadline is spent: not the other deployment's fault, no cooldown
             raise RemoteError(TIMEOUT, "no time left for a remote call")
-        own_bound = left is None or left >= self._options.timeout_seconds
+        own_bound = seconds >= self._options.timeout_seconds
         try:
             headers = await self._headers(seconds)
             seconds -= self._clock() - started
@@ -202,8 +221,7 @@ class RemoteProvider:
         return headers
 
     def _failed(self, error: RemoteError, *, cooling: bool = True) -> RemoteError:
-        now = datetime.now(UTC)
-        self._last_error, self._last_error_at = error, now
+        now = self._calls.failed(error)
         if cooling and error.kind in COOLING and self._options.cooldown_seconds > 0:
             self._cooling_until = self._clock() + self._options.cooldown_seconds
             self._cooling_until_at = now + timedelta(seconds=self._options.cooldown_seconds)
@@ -211,34 +229,27 @@ class RemoteProvider:
         return error
 
     def _succeeded(self, backend: str | None) -> None:
-        now = datetime.now(UTC)
-        self._last_success = now
+        now = self._calls.succeeded()
         self._cooling_until = self._cooling_until_at = None
         if backend is not None:
-            self._last_backend = (backend, now)
+            self._last_answer = LastAnswer(remote_provider=backend, at=now)
 
-    def health(self) -> dict[str, object]:
+    def health(self) -> RemoteHealth:
         """Configuration (never a token or key), the cooldown and the latest outcome: `degraded` while cooling
         down or while the latest call failed."""
         cooling = self._cooling_until is not None and self._clock() < self._cooling_until
-        error, failed_at, succeeded_at = self._last_error, self._last_error_at, self._last_success
-        failing = failed_at is not None and (succeeded_at is None or failed_at > succeeded_at)
-        report: dict[str, object] = {
-            "status": "degraded" if cooling or failing else "ok",
-            "endpoint": urlsplit(self._endpoint).netloc,
-            "authentication": "token" if self._options.token else "entra-id" if self._credential else "none",
-            "functionsKey": self._options.functions_key is not None,
-            "timeoutSeconds": self._options.timeout_seconds,
-            "cooldownSeconds": self._options.cooldown_seconds,
-            "coolingDownUntil": self._cooling_until_at.isoformat() if cooling and self._cooling_until_at else None,
-            "lastSuccessAt": succeeded_at.isoformat() if succeeded_at else None,
-        }
-        if error is not None and failed_at is not None:
-            report["lastError"] = {"kind": error.kind, "status": error.status, "at": failed_at.isoformat()}
-        if self._last_backend is not None:
-            backend, at = self._last_backend
-            report["lastAnswer"] = {"remoteProvider": backend, "at": at.isoformat()}
-        return report
+        return RemoteHealth(
+            status=Status.DEGRADED if cooling or self._calls.failing else Status.OK,
+            endpoint=urlsplit(self._endpoint).netloc,
+            authentication="token" if self._options.token else "entra-id" if self._credential else "none",
+            functions_key=self._options.functions_key is not None,
+            timeout_seconds=self._options.timeout_seconds,
+            cooldown_seconds=self._options.cooldown_seconds,
+            cooling_down_until=self._cooling_until_at if cooling else None,
+            last_success_at=self._calls.succeeded_at,
+            last_error=self._calls.error,
+            last_answer=self._last_answer,
+        )
 
     async def aclose(self) -> None:
         close = getattr(self._credential, "close", None)

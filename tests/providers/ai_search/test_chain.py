@@ -3,10 +3,12 @@ with locations MkDocs serves for `get`, and every fault falling through to MkDoc
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from shared.cache import MemoryIndexStore
-from shared.compose import compose
+from shared.compose import Composition, compose
 from shared.models import Reason
 from shared.settings import DocumentationSettings
 from tests.support.ai_search_server import AiSearchServer
@@ -56,9 +58,9 @@ async def test_the_provider_is_registered_only_when_its_endpoint_is_set(
         assert [p.name for p in composed.service.providers] == ["mkdocs"]
     async with compose(with_endpoint, embedding=None, store=MemoryIndexStore()) as composed:
         assert [p.name for p in composed.service.providers] == ["ai_search", "mkdocs"]
-        health = composed.health()["providers"]["ai_search"]  # type: ignore[index]
-        assert health["order"] == 0 and health["fetch"] is False and health["status"] == "ok"
-        assert health["authentication"] == "api-key"
+        entry = composed.health().providers["ai_search"]
+        assert entry.order == 0 and entry.fetch is False and entry.health.status == "ok"
+        assert entry.health.authentication == "api-key"  # type: ignore[attr-defined]
     assert search_server.searches() == []  # composing asks nothing
 
 
@@ -102,9 +104,9 @@ async def test_every_fault_falls_through_to_mkdocs_and_health_says_why(
 
     assert response.provider == "mkdocs" and response.results
     assert all(result.provider == "mkdocs" for result in response.results)
-    assert health["status"] == "degraded"
-    report = health["providers"]["ai_search"]  # type: ignore[index]
-    assert report["status"] == "degraded" and report["lastError"]["kind"] == kind
+    assert health.status == "degraded"
+    report = health.providers["ai_search"].health
+    assert report.status == "degraded" and report.last_error.kind == kind  # type: ignore[attr-defined]
     assert len(search_server.searches()) == 1
 
 
@@ -115,10 +117,10 @@ async def test_a_forbidden_key_is_reported_as_unauthorized(
     search_server.api_key = "rotated"
     async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
         response = await composed.service.search("install", limit=5)
-        report = composed.health()["providers"]["ai_search"]  # type: ignore[index]
+        error = composed.health().providers["ai_search"].health.last_error  # type: ignore[attr-defined]
 
     assert response.provider == "mkdocs"
-    assert report["lastError"]["kind"] == "unauthorized" and report["lastError"]["status"] == 403
+    assert error.kind == "unauthorized" and error.status == 403
 
 
 async def test_a_dead_endpoint_falls_through_to_mkdocs(static_origin: StaticOrigin) -> None:
@@ -130,10 +132,10 @@ async def test_a_dead_endpoint_falls_through_to_mkdocs(static_origin: StaticOrig
     )
     async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
         response = await composed.service.search("install", limit=5)
-        report = composed.health()["providers"]["ai_search"]  # type: ignore[index]
+        error = composed.health().providers["ai_search"].health.last_error  # type: ignore[attr-defined]
 
     assert response.provider == "mkdocs" and response.results
-    assert report["lastError"]["kind"] == "unreachable"
+    assert error.kind == "unreachable"
 
 
 async def test_a_site_search_without_a_site_field_is_left_to_mkdocs(
@@ -146,7 +148,7 @@ async def test_a_site_search_without_a_site_field_is_left_to_mkdocs(
 
     assert response.provider == "mkdocs" and {r.site for r in response.results} == {"beta-docs"}
     assert search_server.searches() == []
-    assert health["providers"]["ai_search"]["status"] == "ok"  # type: ignore[index]
+    assert health.providers["ai_search"].health.status == "ok"
 
 
 async def test_a_site_search_with_a_site_field_is_filtered_by_ai_search(
@@ -171,14 +173,14 @@ async def test_an_empty_answer_falls_through_as_no_match(
         health = c.health()
 
     assert response.provider == "mkdocs"
-    assert health["providers"]["ai_search"]["status"] == "ok"  # type: ignore[index]
+    assert health.providers["ai_search"].health.status == "ok"
 
 
 # -- the handover: MkDocs keeps what resolution and get need until a search falls through to it
 
 
-def site_states(composed: object) -> dict[str, dict[str, object]]:
-    return composed.health()["providers"]["mkdocs"]["sites"]  # type: ignore[attr-defined, no-any-return]
+def site_states(composed: Composition) -> dict[str, Any]:
+    return composed.health().providers["mkdocs"].health.sites  # type: ignore[attr-defined, no-any-return]
 
 
 async def test_with_ai_search_answering_mkdocs_defers_its_search_structures_until_a_search_falls_through(
@@ -197,11 +199,11 @@ async def test_with_ai_search_answering_mkdocs_defers_its_search_structures_unti
         built = site_states(c)
 
     assert answered.provider == "ai_search" and page.provider == "mkdocs" and page.content
-    assert deferred[DEFAULT_SITE]["state"] == "loaded" and deferred[DEFAULT_SITE]["ranking"] == "deferred"
-    assert deferred[DEFAULT_SITE]["ranker"] == "deferred" and "falls through" in str(deferred[DEFAULT_SITE]["why"])
+    assert deferred[DEFAULT_SITE].state == "loaded" and deferred[DEFAULT_SITE].ranking == "deferred"
+    assert deferred[DEFAULT_SITE].ranker == "deferred" and "falls through" in str(deferred[DEFAULT_SITE].why)
     assert held is not None and held.ranker is None  # resolution and get ran on the index alone
     assert fallen.provider == "mkdocs" and fallen.results
-    assert built[DEFAULT_SITE]["ranking"] == "lexical" and built[DEFAULT_SITE]["ranker"] == "built"
+    assert built[DEFAULT_SITE].ranking == "lexical" and built[DEFAULT_SITE].ranker == "built"
 
 
 async def test_without_a_provider_ahead_mkdocs_builds_its_search_structures_with_the_index(
@@ -210,4 +212,4 @@ async def test_without_a_provider_ahead_mkdocs_builds_its_search_structures_with
     async with compose(chain_settings(static_origin), embedding=None, store=MemoryIndexStore()) as c:
         await c.service.get("guide/install")
         states = site_states(c)
-    assert states[DEFAULT_SITE]["ranker"] == "built"
+    assert states[DEFAULT_SITE].ranker == "built"

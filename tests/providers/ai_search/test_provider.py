@@ -178,7 +178,7 @@ async def test_without_a_site_field_a_site_search_is_declined_without_a_request(
 
     assert search_server.searches() == []
     assert provider.sites == ("forge", "cloud-foundations")
-    assert provider.health()["status"] == "ok"
+    assert provider.health().status == "ok"
 
 
 async def test_the_listing_query_is_declined_without_a_request(
@@ -223,13 +223,14 @@ async def test_each_fault_is_an_ai_search_error_that_health_reports(
     assert (raised.value.kind, raised.value.status) == (kind, status)
     assert raised.value.__cause__ is not None
     health = provider.health()
-    assert health["status"] == "degraded"
-    assert health["lastError"]["kind"] == kind  # type: ignore[index]
+    assert health.status == "degraded"
+    assert health.last_error is not None and health.last_error.kind == kind
     assert len(search_server.searches()) == 1  # never retried: the next provider is the retry
 
     search_server.respond(REALISTIC)
     assert await provider.search("install", limit=5)
-    assert provider.health()["status"] == "ok" and provider.health()["lastError"]["kind"] == kind  # type: ignore[index]
+    health = provider.health()
+    assert health.status == "ok" and health.last_error is not None and health.last_error.kind == kind
 
 
 async def test_a_wrong_key_is_unauthorized(search_server: AiSearchServer) -> None:
@@ -258,7 +259,8 @@ async def test_a_slow_answer_times_out_after_timeout_seconds(search_server: AiSe
 
     assert raised.value.kind == "timeout" and raised.value.details == {"error": "timeout"}
     assert time.monotonic() - started < 5  # far below the 10 s the server would have taken
-    assert provider.health()["lastError"]["kind"] == "timeout"  # type: ignore[index]
+    error = provider.health().last_error
+    assert error is not None and error.kind == "timeout"
 
 
 async def test_the_requests_deadline_bounds_the_call_when_it_is_sooner(search_server: AiSearchServer) -> None:
@@ -293,7 +295,7 @@ async def test_an_unreachable_service_is_unreachable() -> None:
         await provider.aclose()
 
     assert raised.value.kind == "unreachable"
-    assert provider.health()["endpoint"] == f"127.0.0.1:{port}"
+    assert provider.health().endpoint == f"127.0.0.1:{port}"
 
 
 class FakeTokenCredential:
@@ -327,7 +329,7 @@ async def test_the_provider_closes_the_credential_it_was_given(search_server: Ai
     await provider.aclose()
 
     assert token.closed == 1 and token.asked == 0
-    assert health["authentication"] == "entra-id"
+    assert health.authentication == "entra-id"
 
 
 async def test_health_shows_configuration_but_never_the_key(
@@ -335,10 +337,10 @@ async def test_health_shows_configuration_but_never_the_key(
 ) -> None:
     health = provider.health()
 
-    assert health["status"] == "ok" and health["lastSuccessAt"] is None and "lastError" not in health
-    assert health["authentication"] == "api-key"
-    assert health["endpoint"] == search_server.url.removeprefix("http://")
-    assert (health["index"], health["semanticConfiguration"], health["filter"]) == ("saif-docs", "docs-semantic", False)
+    assert health.status == "ok" and health.last_success_at is None and health.last_error is None
+    assert health.authentication == "api-key"
+    assert health.endpoint == search_server.url.removeprefix("http://")
+    assert (health.index, health.semantic_configuration, health.filter) == ("saif-docs", "docs-semantic", False)
     assert search_server.api_key not in repr(health)
 
 

@@ -15,10 +15,10 @@ import pytest
 
 from shared.cache import MemoryIndexStore, index_name
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.phantoms import read_record
+from shared.providers.mkdocs.missing_store import read_record
+from shared.providers.mkdocs.outcomes import Outcome, RunState, SiteOutcome
 from shared.providers.mkdocs.refresh import MIN_GAP, Refresher, blob_events, published_sites
 from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.warm import CHANGED, FAILED, UNCHANGED
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
@@ -40,11 +40,11 @@ class Released(Refresher):
         registry = SiteRegistry(settings, client, store)
         super().__init__(settings, client, store, registry, clock=clock, sleep=sleep, rechecks=())
         self.calls: list[str] = []
-        self.gates: list[asyncio.Future[dict[str, str]]] = []
+        self.gates: list[asyncio.Future[SiteOutcome]] = []
 
-    async def _refresh(self, site: str) -> dict[str, str]:
+    async def _refresh(self, site: str) -> SiteOutcome:
         self.calls.append(site)
-        gate: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
+        gate: asyncio.Future[SiteOutcome] = asyncio.get_running_loop().create_future()
         self.gates.append(gate)
         return await gate
 
@@ -71,10 +71,10 @@ async def test_concurrent_requests_for_a_site_share_one_refresh(released: tuple[
     await turn()
 
     assert refresher.calls == ["alpha"]
-    refresher.gates[0].set_result({"outcome": CHANGED})
+    refresher.gates[0].set_result(SiteOutcome(outcome=Outcome.CHANGED))
     await turn()
-    assert first.report()["sites"] == second.report()["sites"] == {"alpha": {"outcome": CHANGED}}
-    assert first.done and first.report()["status"] == "done" and first.id != second.id
+    assert first.report().sites == second.report().sites == {"alpha": SiteOutcome(outcome=Outcome.CHANGED)}
+    assert first.done and first.report().status is RunState.DONE and first.id != second.id
 
 
 async def test_requests_during_a_refresh_queue_exactly_one_more_which_answers_them(
@@ -86,17 +86,17 @@ async def test_requests_during_a_refresh_queue_exactly_one_more_which_answers_th
     late = [refresher.request(["alpha"]) for _ in range(3)]  # a publish landing while the first refresh runs
     await turn()
     assert refresher.calls == ["alpha"]  # nothing runs beside the running refresh
-    assert late[0].report()["sites"]["alpha"] == {"outcome": "running"}
+    assert late[0].report().sites["alpha"] == SiteOutcome(outcome=Outcome.RUNNING)
 
-    refresher.gates[0].set_result({"outcome": UNCHANGED})  # fetched before the publish landed
+    refresher.gates[0].set_result(SiteOutcome(outcome=Outcome.UNCHANGED))  # fetched before the publish landed
     await turn()
-    assert running.report()["sites"]["alpha"]["outcome"] == UNCHANGED
+    assert running.report().sites["alpha"].outcome == Outcome.UNCHANGED
     assert not any(run.done for run in late)  # they wait for the refresh that started after them
     assert refresher.calls == ["alpha", "alpha"]
 
-    refresher.gates[1].set_result({"outcome": CHANGED})
+    refresher.gates[1].set_result(SiteOutcome(outcome=Outcome.CHANGED))
     await turn()
-    assert {run.report()["sites"]["alpha"]["outcome"] for run in late} == {CHANGED}
+    assert {run.report().sites["alpha"].outcome for run in late} == {Outcome.CHANGED}
     assert refresher.started == 2  # four publishes, two refreshes, none dropped
 
 
@@ -105,7 +105,7 @@ async def test_a_request_just_after_a_refresh_waits_out_the_gap(released: tuple[
     refresher.request(["alpha"])
     await turn()
     clock.now += 1
-    refresher.gates[0].set_result({"outcome": CHANGED})
+    refresher.gates[0].set_result(SiteOutcome(outcome=Outcome.CHANGED))
     await turn()
 
     refresher.request(["alpha"])
@@ -113,12 +113,12 @@ async def test_a_request_just_after_a_refresh_waits_out_the_gap(released: tuple[
     assert refresher.slept == [pytest.approx(MIN_GAP - 1)]
     assert len(refresher.calls) == 2
 
-    refresher.gates[1].set_result({"outcome": UNCHANGED})
+    refresher.gates[1].set_result(SiteOutcome(outcome=Outcome.UNCHANGED))
     clock.now += 60
     refresher.request(["alpha"])  # long after: at once
     await turn()
     assert len(refresher.slept) == 1 and len(refresher.calls) == 3
-    refresher.gates[2].set_result({"outcome": UNCHANGED})
+    refresher.gates[2].set_result(SiteOutcome(outcome=Outcome.UNCHANGED))
 
 
 async def test_sites_refresh_independently_and_a_failure_is_that_sites_outcome(
@@ -131,17 +131,19 @@ async def test_sites_refresh_independently_and_a_failure_is_that_sites_outcome(
     gates = dict(zip(refresher.calls, refresher.gates, strict=True))
     gates["beta-docs"].set_exception(RuntimeError("boom"))
     await turn()
-    assert run.report()["sites"]["beta-docs"] == {"outcome": FAILED, "reason": "the refresh failed (RuntimeError)"}
-    assert run.report()["status"] == "running"  # alpha is still refreshing
-    gates["alpha"].set_result({"outcome": UNCHANGED})
+    assert run.report().sites["beta-docs"] == SiteOutcome(
+        outcome=Outcome.FAILED, reason="the refresh failed (RuntimeError)"
+    )
+    assert run.report().status is RunState.RUNNING  # alpha is still refreshing
+    gates["alpha"].set_result(SiteOutcome(outcome=Outcome.UNCHANGED))
     await turn()
     assert run.done
 
     again = refresher.request(["beta-docs"])  # the failure did not end the site's driver for good
     await turn()
-    refresher.gates[-1].set_result({"outcome": CHANGED})
+    refresher.gates[-1].set_result(SiteOutcome(outcome=Outcome.CHANGED))
     await turn()
-    assert again.report()["sites"]["beta-docs"]["outcome"] == CHANGED
+    assert again.report().sites["beta-docs"].outcome == Outcome.CHANGED
 
 
 async def test_shutting_down_tells_waiting_callers_rather_than_leaving_them_hanging(
@@ -153,8 +155,8 @@ async def test_shutting_down_tells_waiting_callers_rather_than_leaving_them_hang
     queued = refresher.request(["alpha"])
     await refresher.aclose()
     for run in (running, queued):
-        assert run.report()["sites"]["alpha"]["outcome"] == FAILED
-        assert "shut down" in run.report()["sites"]["alpha"]["reason"]
+        assert run.report().sites["alpha"].outcome == Outcome.FAILED
+        assert "shut down" in run.report().sites["alpha"].reason
 
 
 # -- the real refresh: fixture origin, Azurite
@@ -196,10 +198,10 @@ async def test_a_refresh_is_the_warm_ups_and_the_instance_serves_the_new_version
 
     run = refresher.request([SITE])
     await asyncio.wait(list(run.outcomes.values()))
-    outcome = run.report()["sites"][SITE]
-    assert outcome["outcome"] == CHANGED and outcome["pages"] == "checked: 0 missing"
+    outcome = run.report().sites[SITE]
+    assert outcome.outcome == Outcome.CHANGED and str(outcome.pages) == "checked: 0 missing"
     stat = await counting_store.inner.stat(index_name(refresher._settings.cache_file_name_template, SITE))
-    assert stat is not None and outcome["fetchedAt"] == stat.fetched_at.isoformat(timespec="seconds")
+    assert stat is not None and outcome.fetched_at == stat.fetched_at.replace(microsecond=0)
 
     await refresher.idle()
     await registry.checked(SITE)  # the store check the refresh started in the background
@@ -217,7 +219,7 @@ async def test_pages_an_upload_had_not_served_yet_are_checked_again_soon(
     # The index is uploaded; the page is not yet: the origin answers 404 for it.
     run = refresher.request([SITE])
     await asyncio.wait(list(run.outcomes.values()))
-    assert run.report()["sites"][SITE]["pages"] == "checked: 1 missing"
+    assert str(run.report().sites[SITE].pages) == "checked: 1 missing"
     record = (await read_record(counting_store, SITE)).record
     assert record is not None and record.hidden == {NEW_PAGE}
 
@@ -240,7 +242,8 @@ async def test_an_outcome_the_caller_stopped_waiting_for_is_readable_from_anothe
         other = Refresher(blob_settings, client, counting_store, SiteRegistry(blob_settings, client, counting_store))
         report = await other.outcome(run.id)
         assert await other.outcome("0" * 32) is None
-    assert report == run.report() and report["status"] == "done"
+    assert report is not None and report.recorded and report.status is RunState.DONE
+    assert report.model_copy(update={"recorded": False}) == run.report()
 
 
 # -- which site a written blob is

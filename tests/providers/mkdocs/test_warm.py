@@ -19,8 +19,9 @@ from shared.cli import _needs_attention
 from shared.errors import StoreError
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.index import parse_index
+from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
 from shared.providers.mkdocs.vectors import SiteVectors
-from shared.providers.mkdocs.warm import CHANGED, FAILED, UNCHANGED, warm_all
+from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
 from tests.support.encoders import WordEncoder, model_of
 from tests.support.sites import (
@@ -75,12 +76,12 @@ async def test_a_first_warm_up_writes_every_published_site_and_reports_the_unpub
 ) -> None:
     report = await warm_all(blob_settings, counting_store)
 
-    assert {site: outcome["outcome"] for site, outcome in report.items()} == {
-        **dict.fromkeys(PUBLISHED_SITES, CHANGED),
-        UNPUBLISHED_SITE: FAILED,
+    assert {site: outcome.outcome for site, outcome in report.items()} == {
+        **dict.fromkeys(PUBLISHED_SITES, Outcome.CHANGED),
+        UNPUBLISHED_SITE: Outcome.FAILED,
     }
-    assert report[UNPUBLISHED_SITE]["status"] == "404" and "404" in report[UNPUBLISHED_SITE]["reason"]
-    assert {site: report[site]["pages"] for site in PUBLISHED_SITES} == {
+    assert report[UNPUBLISHED_SITE].status == 404 and "404" in report[UNPUBLISHED_SITE].reason
+    assert {site: str(report[site].pages) for site in PUBLISHED_SITES} == {
         **dict.fromkeys(PUBLISHED_SITES, "checked: 0 missing"),
         "alpha": "checked: 1 missing",  # the phantom entry
     }
@@ -115,8 +116,8 @@ async def test_a_304_only_refreshes_the_metadata(
 
     report = await warm_all(blob_settings, counting_store)
 
-    assert all(report[site]["outcome"] == UNCHANGED for site in PUBLISHED_SITES)
-    assert report["alpha"]["pages"] == "current: 1 missing"  # complete: only the hidden page is asked again
+    assert all(report[site].outcome == Outcome.UNCHANGED for site in PUBLISHED_SITES)
+    assert str(report["alpha"].pages) == "current: 1 missing"  # complete: only the hidden page is asked again
     hidden = {f"/alpha/{PHANTOM_PAGE}/", f"/alpha/{PHANTOM_PAGE}.md"}
     assert set(static_origin.paths()) - hidden == {index_path(site) for site in (*PUBLISHED_SITES, UNPUBLISHED_SITE)}
     for site in PUBLISHED_SITES:
@@ -146,10 +147,15 @@ async def test_changed_origin_content_is_validated_and_written(
     before = datetime.now(UTC).replace(microsecond=0)
     report = await warm_all(blob_settings, counting_store)
 
-    fetched_at = datetime.fromisoformat(report["beta-docs"].pop("fetchedAt"))
-    assert report["beta-docs"] == {"outcome": CHANGED, "entries": "1", "ranker": "built", "pages": "checked: 0 missing"}
-    assert fetched_at >= before  # the new version's, as the stored copy records it
-    assert report["alpha"]["outcome"] == UNCHANGED and "fetchedAt" in report["alpha"]
+    beta = report["beta-docs"]
+    assert beta.fetched_at is not None and beta.fetched_at >= before  # the new version's, as the stored copy records it
+    assert beta.model_copy(update={"fetched_at": None}) == SiteOutcome(
+        outcome=Outcome.CHANGED,
+        entries=1,
+        ranker=Step(state=StepState.BUILT),
+        pages=Step(state=StepState.CHECKED, detail="0 missing"),
+    )
+    assert report["alpha"].outcome is Outcome.UNCHANGED and report["alpha"].fetched_at is not None
     assert blobs(azurite, blob_container)[blob_name("beta-docs")] == changed
 
 
@@ -168,10 +174,10 @@ async def test_one_sites_failure_never_stops_the_others_and_bad_content_is_never
 
     report = await warm_all(blob_settings, counting_store)
 
-    assert report["alpha"]["outcome"] == FAILED and "HTTP 500" in report["alpha"]["reason"]
-    assert report["beta-docs"]["outcome"] == FAILED and "not JSON" in report["beta-docs"]["reason"]
-    assert report["gamma-docs"]["outcome"] == FAILED and "no entries" in report["gamma-docs"]["reason"]
-    assert report["rooted-docs"]["outcome"] == UNCHANGED
+    assert report["alpha"].outcome == Outcome.FAILED and "HTTP 500" in report["alpha"].reason
+    assert report["beta-docs"].outcome == Outcome.FAILED and "not JSON" in report["beta-docs"].reason
+    assert report["gamma-docs"].outcome == Outcome.FAILED and "no entries" in report["gamma-docs"].reason
+    assert report["rooted-docs"].outcome == Outcome.UNCHANGED
     assert blobs(azurite, blob_container) == good
 
 
@@ -191,7 +197,7 @@ async def test_a_blob_not_written_by_this_service_is_fetched_whole_and_replaced(
 
     report = await warm_all(blob_settings, counting_store)
 
-    assert report["alpha"]["outcome"] == CHANGED
+    assert report["alpha"].outcome == Outcome.CHANGED
     assert static_origin.requests_for(index_path("alpha"))[0].header("If-None-Match") is None
     published = (built_origin / "alpha" / "search" / "search_index.json").read_bytes()
     assert blobs(azurite, blob_container)[blob_name("alpha")] == published
@@ -209,8 +215,8 @@ async def test_unreachable_storage_fails_every_site_without_fetching(static_orig
     finally:
         await counting_store.aclose()
 
-    assert all(outcome["outcome"] == FAILED for outcome in report.values())
-    assert all("cache storage unavailable" in outcome["reason"] for outcome in report.values())
+    assert all(outcome.outcome == Outcome.FAILED for outcome in report.values())
+    assert all("cache storage unavailable" in outcome.reason for outcome in report.values())
     assert static_origin.requests == []
 
 
@@ -274,9 +280,9 @@ async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_ind
     finally:
         await store.aclose()
 
-    assert {site: first[site].get("semantic") for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, "computed")
-    assert {site: second[site].get("semantic") for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, "current")
-    assert "semantic" not in first[UNPUBLISHED_SITE]  # no index, nothing to embed
+    assert {str(first[site].semantic) for site in PUBLISHED_SITES} == {"computed"}
+    assert {str(second[site].semantic) for site in PUBLISHED_SITES} == {"current"}
+    assert first[UNPUBLISHED_SITE].semantic is None  # no index, nothing to embed
     assert set(blobs(azurite, blob_container)) == stored_names(embeddings=model.model_id)
     assert vectors_name("alpha", model.model_id) == f"embeddings/alpha/{model.model_id}.json"
     assert index is not None and vectors is not None
@@ -296,15 +302,15 @@ async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_war
     finally:
         await store.aclose()
 
-    assert {site: report[site]["outcome"] for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, CHANGED)
-    assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {"failed: RuntimeError"}
+    assert {site: report[site].outcome for site in PUBLISHED_SITES} == dict.fromkeys(PUBLISHED_SITES, Outcome.CHANGED)
+    assert {str(report[site].semantic) for site in PUBLISHED_SITES} == {"failed: RuntimeError"}
     assert set(blobs(azurite, blob_container)) == stored_names()
 
 
 async def test_without_shared_storage_the_warm_up_does_not_embed(static_origin: StaticOrigin) -> None:
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)
     report = await warm_all(settings, MemoryIndexStore(), embedding=model_of(WordEncoder()))
-    assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep them in"}
+    assert {str(report[site].semantic) for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep them in"}
 
 
 class RefusingVectors(CountingStore):
@@ -324,8 +330,8 @@ async def test_embeddings_that_could_not_be_stored_fail_their_site_in_the_report
         report = await warm_all(blob_settings, store, embedding=model_of(WordEncoder()))
     finally:
         await store.aclose()
-    assert {report[site]["outcome"] for site in PUBLISHED_SITES} == {CHANGED}
-    assert {report[site]["semantic"] for site in PUBLISHED_SITES} == {
+    assert {report[site].outcome for site in PUBLISHED_SITES} == {Outcome.CHANGED}
+    assert {str(report[site].semantic) for site in PUBLISHED_SITES} == {
         "failed: the computed embeddings could not be stored"
     }
     assert _needs_attention(report["alpha"])  # so `python -m shared warm` exits non-zero, naming the sites

@@ -71,7 +71,7 @@ async def test_search_and_get_through_b(deploy: Callable[..., Deployment]) -> No
     assert document.provider == "smithy_remote" and document.content.startswith("---\nsource: ")
     assert missed.value.resolution.reason is Reason.AMBIGUOUS
     assert missed.value.resolution.candidates == ["beta-docs/metrics/", "gamma-docs/metrics/"]
-    assert provider.health()["lastAnswer"]["remoteProvider"] == "mkdocs"  # type: ignore[index]
+    assert provider.health().last_answer.remote_provider == "mkdocs"  # type: ignore[union-attr]
 
 
 async def test_a_site_b_does_not_serve_is_a_tool_failure_without_cooldown(deploy: Callable[..., Deployment]) -> None:
@@ -82,7 +82,7 @@ async def test_a_site_b_does_not_serve_is_a_tool_failure_without_cooldown(deploy
         await provider.search("install", limit=3, site="beta-docs")
 
     assert failed.value.kind == "tool" and "bad_request" in str(failed.value)
-    assert provider.health()["coolingDownUntil"] is None
+    assert provider.health().cooling_down_until is None
     assert await provider.search("install the agent", limit=3)  # still asked
 
 
@@ -98,9 +98,9 @@ async def test_the_cooldown_declines_without_connecting_and_then_ends(dead_endpo
     clock.now += 59
     with pytest.raises(ProviderDeclinedError):
         await provider.search("install", limit=3)
-    assert dead_endpoint.connections == connected and provider.health()["status"] == "degraded"
+    assert dead_endpoint.connections == connected and provider.health().status == "degraded"
     clock.now += 2
-    assert provider.health()["coolingDownUntil"] is None
+    assert provider.health().cooling_down_until is None
     with pytest.raises(RemoteError):
         await provider.search("install", limit=3)
 
@@ -120,7 +120,7 @@ async def test_a_silent_endpoint_times_out_within_the_setting_and_cools_down() -
         silent.close()
 
     assert failed.value.kind == "timeout" and failed.value.details == {"error": "timeout"}
-    assert elapsed < 5 and provider.health()["coolingDownUntil"] is not None
+    assert elapsed < 5 and provider.health().cooling_down_until is not None
 
 
 async def test_the_request_deadline_bounds_the_call(dead_endpoint: DeadEndpoint) -> None:
@@ -130,7 +130,7 @@ async def test_the_request_deadline_bounds_the_call(dead_endpoint: DeadEndpoint)
         await provider.search("install", limit=3)
 
     assert failed.value.kind == "timeout" and dead_endpoint.connections == 0
-    assert provider.health()["coolingDownUntil"] is None  # the request ran out of time, not the remote
+    assert provider.health().cooling_down_until is None  # the request ran out of time, not the remote
 
 
 @pytest.mark.parametrize(
@@ -152,7 +152,7 @@ async def test_a_server_that_does_not_answer_mcp_is_a_failure(
         await provider.get("guide/install")
 
     assert failed.value.kind == kind
-    assert provider.health()["lastError"]["kind"] == kind  # type: ignore[index]
+    assert provider.health().last_error.kind == kind  # type: ignore[union-attr]
 
 
 async def test_a_token_for_the_scope_comes_from_the_credential(deploy: Callable[..., Deployment]) -> None:
@@ -166,7 +166,7 @@ async def test_a_token_for_the_scope_comes_from_the_credential(deploy: Callable[
     await provider.aclose()
 
     assert results and credential.scopes == [("api://docs-b/.default",)] and credential.closed
-    assert health["authentication"] == "entra-id"
+    assert health.authentication == "entra-id"
     assert all(h["authorization"] == "Bearer entra-token" for h in b.mcp_requests())
 
 
@@ -178,7 +178,7 @@ async def test_a_credential_that_fails_cools_down_without_connecting(dead_endpoi
         await provider.search("install", limit=3)
 
     assert failed.value.kind == "credential" and dead_endpoint.connections == 0
-    assert provider.health()["coolingDownUntil"] is not None
+    assert provider.health().cooling_down_until is not None
 
 
 async def test_a_forwarded_request_is_declined_without_connecting(dead_endpoint: DeadEndpoint) -> None:
@@ -187,4 +187,4 @@ async def test_a_forwarded_request_is_declined_without_connecting(dead_endpoint:
     with forwarded_request(), pytest.raises(ProviderDeclinedError):
         await provider.search("install", limit=3)
 
-    assert dead_endpoint.connections == 0 and "lastError" not in provider.health()
+    assert dead_endpoint.connections == 0 and provider.health().last_error is None

@@ -1,0 +1,120 @@
+"""What health says of the MkDocs provider: where each site's index stands and how it ranks, rolled up into a status.
+
+    MkDocsHealth       status: the sites' roll-up (a failed site `unavailable`, a loaded one `ok`)
+    └── sites          site -> SiteHealth    not_loaded | loading     counts for nothing
+                                SiteFailed   failed                   `unavailable`, unless only unpublished
+                                SiteLoaded   loaded                   `ok`; its ranker, and why it ranks lexically
+
+The models become JSON only at the API; this module only says what each one holds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import PlainSerializer, SerializeAsAny
+
+from shared.providers.base import Instant, ProviderHealth, Report, Status, absent, roll_up
+from shared.providers.mkdocs.embeddings import Semantic
+
+
+class SiteState(StrEnum):
+    NOT_LOADED = "not_loaded"
+    LOADING = "loading"
+    LOADED = "loaded"
+    FAILED = "failed"
+
+
+class RankerState(StrEnum):
+    """How a loaded site's search structures came to be."""
+
+    DEFERRED = "deferred"
+    """Not built yet: a provider ahead of MkDocs answers searches."""
+    PREBUILT = "prebuilt"
+    """Loaded from the warm-up's stored artifact."""
+    BUILT = "built"
+
+
+class Ranking(StrEnum):
+    """How a loaded site's searches are ranked."""
+
+    SEMANTIC = "semantic"
+    LEXICAL = "lexical"
+    DEFERRED = "deferred"
+
+
+class SiteHealth(Report):
+    """A site that is not loaded (yet), or loading."""
+
+    state: SiteState
+
+    @property
+    def status(self) -> Status | None:
+        """What the site counts for in the provider's status; None: nothing."""
+        return None
+
+
+class SiteFailed(SiteHealth):
+    state: SiteState = SiteState.FAILED
+    reason: str
+    unpublished: bool
+    """The origin says its index does not exist: a normal state, it counts for nothing."""
+    retry_at: Annotated[datetime, PlainSerializer(lambda at: at.isoformat(timespec="seconds"))]
+
+    @property
+    def status(self) -> Status | None:
+        return None if self.unpublished else Status.UNAVAILABLE
+
+
+class SiteLoaded(SiteHealth):
+    state: SiteState = SiteState.LOADED
+    source: str
+    ranker: RankerState
+    entries: int
+    pages: int
+    fetched_at: Instant
+    missing_pages: int
+    ranking: Ranking
+    semantic: Semantic | None = absent()
+    """Where its embeddings stand, once its search structures are built."""
+    why: str | None = absent()
+    """Why it ranks lexically (or is deferred)."""
+    updating: str | None = absent()
+    """A newer index is being embedded while this one ranks semantically."""
+
+    @property
+    def status(self) -> Status | None:
+        return Status.OK
+
+
+LEXICAL_NOTE = "a search over any site listed in lexicalSites ranks every site lexically (one kind of score)"
+
+
+class MkDocsHealth(ProviderHealth):
+    """The origin, each site's state and how it ranks."""
+
+    origin: str
+    default_site: str
+    semantic: bool
+    lexical_sites: tuple[str, ...]
+    note: str
+    sites: dict[str, SerializeAsAny[SiteHealth]]
+
+    @classmethod
+    def of(cls, sites: dict[str, SiteHealth], *, origin: str, default_site: str, semantic: bool) -> MkDocsHealth:
+        """The report over the sites' own: `unavailable` while sites fail and none is loaded, `degraded` while any
+        fails (an unpublished site is not failing), else `ok`."""
+        lexical = sorted(
+            name for name, site in sites.items() if isinstance(site, SiteLoaded) and site.ranking is Ranking.LEXICAL
+        )
+        return cls(
+            status=roll_up(site.status for site in sites.values() if site.status is not None),
+            origin=origin,
+            default_site=default_site,
+            semantic=semantic,
+            lexical_sites=tuple(lexical),
+            note=LEXICAL_NOTE if lexical and semantic else "",
+            sites=sites,
+        )
