@@ -76,7 +76,7 @@ class OriginClient:
             self._owns_session = True
         return self._session
 
-    def within(self, url: str, scope: str) -> bool:
+    def in_scope(self, url: str, scope: str) -> bool:
         """True when `url` is `scope` itself or below it, on the same scheme, host and port, with no dot segments."""
         scope = scope.rstrip("/") + "/"
         parts, allowed = urlsplit(url), urlsplit(scope)
@@ -107,7 +107,7 @@ class OriginClient:
     ) -> Response:
         scope = scope or self._origin
         for _ in range(_MAX_REDIRECTS + 1):
-            if not self.within(url, scope):
+            if not self.in_scope(url, scope):
                 raise OriginError("refused a request outside the configured origin")
             response = await self._once(method, url, max_bytes, headers or {})
             if response.status not in _REDIRECTS:

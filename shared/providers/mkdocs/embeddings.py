@@ -6,8 +6,9 @@ every instance (`ensure_vectors`); a serving instance attaches them to the index
 
 - a first load is served lexically at once; a search waits for its stored vectors' lookup at most
   `STORED_VECTORS_WAIT`, never for vectors being computed;
-- a newer index for a site that already ranks semantically is embedded before it is served, then index and
-  vectors are installed together; if embedding it fails, it is installed anyway and ranks lexically;
+- a newer index for a site that already ranks semantically is embedded before it is served: the job ends with
+  its outcome (`Embedded`) and the registry installs index and vectors together; if embedding it fails, the
+  index is installed anyway and ranks lexically;
 - every job computes on the model's one bulk lane, and a superseded job stops at its next batch;
 - a long computation stores the rows it has so far about once a minute (`PROGRESS_SECONDS`), so a run cut short
   (the warm-up's time limit, a recycled or scaled-in instance, a newer index) leaves its work in the store, and
@@ -235,16 +236,26 @@ async def ensure_vectors(
     return vectors, True
 
 
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """How an embedding job ended: the index it embedded, holding its vectors when `state` is READY, else ranking
+    lexically for `reason`."""
+
+    index: LoadedSite
+    state: Semantic
+    reason: str = ""
+
+
 @dataclass(slots=True)
 class _Job:
     """One index's embedding work: `looked_up` once its stored vectors were searched for, `stop` to end it early."""
 
     loaded: LoadedSite
-    install: Callable[[LoadedSite], None] | None
-    """Called with the index once it has its vectors (or failed to get them), when it waits to replace one."""
+    replacing: bool
+    """`loaded` waits for its vectors to replace the served index (the caller installs it); else it is served."""
     looked_up: asyncio.Event = field(default_factory=asyncio.Event)
     stop: threading.Event = field(default_factory=threading.Event)
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Task[Embedded | None] | None = None
 
     def cancel(self) -> None:
         self.stop.set()
@@ -268,22 +279,20 @@ class EmbeddingJobs:
         that repeats does not re-embed a whole site every half minute."""
 
     def start(
-        self,
-        site: str,
-        loaded: LoadedSite,
-        *,
-        reuse: SiteVectors | None = None,
-        install: Callable[[LoadedSite], None] | None = None,
-    ) -> None:
-        """Embed `loaded` (already served, or handed to `install` when done); a job for an older index stops."""
+        self, site: str, loaded: LoadedSite, *, reuse: SiteVectors | None = None, replacing: bool = False
+    ) -> asyncio.Task[Embedded | None]:
+        """Embed `loaded` in the background; a job for an older index stops. The job ends with its outcome (None
+        when a newer job superseded it): a served index's ranker has its vectors already, one `replacing` the served
+        index is the caller's to install, with its vectors or without them."""
         self.cancel(site)
         pending_retry = self._retries.pop(site, None)
         if pending_retry is not None:
             pending_retry.cancel()
         self._states[site] = (Semantic.PENDING, "")
-        job = _Job(loaded, install)
+        job = _Job(loaded, replacing)
         job.task = asyncio.get_running_loop().create_task(self._run(site, job, reuse))
         self._jobs[site] = job
+        return job.task
 
     def cancel(self, site: str) -> None:
         previous = self._jobs.pop(site, None)
@@ -294,13 +303,6 @@ class EmbeddingJobs:
         """Where the site's newest index's embeddings stand, and why when they are unavailable or failed."""
         return self._states.get(site, (Semantic.PENDING, ""))
 
-    def replacing(self, site: str) -> LoadedSite | None:
-        """The newer index waiting for its vectors before it replaces the served one, if any."""
-        job = self._jobs.get(site)
-        if job is None or job.install is None or job.task is None or job.task.done():
-            return None
-        return job.loaded
-
     async def looked_up(self, sites: list[str], seconds: float = STORED_VECTORS_WAIT) -> None:
         """Wait, at most `seconds`, until these sites' stored vectors have been looked up (and attached if found).
 
@@ -309,7 +311,7 @@ class EmbeddingJobs:
         events = [
             job.looked_up
             for site in sites
-            if (job := self._jobs.get(site)) is not None and job.install is None and not job.looked_up.is_set()
+            if (job := self._jobs.get(site)) is not None and not job.replacing and not job.looked_up.is_set()
         ]
         if not events:
             return
@@ -334,10 +336,10 @@ class EmbeddingJobs:
             job.cancel()
         await asyncio.gather(*(job.task for job in jobs if job.task is not None), return_exceptions=True)
 
-    async def _run(self, site: str, job: _Job, reuse: SiteVectors | None) -> None:
+    async def _run(self, site: str, job: _Job, reuse: SiteVectors | None) -> Embedded | None:
         """Attach the index's vectors: the stored ones for exactly these entries, else computed and stored.
 
-        A failure leaves the index ranked lexically (installed all the same) and says why in health.
+        A failure leaves the index ranked lexically and says why in health. None when a newer job took its place.
         """
         loaded, model = job.loaded, self.model
         state: tuple[Semantic, str] = (Semantic.READY, "")
@@ -370,7 +372,7 @@ class EmbeddingJobs:
             job.stop.set()
             raise
         except EmbeddingStopped:  # superseded: the newer index's job reports the state
-            return
+            return None
         except EmbeddingUnavailableError as exc:
             state = (Semantic.UNAVAILABLE, str(exc))
             log.warning("site %s: semantic matching is off: %s", site, exc)
@@ -379,17 +381,17 @@ class EmbeddingJobs:
             log.warning("site %s: embedding the index failed (%s); it ranks lexically until a retry", site, state[1])
         finally:
             job.looked_up.set()
-        if self._jobs.get(site) is job:  # not superseded by a newer index meanwhile
-            if job.install is not None:
-                job.install(loaded)  # index and vectors change together
-            self._states[site] = state
-            if state[0] is Semantic.FAILED:
-                self._schedule_retry(site, loaded)
-            else:
-                self._failures.pop(site, None)
+        if self._jobs.get(site) is not job:  # superseded by a newer index meanwhile
+            return None
+        self._states[site] = state
+        if state[0] is Semantic.FAILED:
+            self._schedule_retry(site, loaded)
+        else:
+            self._failures.pop(site, None)
+        return Embedded(loaded, *state)
 
     def _schedule_retry(self, site: str, loaded: LoadedSite) -> None:
-        """Try the now-served index again later; a newer index (a new job) or closing cancels the retry."""
+        """Try the index again later, served by then; a newer index (a new job) or closing cancels the retry."""
         failures = self._failures[site] = self._failures.get(site, 0) + 1
         backoff = min(MAX_RETRY_SECONDS, self._retry_seconds * 2 ** (failures - 1))
         delay = backoff * random.uniform(1.0, 1.2)  # noqa: S311  jitter, not cryptography

@@ -1,6 +1,6 @@
 """The record of a site's missing pages: pages its index lists that the origin does not serve (pure, no I/O).
 
-An MkDocs index can keep an entry for a page the site no longer publishes; such a phantom can rank first and
+An MkDocs index can keep an entry for a page the site no longer publishes; such a page can rank first and
 then only ever answer `fetch_failed`. One record per site, for one version of its index, is kept beside the index
 in the shared store (`shared.cache.missing_name`), so every instance drops what any instance found:
 

@@ -110,14 +110,14 @@ async def test_a_first_load_embeds_in_the_background_and_stores_the_vectors(sett
         loaded = await registry.get(SITE)
         assert loaded is not None and loaded.ranker.semantic is None
         health = registry.health()[SITE]
-        assert (health["ranking"], health["semantic"]) == ("lexical", "pending")
-        assert "computed in the background" in str(health["why"])
+        assert (health.ranking, health.semantic) == ("lexical", "pending")
+        assert "computed in the background" in str(health.why)
 
         encoder.released.set()
         await registry.embedded(SITE)
 
         health = registry.health()[SITE]
-        assert (health["ranking"], health["semantic"]) == ("semantic", "ready") and "why" not in health
+        assert (health.ranking, health.semantic) == ("semantic", "ready") and health.why is None
         assert loaded.ranker.semantic is not None
         vectors = await stored_vectors(store, loaded)
         np.testing.assert_allclose(vectors.matrix, loaded.ranker.semantic.vectors.matrix, atol=1e-3)
@@ -134,7 +134,7 @@ async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
 
     async with registry_over(settings, store, model_of(encoder)) as second:
         loaded = await load_embedded(second)
-        assert second.health()[SITE]["semantic"] == "ready"
+        assert second.health()[SITE].semantic == "ready"
 
     assert encoder.texts == [] and store.calls["write"] == 0  # neither the index nor the vectors rewritten
     assert loaded.source == "cache" and loaded.ranker.semantic is not None
@@ -152,7 +152,7 @@ async def test_a_newer_index_is_embedded_before_it_replaces_the_one_served(setti
         during = await registry.get(SITE)
 
         assert during is served and during.ranker.semantic is not None  # still the old index, still semantic
-        assert registry.health()[SITE]["updating"]
+        assert registry.health()[SITE].updating
         encoder.released.set()
         await registry.embedded(SITE)
         swapped = registry.current(SITE)
@@ -163,7 +163,7 @@ async def test_a_newer_index_is_embedded_before_it_replaces_the_one_served(setti
     new_page = swapped.index.entries[-1]
     # the unchanged entries and outlines were reused: only the new page's entry and outline were embedded
     assert encoder.texts == [entry_text(new_page), page_outline([new_page], 0, [0])]
-    assert registry.health()[SITE]["semantic"] == "ready"
+    assert registry.health()[SITE].semantic == "ready"
     await stored_vectors(store, swapped)
 
 
@@ -182,8 +182,8 @@ async def test_a_newer_index_whose_embedding_fails_is_swapped_in_and_ranks_lexic
         health = registry.health()[SITE]
 
     assert swapped is not None and swapped is not served and swapped.ranker.semantic is None
-    assert (health["ranking"], health["semantic"]) == ("lexical", "failed")
-    assert health["why"] == "embedding its index failed: RuntimeError; it is tried again later (backing off)"
+    assert (health.ranking, health.semantic) == ("lexical", "failed")
+    assert health.why == "embedding its index failed: RuntimeError; it is tried again later (backing off)"
 
 
 async def test_a_failed_embedding_is_tried_again_after_the_retry_delay(static_origin: StaticOrigin) -> None:
@@ -192,14 +192,14 @@ async def test_a_failed_embedding_is_tried_again_after_the_retry_delay(static_or
     encoder.fail_bulk = RuntimeError("onnxruntime failed")
     async with registry_over(settings, store, model_of(encoder)) as registry:
         loaded = await load_embedded(registry)
-        assert registry.health()[SITE]["semantic"] == "failed" and loaded.ranker.semantic is None
+        assert registry.health()[SITE].semantic == "failed" and loaded.ranker.semantic is None
         encoder.fail_bulk = None  # the model recovers
         for _ in range(300):  # the retry comes after about a second: poll against a deadline
-            if registry.health()[SITE]["semantic"] == "ready":
+            if registry.health()[SITE].semantic == "ready":
                 break
             await asyncio.sleep(0.02)
 
-    assert registry.health()[SITE]["semantic"] == "ready" and loaded.ranker.semantic is not None
+    assert registry.health()[SITE].semantic == "ready" and loaded.ranker.semantic is not None
 
 
 async def test_a_version_only_refresh_during_embedding_still_ends_ready(settings: DocumentationSettings) -> None:
@@ -216,7 +216,7 @@ async def test_a_version_only_refresh_during_embedding_still_ends_ready(settings
         encoder.released.set()
         await registry.embedded(SITE)
 
-    assert registry.health()[SITE]["semantic"] == "ready"
+    assert registry.health()[SITE].semantic == "ready"
     assert first.ranker.semantic is not None
 
 
@@ -229,7 +229,7 @@ async def test_stored_vectors_of_another_index_are_recomputed_and_replaced(setti
     async with registry_over(settings, store, model_of(WordEncoder())) as registry:
         loaded = await load_embedded(registry)
 
-    assert registry.health()[SITE]["semantic"] == "ready"
+    assert registry.health()[SITE].semantic == "ready"
     assert store.calls["write"] == 2  # the index from the origin, then the vectors over the stale ones
     await stored_vectors(store.inner, loaded)
 
@@ -240,7 +240,7 @@ async def test_with_semantic_matching_off_nothing_is_embedded(settings: Document
         loaded = await load_embedded(registry)
         health = registry.health()[SITE]
 
-    assert (health["ranking"], health["semantic"]) == ("lexical", "off") and "Semantic=false" in str(health["why"])
+    assert (health.ranking, health.semantic) == ("lexical", "off") and "Semantic=false" in str(health.why)
     assert loaded.ranker.semantic is None
     assert store.calls["write"] == 1  # the index only
 
@@ -268,8 +268,8 @@ async def test_the_sites_and_the_warm_up_embed_on_one_lane(settings: Documentati
 async def settled(composed: Composition) -> None:
     """Poll health (as an operator would) until no site's embeddings are pending; a deadline, not a sleep."""
     for _ in range(600):
-        sites = composed.health()["providers"]["mkdocs"]["sites"]  # type: ignore[index]
-        if all(sites[site].get("semantic") != "pending" for site in PUBLISHED_SITES):
+        sites = composed.health().providers["mkdocs"].health.sites
+        if all(getattr(sites[site], "semantic", None) != "pending" for site in PUBLISHED_SITES):
             return
         await asyncio.sleep(0.05)
     raise AssertionError("embeddings still pending after 30 s")
@@ -290,11 +290,11 @@ async def test_the_first_search_answers_lexically_at_once_while_embeddings_are_c
     lexical, _ = await search(settings, None, MemoryIndexStore(), "install")
     async with compose(settings, embedding=model_of(encoder), store=store) as composed:
         first = await composed.service.search("install", limit=5)
-        sites = composed.health()["providers"]["mkdocs"]["sites"]  # type: ignore[index]
+        sites = composed.health().providers["mkdocs"].health.sites
 
         assert [result.location for result in first.results] == lexical  # answered, and lexically
         assert encoder.queries == []  # the query was not even embedded: scores of one kind
-        assert {sites[site]["semantic"] for site in PUBLISHED_SITES} == {"pending"}
+        assert {sites[site].semantic for site in PUBLISHED_SITES} == {"pending"}
         encoder.released.set()
 
 
@@ -308,7 +308,7 @@ async def test_stored_vectors_are_attached_before_the_first_search_ranks(setting
     locations, health = await search(settings, model_of(encoder), store, "install")
 
     assert encoder.queries == ["install"] and encoder.texts == []  # semantic, from stored vectors only
-    assert locations and health["providers"]["mkdocs"]["lexicalSites"] == []
+    assert locations and health.providers["mkdocs"].health.lexical_sites == ()
 
 
 async def test_a_failing_query_embedding_answers_lexically_not_empty(settings: DocumentationSettings) -> None:

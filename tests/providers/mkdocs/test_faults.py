@@ -53,7 +53,7 @@ async def test_a_site_that_failed_is_tried_again_after_its_backoff_and_recovers(
     async with registry_over(settings, clock) as registry:
         assert await registry.get(SITE) is None
         failed = registry.health()[SITE]
-        assert failed["state"] == "failed" and failed["unpublished"] is False and failed["retryAt"]
+        assert failed.state == "failed" and failed.unpublished is False and failed.retry_at
         static_origin.reset()  # the origin is back
 
         clock.now += settings.site_retry_seconds * 0.5
@@ -63,7 +63,7 @@ async def test_a_site_that_failed_is_tried_again_after_its_backoff_and_recovers(
         clock.now += settings.site_retry_seconds * 0.75  # past the longest jittered backoff
         recovered = await registry.get(SITE)
 
-    assert recovered is not None and registry.health()[SITE]["state"] == "loaded"
+    assert recovered is not None and registry.health()[SITE].state == "loaded"
     assert len(static_origin.requests_for(INDEX)) == 2
 
 
@@ -73,7 +73,7 @@ async def test_an_unpublished_site_is_rechecked_only_at_the_unpublished_interval
     clock, path = Clock(), f"/{UNPUBLISHED_SITE}/search/search_index.json"
     async with registry_over(settings, clock) as registry:
         assert await registry.get(UNPUBLISHED_SITE) is None
-        assert registry.health()[UNPUBLISHED_SITE]["unpublished"] is True
+        assert registry.health()[UNPUBLISHED_SITE].unpublished is True
         clock.now += settings.site_retry_seconds * 2
         assert await registry.get(UNPUBLISHED_SITE) is None
         assert len(static_origin.requests_for(path)) == 1
@@ -116,9 +116,9 @@ async def test_a_hostile_index_fails_its_site_alone_and_is_not_downloaded_again(
 
     assert all(response.results and response.provider == "mkdocs" for response in responses)
     assert {result.site for response in responses for result in response.results} <= set(PUBLISHED_SITES) - {SITE}
-    site = health["providers"]["mkdocs"]["sites"][SITE]  # type: ignore[index]
-    assert site["state"] == "failed" and "unusable index (RecursionError)" in site["reason"]
-    assert health["status"] == "degraded"
+    site = health.providers["mkdocs"].health.sites[SITE]
+    assert site.state == "failed" and "unusable index (RecursionError)" in site.reason
+    assert health.status == "degraded"
     assert len(static_origin.requests_for(INDEX)) == 1  # failed once, then left alone until its retry
 
 
@@ -146,7 +146,7 @@ async def test_when_no_site_can_be_searched_the_answer_is_unavailable_not_no_mat
         health = composed.health()
 
     assert set(caught.value.failures["mkdocs"]) == {*PUBLISHED_SITES, UNPUBLISHED_SITE}
-    assert health["status"] == "unavailable"
+    assert health.status == "unavailable"
 
 
 # -- pages that cannot be converted, and conversion off the event loop
@@ -216,8 +216,8 @@ async def test_an_index_redirected_to_another_sites_index_is_refused(
         health = composed.health()
 
     assert "beta-docs" not in {result.site for result in listing.results}
-    beta = health["providers"]["mkdocs"]["sites"]["beta-docs"]  # type: ignore[index]
-    assert beta["state"] == "failed" and "outside" in beta["reason"]
+    beta = health.providers["mkdocs"].health.sites["beta-docs"]
+    assert beta.state == "failed" and "outside" in beta.reason
     assert static_origin.requests_for(INDEX)  # alpha's index was fetched for alpha only
     assert all(result.url.startswith(f"{static_origin.url}/{result.site}/") for result in listing.results)
 

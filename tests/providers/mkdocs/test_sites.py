@@ -184,7 +184,7 @@ async def test_origin_down_and_a_blob_present_serves_the_blob(
     loaded = await registry.get(SITE)
 
     assert loaded is not None and loaded.source == "stale-cache"
-    assert registry.health()[SITE]["state"] == SiteState.LOADED
+    assert registry.health()[SITE].state == SiteState.LOADED
 
 
 async def test_origin_down_and_no_blob_fails_the_site_for_the_process_lifetime(
@@ -198,7 +198,7 @@ async def test_origin_down_and_no_blob_fails_the_site_for_the_process_lifetime(
 
     assert await registry.get(SITE) is None
     health = registry.health()[SITE]
-    assert health["state"] == SiteState.FAILED and "origin request failed" in str(health["reason"])
+    assert health.state == SiteState.FAILED and "origin request failed" in str(health.reason)
 
     static_origin.start()
     assert await registry.get(SITE) is None  # the spec: failed for the process lifetime, then skipped
@@ -211,7 +211,7 @@ async def test_an_unpublished_site_fails_and_writes_nothing(
     registry = SiteRegistry(blob_settings, client, counting_store)
 
     assert await registry.get(UNPUBLISHED_SITE) is None
-    assert "404" in str(registry.health()[UNPUBLISHED_SITE]["reason"])
+    assert "404" in str(registry.health()[UNPUBLISHED_SITE].reason)
     assert counting_store.calls["write"] == 0
 
 

@@ -20,11 +20,12 @@ from shared.errors import ResolutionError, StoreError
 from shared.fetch import OriginClient
 from shared.models import Reason
 from shared.providers.mkdocs.missing import MissingRecord, Validators
+from shared.providers.mkdocs.missing_store import save
+from shared.providers.mkdocs.outcomes import Outcome
 from shared.providers.mkdocs.pagecheck import PageCheck
-from shared.providers.mkdocs.phantoms import save
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.warm import CHANGED, UNCHANGED, warm_all, warm_site
+from shared.providers.mkdocs.warm import warm_all, warm_site
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, PHANTOM_PAGE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
@@ -100,16 +101,16 @@ async def test_a_get_that_finds_a_phantom_drops_it_from_search_and_records_it_be
     caplog.set_level(logging.DEBUG)
     async with instance(settings, store) as (provider, registry):
         assert PHANTOM in await found(provider) and PHANTOM in await listed(provider)
-        assert registry.health()[SITE]["missingPages"] == 0
+        assert registry.health()[SITE].missing_pages == 0
 
         await fetch_fails(provider, PHANTOM_PAGE)
 
         assert PHANTOM not in await found(provider) and PHANTOM not in await listed(provider)
         everywhere = await provider.search("*", limit=25)  # loads every site
         assert everywhere and PHANTOM not in {result.location for result in everywhere}
-        health = provider.health()["sites"]
-        assert health[SITE]["missingPages"] == 1  # type: ignore[index]
-        assert {health[site]["missingPages"] for site in PUBLISHED_SITES if site != SITE} == {0}  # type: ignore[index]
+        health = provider.health().sites
+        assert health[SITE].missing_pages == 1
+        assert {health[site].missing_pages for site in PUBLISHED_SITES if site != SITE} == {0}
         await registry.recorded()
         record = await stored_record(store)
         assert record is not None and record.missing == {PHANTOM}
@@ -135,7 +136,7 @@ async def test_another_instance_leaves_it_out_until_a_new_index_version_arrives(
     clock = Clock()
     async with instance(settings, store, clock) as (second, registry):
         assert PHANTOM not in await found(second) and PHANTOM not in await listed(second)  # without a get of its own
-        assert registry.health()[SITE]["missingPages"] == 1
+        assert registry.health()[SITE].missing_pages == 1
         assert static_origin.requests_for(f"/{SITE}/{PHANTOM}") == []
 
         name = index_name(settings.cache_file_name_template, SITE)
@@ -146,7 +147,7 @@ async def test_another_instance_leaves_it_out_until_a_new_index_version_arrives(
         clock.now += settings.cache.check_interval_seconds
 
         assert PHANTOM in await found(second)  # a new version: nothing is known missing from it yet
-        assert registry.health()[SITE]["missingPages"] == 0
+        assert registry.health()[SITE].missing_pages == 0
         old = await stored_record(store)
         assert old is not None and old.index != newer.digest  # the old version's record is ignored, not deleted
 
@@ -250,7 +251,7 @@ async def test_a_server_error_or_a_refusal_is_no_evidence_of_a_missing_page(
         await fetch_fails(provider, PHANTOM_PAGE)
         await registry.recorded()
 
-        assert registry.health()[SITE]["missingPages"] == 0
+        assert registry.health()[SITE].missing_pages == 0
         assert PHANTOM in await found(provider)
     assert await stored_record(store) is None
 
@@ -264,7 +265,7 @@ class FlakyStore(MemoryIndexStore):
         self.release: asyncio.Event | None = None
 
     async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
-        if name.startswith("embeddings/"):
+        if name.startswith(("embeddings/", "derived/")):
             if self.failing:
                 raise StoreError("index cache write failed: ServiceRequestError")
             if self.release is not None:
@@ -322,7 +323,7 @@ async def test_the_warm_up_finds_a_phantom_in_a_new_index_version_with_condition
     built_origin: Path,
 ) -> None:
     first = await warm_all(blob_settings, counting_store)
-    assert first[SITE]["pages"] == "checked: 1 missing"
+    assert str(first[SITE].pages) == "checked: 1 missing"
     asked = page_requests(static_origin)
     assert asked and all(method == "HEAD" and etag is None for method, _, etag, _ in asked)
     assert {(path, status) for _, path, _, status in asked if status == 404} == {
@@ -335,7 +336,7 @@ async def test_the_warm_up_finds_a_phantom_in_a_new_index_version_with_condition
 
     second = await warm_all(blob_settings, counting_store)
 
-    assert second[SITE]["outcome"] == CHANGED and second[SITE]["pages"] == "checked: 2 missing"
+    assert second[SITE].outcome == Outcome.CHANGED and str(second[SITE].pages) == "checked: 2 missing"
     asked = page_requests(static_origin)
     phantoms = {f"/{SITE}/{PHANTOM}", f"/{SITE}/{PHANTOM_PAGE}.md", f"/{SITE}/{GHOST}", "/alpha/legacy/ghost.md"}
     served = [request for request in asked if request[1] not in phantoms]
@@ -349,12 +350,12 @@ async def test_the_warm_up_finds_a_phantom_in_a_new_index_version_with_condition
 
     third = await warm_all(blob_settings, counting_store)
 
-    assert third[SITE] == third[SITE] | {"outcome": UNCHANGED, "pages": "current: 2 missing"}
+    assert third[SITE].outcome is Outcome.UNCHANGED and str(third[SITE].pages) == "current: 2 missing"
     # an unchanged version costs only a look at the pages it hides, in case they came back
     assert {path for _, path, _, _ in page_requests(static_origin)} == phantoms
     async with instance(blob_settings, counting_store) as (provider, registry):
         assert not {PHANTOM, GHOST} & await listed(provider)
-        assert registry.health()[SITE]["missingPages"] == 2
+        assert registry.health()[SITE].missing_pages == 2
 
 
 async def test_a_hidden_page_that_comes_back_is_shown_again_after_the_next_warm_up(
@@ -364,19 +365,19 @@ async def test_a_hidden_page_that_comes_back_is_shown_again_after_the_next_warm_
         await fetch_fails(provider, PHANTOM_PAGE)  # found missing by a get (a page uploaded after its index)
         await registry.recorded()
     first = await warm_all(blob_settings, counting_store)
-    assert first[SITE]["pages"] == "checked: 1 missing"
+    assert str(first[SITE].pages) == "checked: 1 missing"
     static_origin.respond(f"/{SITE}/{PHANTOM}", body="<html><body><p>Back again.</p></body></html>")
     second = await warm_all(blob_settings, counting_store)
 
-    assert second[SITE]["pages"] == "current: 0 missing"
+    assert str(second[SITE].pages) == "current: 0 missing"
     record = await stored_record(counting_store)
     assert record is not None and record.revived == {PHANTOM} and not record.hidden
     async with instance(blob_settings, counting_store) as (provider, registry):
         assert PHANTOM in await listed(provider)
-        assert registry.health()[SITE]["missingPages"] == 0
+        assert registry.health()[SITE].missing_pages == 0
     static_origin.clear_requests()
     third = await warm_all(blob_settings, counting_store)
-    assert third[SITE]["pages"] == "current: 0 missing" and page_requests(static_origin) == []
+    assert str(third[SITE].pages) == "current: 0 missing" and page_requests(static_origin) == []
 
 
 async def test_a_5xx_or_a_timeout_during_the_check_is_no_evidence_and_is_checked_next_time(
@@ -388,7 +389,7 @@ async def test_a_5xx_or_a_timeout_during_the_check_is_no_evidence_and_is_checked
     async with OriginClient(blob_settings.origin, timeout=1, connect_timeout=1) as client:
         report = await warm_all(blob_settings, counting_store, client=client)
 
-    assert report[SITE]["pages"].startswith("partial: ") and report[SITE]["pages"].endswith(
+    assert str(report[SITE].pages).startswith("partial: ") and str(report[SITE].pages).endswith(
         ", 0 missing; the rest next time"
     )
     record = await stored_record(counting_store)
@@ -399,7 +400,7 @@ async def test_a_5xx_or_a_timeout_during_the_check_is_no_evidence_and_is_checked
 
     report = await warm_all(blob_settings, counting_store)
 
-    assert report[SITE]["pages"] == "checked: 1 missing"
+    assert str(report[SITE].pages) == "checked: 1 missing"
     asked = {path for _, path, _, _ in page_requests(static_origin)}
     assert asked == {f"/{SITE}/guide/install/", f"/{SITE}/faq/", f"/{SITE}/{PHANTOM}", f"/{SITE}/{PHANTOM_PAGE}.md"}
 
@@ -420,7 +421,7 @@ async def test_an_origin_that_refuses_head_is_asked_with_conditional_gets(
         check = PageCheck(client, blob_settings, concurrency=1)
         report = await warm_site(client, blob_settings, counting_store, SITE, check=check)
 
-    assert report["pages"].startswith("partial: ")  # the root answered 405 to both: undecided
+    assert str(report.pages).startswith("partial: ")  # the root answered 405 to both: undecided
     asked = page_requests(static_origin)
     assert asked[:2] == [("HEAD", f"/{SITE}/", asked[0][2], 405), ("GET", f"/{SITE}/", asked[1][2], 405)]
     rest = [request for request in asked[2:] if request[1] not in (f"/{SITE}/{GHOST}", "/alpha/legacy/ghost.md")]
@@ -431,7 +432,7 @@ async def test_an_origin_that_refuses_head_is_asked_with_conditional_gets(
 async def test_without_shared_storage_the_warm_up_checks_no_page(static_origin: StaticOrigin) -> None:
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)
     report = await warm_all(settings, MemoryIndexStore())
-    assert {report[site]["pages"] for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep the record in"}
+    assert {str(report[site].pages) for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep the record in"}
     assert page_requests(static_origin) == []
 
 
@@ -451,7 +452,9 @@ async def test_a_sites_check_stops_at_its_time_budget_and_leaves_the_rest_for_th
     async with OriginClient(settings.origin) as client:  # its own timeout (10 s) is not what stops it
         report = await warm_site(client, settings, counting_store, SITE)
 
-    assert report["pages"].startswith("partial: 0 of ") and report["pages"].endswith(", 0 missing; the rest next time")
+    assert str(report.pages).startswith("partial: 0 of ") and str(report.pages).endswith(
+        ", 0 missing; the rest next time"
+    )
     assert [path for _, path, _, _ in page_requests(static_origin)] == [f"/{SITE}/"]  # nothing sent past the budget
     record = await stored_record(counting_store)
     assert record is not None and not record.complete and not record.checked and not record.missing
