@@ -2,18 +2,28 @@
 
 Imports point one way: host -> api -> compose -> service -> provider contract; a provider sees the contract, its own
 package and the shared services below it, never another provider; pure modules import only other pure modules and
-libraries that do no I/O. Imports under `if TYPE_CHECKING:` are annotations, not dependencies, and are skipped.
+libraries that do no I/O. A provider's modules are its own: everything else reaches it through its package
+(`shared.providers.mkdocs`), even the composition root and the hosts. Imports under `if TYPE_CHECKING:` are
+annotations, not dependencies, and are skipped.
+
+What an import names is what it brings in: `from shared import compose` is `shared.compose`, a relative import is
+resolved against the module it is in, and one inside a function counts like any other. The checker is tested on
+injected sources too (`INJECTED`), so a way around it fails here first.
 """
 
 from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "shared"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "shared"
+HOSTS = {"function_app": ROOT / "function_app.py"}
+"""The Functions host beside the package (the CLI host is `shared.cli`)."""
 
 PURE = {
     "shared.errors",
@@ -30,6 +40,7 @@ PURE = {
     "shared.providers.mkdocs.missing",
     "shared.providers.mkdocs.ranking",
     "shared.providers.mkdocs.resolution",
+    "shared.providers.mkdocs.parameters",
     "shared.providers.mkdocs.suggest",
     "shared.providers.mkdocs.text",
     "shared.providers.mkdocs.vectors",
@@ -37,6 +48,7 @@ PURE = {
     "shared.providers.remote.mapping",
     "shared.forwarding",
     "shared.model_graph",
+    "shared.error_body",
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 
@@ -58,14 +70,33 @@ IO_STDLIB = {
 PURE_EXCEPTIONS = {"shared.providers.mkdocs.resolution": {"asyncio"}}
 """The resolver awaits the site loader it is handed (gathering several sites at once); it opens nothing itself."""
 
-BASE = {"shared", "shared.settings", "shared.telemetry", "shared.deadline", "shared.memory", *PURE}
-"""What every layer may import: the settings, telemetry, and the pure modules."""
+
+def provider_of(name: str) -> str | None:
+    """The provider package `name` is or is inside (`shared.providers.mkdocs`), or None outside every provider."""
+    parts = name.split(".")
+    if len(parts) >= 3 and parts[:2] == ["shared", "providers"] and parts[2] != "base":
+        return ".".join(parts[:3])
+    return None
+
+
+BASE = {
+    "shared",
+    "shared.settings",
+    "shared.telemetry",
+    "shared.deadline",
+    "shared.memory",
+    *(module for module in PURE if provider_of(module) is None),
+}
+"""What every layer may import: the settings, telemetry, and the pure modules outside the providers."""
 SERVICES = {"shared.fetch", "shared.embedding", "shared.identity", "shared.cache"}
 """Shared services with I/O that providers and the composition root use."""
 CONTRACT = {"shared.providers", "shared.providers.base"}
+NAMESPACES = {"shared", "shared.providers"}
+"""Packages that, as an entry of what a layer may import, stand for their own `__init__` only, not what is in them."""
 
 LAYERS: list[tuple[str, set[str]]] = [
     # (module prefix, what it may import from shared; its own package is always allowed)
+    ("function_app", {"*"}),
     ("shared.__main__", {"shared.cli"}),
     ("shared.cli", {"*"}),
     ("shared.api", {"shared.compose", "shared.service", "shared.embedding", "shared.entra", *CONTRACT, *BASE}),
@@ -82,7 +113,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.telemetry", {"shared.identity", *BASE}),  # the exporter authenticates as the app's identity
     ("shared.deadline", BASE),
     ("shared.memory", BASE),
-    ("shared.settings", {"shared.errors", "shared.providers.mkdocs.kinds"}),  # PathWeights is parsed at start-up
+    ("shared.settings", {"shared.errors"}),
 ]
 
 
@@ -92,15 +123,18 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+PACKAGES = {module for module, path in MODULES.items() if path.name == "__init__.py"}
 
 
-def imports(path: Path) -> set[str]:
-    """Absolute import targets outside `if TYPE_CHECKING:` blocks."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def imports(module: str, source: str, *, package: bool = False) -> set[str]:
+    """The modules `source` (the text of `module`; `package` when it is a package's `__init__`) imports, outside
+    `if TYPE_CHECKING:` blocks: `from package import name` is the module `package.name` when there is one, and a
+    relative import is resolved against `module`."""
+    tree = ast.parse(source)
     skipped = {
         id(node)
         for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        if isinstance(block, ast.If) and _type_checking(block.test)
         for child in block.body
         for node in ast.walk(child)
     }
@@ -110,24 +144,72 @@ def imports(path: Path) -> set[str]:
             continue
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, node, package=package)
+            for alias in node.names:
+                name = f"{base}.{alias.name}"
+                if base == "shared" or base.startswith("shared."):
+                    found.add(name if name in MODULES else base)
+                else:  # `from azure import functions`: a library's module or a name in it, both counted
+                    found |= {base} if alias.name == "*" else {base, name}
     return found
 
 
+def _type_checking(test: ast.expr) -> bool:
+    """`if TYPE_CHECKING:` or `if typing.TYPE_CHECKING:` exactly (not `if not TYPE_CHECKING:`)."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _absolute(module: str, node: ast.ImportFrom, *, package: bool) -> str:
+    """The absolute name of what `from ... import` in `module` imports from."""
+    if node.level == 0:
+        return node.module or ""
+    parts = module.split(".") if package else module.split(".")[:-1]
+    if node.level - 1 >= len(parts):
+        raise AssertionError(f"{module} imports beyond the top-level package")
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(module: str) -> set[str]:
+    """What a module of this repository imports."""
+    path = MODULES.get(module) or HOSTS[module]
+    return imports(module, path.read_text(encoding="utf-8"), package=module in PACKAGES)
+
+
 def covered(name: str, allowed: set[str]) -> bool:
-    """`name` is one of `allowed` or inside one of them (the package `shared` itself covers only its own init)."""
+    """`name` is one of `allowed` or inside one of them (a namespace like `shared` covers only its own init)."""
     return "*" in allowed or any(
-        name == entry or (entry != "shared" and name.startswith(entry + ".")) for entry in allowed
+        name == entry or (entry not in NAMESPACES and name.startswith(entry + ".")) for entry in allowed
     )
 
 
 def own_package(module: str) -> str:
-    """The package a module belongs to for the rules: a provider's subpackage, or the module's top package."""
-    parts = module.split(".")
-    if parts[:2] == ["shared", "providers"] and len(parts) > 3:
-        return ".".join(parts[:3])
-    return ".".join(parts[:2]) if module not in PURE else module
+    """The package a module belongs to for the rules: its provider, or the module's top package."""
+    provider = provider_of(module)
+    if provider is not None:
+        return provider
+    return ".".join(module.split(".")[:2]) if module not in PURE else module
+
+
+def trespasses(module: str, name: str) -> bool:
+    """`name` is one of a provider's own modules and `module` is not in that provider."""
+    owner = provider_of(name)
+    return owner is not None and name != owner and provider_of(module) != owner
+
+
+def violations(module: str, names: Iterable[str]) -> set[str]:
+    """What of `names` (imported by `module`) reaches above or across its layer, or into a provider it is not in."""
+    allowed = layer_of(module) | {own_package(module)}
+    inside = {name for name in names if name == "shared" or name.startswith("shared.")}
+    return {name for name in inside if not covered(name, allowed) or trespasses(module, name)}
+
+
+def check(module: str, source: str, *, package: bool = False) -> set[str]:
+    """What `source`, as the text of `module`, imports that its layer does not allow."""
+    return violations(module, imports(module, source, package=package))
 
 
 def layer_of(module: str) -> set[str]:
@@ -137,19 +219,19 @@ def layer_of(module: str) -> set[str]:
     raise AssertionError(f"{module} belongs to no layer: add it to LAYERS")
 
 
-@pytest.mark.parametrize("module", sorted(set(MODULES) - PURE - {"shared"}))
+@pytest.mark.parametrize("module", sorted({*MODULES, *HOSTS} - PURE - {"shared"}))
 def test_each_module_imports_only_what_its_layer_allows(module: str) -> None:
-    allowed = layer_of(module) | {own_package(module)}
-    inside = {name for name in imports(MODULES[module]) if name == "shared" or name.startswith("shared.")}
-    assert not {name for name in inside if not covered(name, allowed)}, f"{module} reaches above or across its layer"
+    reached = violations(module, imports_of(module))
+    assert not reached, f"{module} reaches above or across its layer: {', '.join(sorted(reached))}"
 
 
 @pytest.mark.parametrize("module", sorted(PURE))
 def test_pure_modules_import_only_pure_modules_and_libraries_without_io(module: str) -> None:
-    for name in imports(MODULES[module]):
+    for name in imports_of(module):
         top = name.split(".")[0]
         if name.startswith("shared"):
             assert name in PURE, f"{module} imports {name}, which is not pure"
+            assert not trespasses(module, name), f"{module} imports {name}, another provider's own module"
         elif top in sys.stdlib_module_names:
             if name in PURE_EXCEPTIONS.get(module, ()):
                 continue
@@ -159,22 +241,18 @@ def test_pure_modules_import_only_pure_modules_and_libraries_without_io(module: 
 
 
 def test_providers_never_import_each_other_nor_the_chain() -> None:
-    for module, path in MODULES.items():
-        if not module.startswith("shared.providers.") or module == "shared.providers.base":
+    for module in MODULES:
+        mine = provider_of(module)
+        if mine is None:
             continue
-        mine = own_package(module)
-        for name in imports(path):
-            if name.startswith("shared.providers.") and name != "shared.providers.base":
-                assert name.startswith(mine), f"{module} imports another provider: {name}"
+        for name in imports_of(module):
+            assert provider_of(name) in (None, mine), f"{module} imports another provider: {name}"
             assert not name.startswith(("shared.service", "shared.compose", "shared.api", "shared.cli")), module
 
 
 def test_the_chain_names_no_provider() -> None:
     source = MODULES["shared.service"].read_text(encoding="utf-8")
-    assert not any(
-        name.startswith("shared.providers.") and name != "shared.providers.base"
-        for name in imports(MODULES["shared.service"])
-    )
+    assert not any(provider_of(name) for name in imports_of("shared.service"))
     assert "mkdocs" not in source.lower() and "ai_search" not in source and "remote" not in source.split('"""', 2)[2]
 
 
@@ -187,8 +265,8 @@ def test_only_settings_and_the_hosts_read_the_environment() -> None:
 
 
 def test_nothing_under_shared_imports_azure_functions() -> None:
-    for module, path in MODULES.items():
-        names = imports(path)
+    for module in MODULES:
+        names = imports_of(module)
         assert not any(name == "azure.functions" or name.startswith("azure.functions.") for name in names), module
 
 
@@ -196,3 +274,70 @@ def test_every_module_states_why_it_exists() -> None:
     for module, path in MODULES.items():
         docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
         assert docstring and docstring.strip(), f"{module} has no module docstring"
+
+
+INJECTED = [
+    ("shared.service", "from shared import compose", "shared.compose"),
+    ("shared.service", "from . import compose", "shared.compose"),
+    ("shared.api.rest", "from shared.providers.mkdocs import ranking", "shared.providers.mkdocs.ranking"),
+    ("shared.api.rest", "from shared.providers.mkdocs.ranking import Ranker", "shared.providers.mkdocs.ranking"),
+    ("shared.api.rest", "import shared.providers.mkdocs.ranking", "shared.providers.mkdocs.ranking"),
+    ("shared.api.rest", "from ..providers.mkdocs.ranking import Ranker", "shared.providers.mkdocs.ranking"),
+    ("shared.api.rest", "from shared.providers import mkdocs", "shared.providers.mkdocs"),
+    ("shared.compose", "from shared.providers.mkdocs.sites import SiteRegistry", "shared.providers.mkdocs.sites"),
+    ("function_app", "from shared.providers.mkdocs.warm import run_warmup", "shared.providers.mkdocs.warm"),
+    ("shared.providers.base", "from shared.providers.mkdocs.index import SiteIndex", "shared.providers.mkdocs.index"),
+    ("shared.providers.remote.provider", "from shared.providers import mkdocs", "shared.providers.mkdocs"),
+    ("shared.providers.remote", "from ..mkdocs.text import analyze", "shared.providers.mkdocs.text"),
+    ("shared.providers.ai_search.mapping", "from shared.providers.mkdocs import text", "shared.providers.mkdocs.text"),
+    ("shared.service", "def later() -> None:\n    from shared import compose", "shared.compose"),
+    ("shared.service", "if not TYPE_CHECKING:\n    from shared import compose", "shared.compose"),
+    ("shared.service", "if TYPE_CHECKING:\n    pass\nelse:\n    from shared import compose", "shared.compose"),
+]
+"""Ways around the rules, each injected into a real module's source: the first, second and third are issue 27's
+(`from shared import X` read as `shared`, relative imports skipped, a provider's pure modules open to every layer)."""
+
+
+@pytest.mark.parametrize(("module", "line", "reached"), INJECTED, ids=[f"{m}: {line}" for m, line, _ in INJECTED])
+def test_the_checker_refuses_each_way_around_it(module: str, line: str, reached: str) -> None:
+    path = MODULES.get(module) or HOSTS[module]
+    source, package = path.read_text(encoding="utf-8"), module in PACKAGES
+
+    assert not check(module, source, package=package)
+    assert reached in check(module, f"{source}\n{line}\n", package=package)
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "package"),
+    [
+        ("shared.providers.mkdocs.provider", "from shared.providers.mkdocs import ranking", False),
+        ("shared.providers.mkdocs.loading", "from . import ranking", False),
+        ("shared.providers.mkdocs", "from shared.providers.mkdocs.provider import MkDocsProvider", True),
+        ("shared.providers.mkdocs", "from .sites import SiteRegistry", True),
+        ("shared.compose", "from shared.providers import ai_search, mkdocs, remote", False),
+        ("shared.compose", "from shared.providers.mkdocs import MkDocsProvider", False),
+        ("shared.service", "from shared import __version__, reading", False),
+        ("shared.service", "if TYPE_CHECKING:\n    from shared.compose import Composition", False),
+        (
+            "shared.api.rest",
+            "import typing\nif typing.TYPE_CHECKING:\n    from shared.compose import Composition",
+            False,
+        ),
+    ],
+)
+def test_the_checker_still_allows_what_the_rules_do(module: str, line: str, package: bool) -> None:
+    assert not check(module, line, package=package)
+
+
+def test_imports_are_named_by_the_module_they_bring_in() -> None:
+    assert imports("shared.service", "from shared import reading, __version__") == {"shared.reading", "shared"}
+    assert imports("shared.providers.mkdocs", "from . import ranking", package=True) == {
+        "shared.providers.mkdocs.ranking"
+    }
+    assert imports("shared.providers.mkdocs.loading", "from .. import base") == {"shared.providers.base"}
+    assert imports("shared.providers.mkdocs.loading", "from ..base import DocumentationProvider") == {
+        "shared.providers.base"
+    }
+    assert imports("shared.x", "from azure import functions") == {"azure", "azure.functions"}
+    with pytest.raises(AssertionError):
+        imports("shared.service", "from ... import x")

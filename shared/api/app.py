@@ -11,6 +11,7 @@ from enum import Enum
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from shared import __version__
 from shared.api.admin import install_admin_routes
@@ -21,7 +22,7 @@ from shared.api.limits import ConcurrencyLimit
 from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
 from shared.api.rest import install_routes
 from shared.api.signin import metadata_routes
-from shared.compose import compose, process_embedding
+from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.entra import EntraVerifier
 from shared.providers.base import DocumentationProvider
@@ -49,7 +50,7 @@ def create_app(
     (uvicorn at start-up, `AsgiFunctionApp` on the first request). So is the MCP server over it, whose session
     manager runs once per app instance.
     """
-    settings = settings or load_settings()
+    settings = checked(settings or load_settings())
     redaction.install()
     model = process_embedding(settings) if embedding is _Default.FROM_SETTINGS else embedding
     endpoint = McpEndpoint()
@@ -104,8 +105,17 @@ def create_app(
         # POST only: stateless JSON holds no SSE stream (GET) and no session to end (DELETE); the MCP specification
         # has a server that offers neither answer both with 405 (streamable HTTP transport, "Listening for
         # Messages from the Server" and "Session Management").
-        app.router.routes.append(Route(path, endpoint, methods=["POST"], include_in_schema=False))
+        app.router.routes.append(NamedRoute(path, endpoint, methods=["POST"], include_in_schema=False))
     return app
+
+
+class NamedRoute(Route):
+    """A plain Starlette route that records itself as the match (`scope["route"]`), as FastAPI's own routes do, so
+    the access log names it (`POST /api/mcp`) instead of `(unmatched)`."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["route"] = self
+        await super().handle(scope, receive, send)
 
 
 def _install_access_log(app: FastAPI) -> None:

@@ -11,7 +11,8 @@ ServiceNotStarted                         503 starting                      star
 an unknown route                          404 not_found                     (the SDK's unknown-tool error)
 anything else                             500 internal_error (logged with its type, never its text)
 
-A tool error carries the REST body as structured content too (`answer`), so programs read fields, not sentences.
+A tool error carries the REST body as structured content too (`answer`), so programs read fields, not sentences;
+the body's shape, its encoder and the remote provider's decoder are one module (`shared.error_body`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from typing import Any, TypeVar
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from shared.deadline import budget
+from shared.error_body import candidates_line, encode
 from shared.errors import (
     DocsError,
     InvalidRequestError,
@@ -36,7 +37,7 @@ from shared.errors import (
     ResolutionError,
     ServiceUnavailableError,
 )
-from shared.models import OutlineEntry, Reason, Resolution
+from shared.models import Reason, Resolution
 from shared.reading import UnknownSectionError
 from shared.service import by_nearness
 
@@ -129,65 +130,42 @@ def _states(details: dict[str, str]) -> str:
 def _resolution_text(resolution: Resolution) -> str:
     lines = [f"{resolution.reason.value}: {resolution.detail}", NEXT_STEP.get(resolution.reason, "")]
     if resolution.candidates:
-        lines.append("Candidates: " + ", ".join(resolution.candidates))
+        lines.append(candidates_line(resolution.candidates))
     if resolution.suggestions:
         lines.append("Did you mean: " + ", ".join(resolution.suggestions))
     return "\n".join(line for line in lines if line)
 
 
-class ErrorDetail(BaseModel):
-    code: str = Field(description="The reason code: `bad_request`, a resolution reason, `unavailable`, `timeout`...")
-    message: str
-
-
-class ErrorBody(BaseModel):
-    """Every failure's body: the error, plus the resolution for `get` and each provider's failure when nothing
-    could be searched."""
-
-    error: ErrorDetail
-    resolution: Resolution | None = None
-    providers: dict[str, dict[str, str]] | None = None
-    sections: list[OutlineEntry] | None = Field(
-        default=None, description="With a `section` the page does not have: the page's sections to choose from."
-    )
-
-
 def error(
     status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None, **extra: Any
 ) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}, **extra}, status_code=status, headers=headers)
+    return JSONResponse({**encode(code, message), **extra}, status_code=status, headers=headers)
 
 
 def answer(exc: BaseException) -> tuple[int, dict[str, Any]]:
     """The HTTP status and the body (`ErrorBody`) a core error is, for REST answers and MCP tool errors alike."""
     if isinstance(exc, UnknownSectionError):
-        sections = [entry.model_dump(mode="json", by_alias=True) for entry in exc.sections[:MAX_SECTIONS_LISTED]]
+        sections = exc.sections[:MAX_SECTIONS_LISTED]
         left = len(exc.sections) - len(sections)
         message = (
             f"{exc} (the first {len(sections)} of {len(exc.sections)}: view=outline lists them all)"
             if left
             else str(exc)
         )
-        return 400, _body("bad_request", message, sections=sections)
+        return 400, encode("bad_request", message, sections=sections)
     if isinstance(exc, InvalidRequestError):
-        return 400, _body("bad_request", str(exc))
+        return 400, encode("bad_request", str(exc))
     if isinstance(exc, ResolutionError):
         resolution = exc.resolution
         status = STATUS_BY_REASON.get(resolution.reason, 404)
-        return status, _body(
-            resolution.reason.value, resolution.detail, resolution=resolution.model_dump(mode="json", by_alias=True)
-        )
+        return status, encode(resolution.reason.value, resolution.detail, resolution=resolution)
     if isinstance(exc, ServiceNotStarted):
-        return 503, _body("starting", str(exc))
+        return 503, encode("starting", str(exc))
     if isinstance(exc, ServiceUnavailableError):
-        return 503, _body("unavailable", str(exc), providers=exc.failures)
+        return 503, encode("unavailable", str(exc), providers=exc.failures)
     if isinstance(exc, RequestTimeoutError):
-        return 504, _body("timeout", str(exc))
-    return 500, _body("internal_error", "the service failed unexpectedly; the failure was logged")
-
-
-def _body(code: str, message: str, **extra: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}, **extra}
+        return 504, encode("timeout", str(exc))
+    return 500, encode("internal_error", "the service failed unexpectedly; the failure was logged")
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -33,7 +33,8 @@ from starlette.types import Receive, Scope, Send
 
 from shared import __version__, reading
 from shared.api import budget, resources
-from shared.api.errors import ErrorBody, answer, tool_error, where, within
+from shared.api.errors import answer, tool_error, where, within
+from shared.error_body import ErrorBody
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchResponse, SiteAnswer, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read

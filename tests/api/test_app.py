@@ -99,3 +99,29 @@ async def test_an_unexpected_failure_is_a_500_logged_with_its_type_never_its_tex
 
     assert response.status_code == 500 and response.json()["error"]["code"] == "internal_error"
     assert "unhandled RuntimeError at" in caplog.text and "SECRET-77a" not in caplog.text
+
+
+async def test_the_access_log_names_the_mcp_route(caplog: pytest.LogCaptureFixture) -> None:
+    app = create_app(load_settings(SETTINGS), providers=(FakeProvider("fake", 0, results=1, document=True),))
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with caplog.at_level(logging.INFO, logger="shared"):
+        async with (
+            LifespanManager(app) as manager,
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://127.0.0.1") as http,
+        ):
+            answers = [
+                await http.post("/api/mcp", json=initialize, headers=headers),
+                await http.post("/api/mcp/", json=initialize, headers=headers),
+                await http.get("/api/mcp", headers=headers),
+            ]
+
+    assert [answer.status_code for answer in answers] == [200, 200, 405]
+    logged = " ".join(record.getMessage() for record in caplog.records if record.name == "shared.api.app")
+    assert "POST /api/mcp 200" in logged and "POST /api/mcp/ 200" in logged and "GET /api/mcp 405" in logged
+    assert "(unmatched)" not in logged

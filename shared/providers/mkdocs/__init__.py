@@ -1,1 +1,23 @@
-"""The MkDocs fallback provider: each site's published search index, location resolution and page fetch."""
+"""The MkDocs fallback provider: each site's published search index, location resolution and page fetch.
+
+What the rest of the service uses of it is named here; its other modules are its own (`tests/test_architecture.py`).
+"""
+
+from shared.providers.mkdocs.embeddings import fetch_graph, share_graph
+from shared.providers.mkdocs.kinds import configured
+from shared.providers.mkdocs.provider import MkDocsProvider
+from shared.providers.mkdocs.refresh import Refresher, blob_events, published_sites
+from shared.providers.mkdocs.sites import SiteRegistry
+from shared.providers.mkdocs.warm import run_warmup
+
+__all__ = [
+    "MkDocsProvider",
+    "Refresher",
+    "SiteRegistry",
+    "blob_events",
+    "configured",
+    "fetch_graph",
+    "published_sites",
+    "run_warmup",
+    "share_graph",
+]

@@ -6,9 +6,10 @@ The other deployment is this same service, so its structured content is exactly 
 attribution names the link of this chain that answered. Which backend answered on the other side is the remote
 answer's own `provider`, kept in each result's and the document's `backend` (and in health's last answer).
 
-A tool error's text starts with the REST API's reason code (`not_found: ...`). A resolution reason becomes a
-`Resolution` (with the candidates an `ambiguous` lists), so the chain can rank the remote miss against local ones;
-every other code (`bad_request`, `timeout`, `unavailable`, ...) is not a miss but a failure.
+A tool error is read as `shared.error_body` decodes it (the REST error body, which the API encodes there). A
+resolution reason becomes a `Resolution` (with the candidates an `ambiguous` lists), so the chain can rank the
+remote miss against local ones; every other code (`bad_request`, `timeout`, `unavailable`, ...) is not a miss but a
+failure.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
+from shared.error_body import decode
 from shared.models import Document, Found, Reason, Resolution, SearchResponse
 
 PROVIDER = "smithy_remote"
-CANDIDATES = "Candidates: "
 NO_PAGE = "the remote deployment has no page here"
 MISSES = frozenset(reason for reason in Reason if reason is not Reason.RESOLVED)
 
@@ -96,51 +97,21 @@ def legacy_document(structured: Mapping[str, Any] | None) -> tuple[Document, str
     return remote, backend
 
 
-def reason_code(text: str) -> str:
-    """The code a tool error's text starts with (`not_found`, `bad_request`, ...), or "" when it has none."""
-    head, separator, _ = text.partition(":")
-    code = head.strip()
-    return code if separator and code.replace("_", "").isalpha() and code.islower() else ""
-
-
 def error_code(structured: Mapping[str, Any] | None, text: str) -> str:
     """A tool error's reason code: from its structured content (`error.code`), else from its text."""
-    error = structured.get("error") if isinstance(structured, Mapping) else None
-    code = error.get("code") if isinstance(error, Mapping) else None
-    return code if isinstance(code, str) and code else reason_code(text)
+    return decode(structured, text).code
 
 
 def miss(text: str, location: str, structured: Mapping[str, Any] | None = None) -> Resolution | None:
-    """The Resolution a `get_doc` tool error reports, or None when its code is not a resolution reason.
-
-    The structured content's `resolution` (what this service answers since tool errors carry one) is read first;
-    a deployment from before that is read from the text."""
-    code = error_code(structured, text)
-    if code not in {reason.value for reason in MISSES}:
+    """The Resolution a `get_doc` tool error reports, or None when its code is not a resolution reason."""
+    failure = decode(structured, text)
+    if failure.code not in {reason.value for reason in MISSES}:
         return None
-    given = structured.get("resolution") if isinstance(structured, Mapping) else None
-    if isinstance(given, Mapping):
-        remote = Resolution.model_validate(given)
-        detail = f"the remote deployment: {remote.detail}" if remote.detail else NO_PAGE
-        return Resolution(requested_location=location, reason=Reason(code), detail=detail, candidates=remote.candidates)
-    return _miss_from_text(code, text, location)
-
-
-def _miss_from_text(code: str, text: str, location: str) -> Resolution | None:
-    lines = text.splitlines()
-    detail = lines[0].partition(":")[2].strip() if lines else ""
-    candidates = [
-        candidate.strip()
-        for line in lines
-        if line.startswith(CANDIDATES)
-        for candidate in line[len(CANDIDATES) :].split(",")
-        if candidate.strip()
-    ]
     return Resolution(
         requested_location=location,
-        reason=Reason(code),
-        detail=f"the remote deployment: {detail}" if detail else NO_PAGE,
-        candidates=candidates,
+        reason=Reason(failure.code),
+        detail=f"the remote deployment: {failure.message}" if failure.message else NO_PAGE,
+        candidates=list(failure.candidates),
     )
 
 
