@@ -10,7 +10,7 @@ import azure.functions as func
 
 from shared.api import create_app
 from shared.compose import Composition, process_embedding
-from shared.providers.mkdocs.warm import FAILED, run_warmup
+from shared.providers.mkdocs import run_warmup
 from shared.settings import load_settings
 from shared.telemetry.export import configure as export_telemetry
 
@@ -79,9 +79,9 @@ async def refresh_on_publish(message: func.QueueMessage) -> None:
         return
     run = composition.refresher.request(sites)
     await asyncio.gather(*run.outcomes.values(), return_exceptions=True)
-    report = run.report()["sites"]
-    failed = sorted(site for site, outcome in report.items() if outcome.get("outcome") == FAILED)
-    log.info("refresh queue: %s", ", ".join(f"{site} {outcome['outcome']}" for site, outcome in report.items()))
+    report = run.report().sites
+    failed = sorted(site for site, outcome in report.items() if outcome.failed)
+    log.info("refresh queue: %s", ", ".join(f"{site} {outcome.outcome}" for site, outcome in report.items()))
     if failed:
         raise RuntimeError(f"refreshing {', '.join(failed)} failed; the message is delivered again")
 

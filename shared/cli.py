@@ -8,10 +8,12 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import TYPE_CHECKING
 
 from shared.cache import IndexStore, open_store
-from shared.compose import compose, process_embedding
+from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
 from shared.models import Document, SearchResponse, View
@@ -19,6 +21,9 @@ from shared.reading import UnknownSectionError, check_read
 from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
 from shared.telemetry import redaction
+
+if TYPE_CHECKING:
+    from shared.providers.mkdocs.outcomes import SiteOutcome
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -54,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     redaction.install()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        settings = load_settings()
+        settings = checked(load_settings())
     except ConfigurationError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -76,7 +81,7 @@ def _serve(settings: DocumentationSettings, host: str, port: int, log_level: str
 
 
 async def _warm(settings: DocumentationSettings) -> int:
-    from shared.providers.mkdocs.warm import run_warmup
+    from shared.providers.mkdocs import run_warmup
 
     embedding = process_embedding(settings)
     try:
@@ -84,7 +89,8 @@ async def _warm(settings: DocumentationSettings) -> int:
     finally:
         if embedding is not None:
             embedding.close()
-    print(json.dumps({"cache": cache, "sites": report}, indent=2))
+    sites = {site: outcome.model_dump(mode="json", by_alias=True) for site, outcome in report.items()}
+    print(json.dumps({"cache": cache, "sites": sites}, indent=2))
     # An unpublished site (404) is a normal state the spec expects; anything else needs attention, embeddings
     # that could not be computed or stored included.
     broken = [site for site, item in report.items() if _needs_attention(item)]
@@ -93,9 +99,9 @@ async def _warm(settings: DocumentationSettings) -> int:
     return EXIT_FAILED if broken else EXIT_OK
 
 
-def _needs_attention(outcome: Mapping[str, object]) -> bool:
-    failed = outcome["outcome"] == "failed" and outcome.get("status") != "404"
-    return failed or str(outcome.get("semantic", "")).startswith("failed")
+def _needs_attention(outcome: SiteOutcome) -> bool:
+    failed = outcome.failed and outcome.status != HTTPStatus.NOT_FOUND
+    return failed or (outcome.semantic is not None and outcome.semantic.failed)
 
 
 def _one_shot(settings: DocumentationSettings, store: IndexStore) -> DocumentationSettings:

@@ -26,12 +26,18 @@ from shared.cache import IndexStore, open_store
 from shared.embedding import MINILM, EmbeddingModel, ModelRecord, load_bulk
 from shared.fetch import OriginClient
 from shared.providers import ai_search, remote
-from shared.providers.base import DocumentationProvider
-from shared.providers.mkdocs.embeddings import fetch_graph, share_graph
-from shared.providers.mkdocs.provider import MkDocsProvider
-from shared.providers.mkdocs.refresh import Refresher, blob_events, published_sites
-from shared.providers.mkdocs.sites import SiteRegistry
-from shared.service import DocumentationService
+from shared.providers.base import DocumentationProvider, Report, Status, absent, roll_up
+from shared.providers.mkdocs import (
+    MkDocsProvider,
+    Refresher,
+    SiteRegistry,
+    blob_events,
+    configured,
+    fetch_graph,
+    published_sites,
+    share_graph,
+)
+from shared.service import DocumentationService, InChain
 from shared.settings import PREFIX, DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -41,6 +47,14 @@ MIN_SEMANTIC_MB = 1024
 """Below this much memory an instance ranks lexically: the model, every site's vectors and the request working set
 measured 326 MB resident after 2,000 requests on the sample corpus and 452 MB at peak (tools/load-latest.txt), so
 a 512 MB Flex Consumption instance would be killed at the first burst or a larger corpus."""
+
+
+def checked(settings: DocumentationSettings) -> DocumentationSettings:
+    """The settings, once each provider has checked what only it parses (the MkDocs page-kind rules,
+    `Search__PathWeights`): a bad value stops start-up with its key, like any other setting's. Raises
+    ConfigurationError."""
+    configured(settings.search.path_weights, tuple(settings.sites))
+    return settings
 
 
 def semantic_refused(settings: DocumentationSettings, limit_mb: int | None = None) -> str | None:
@@ -65,6 +79,26 @@ FAILING_STORE = ("error", "unreachable", "degraded")
 """Cache store states that make health `degraded` (`unknown`, before the first call, does not)."""
 
 
+class UnresolvedSecrets(Report):
+    """Secret settings whose value is still a Key Vault reference: what each guards stays off."""
+
+    keys: tuple[str, ...]
+    detail: str = (
+        "Key Vault references the platform could not resolve: what they guard stays off "
+        "(docs/deployment.md says how to make the app read them again)"
+    )
+
+
+class Health(Report):
+    """The service's health: its status, the providers in chain order, the cache store and the embedding model."""
+
+    status: Status
+    providers: dict[str, InChain]
+    cache: dict[str, object]
+    embedding: dict[str, object]
+    unresolved_secrets: UnresolvedSecrets | None = absent()
+
+
 @dataclass(frozen=True, slots=True)
 class Composition:
     """The composed service and the shared parts health reports on."""
@@ -82,38 +116,26 @@ class Composition:
         blobs = blob_events(message)
         return sorted({site for blob in blobs for site in published_sites(self.settings, blob)})
 
-    def health(self) -> dict[str, object]:
+    def health(self) -> Health:
         """Overall status, providers in chain order, the cache store and the embedding model, without I/O.
 
-        `status` is `unavailable` when no provider reports `ok` and one reports `unavailable` (nothing can be
-        searched: MkDocs down and AI Search or the remote failing too), `degraded` when any reports anything but
-        `ok` or the cache store is failing (every instance then loads from the origin), else `ok`; a provider
-        without a `status` counts as `ok`.
+        The status rolls up the providers' (`roll_up`): `unavailable` when one is and none is `ok` (nothing can be
+        searched: MkDocs down and AI Search or the remote failing too), `degraded` when any is not `ok`, the cache
+        store is failing (every instance then loads from the origin) or a secret is unresolved, else `ok`.
         """
         providers = self.service.health()
-        states = [str(report.get("status", "ok")) for report in providers.values() if isinstance(report, dict)]
         cache = self.store.describe()
-        status = (
-            "unavailable"
-            if "unavailable" in states and "ok" not in states  # no provider answering, one of them down
-            else "degraded"
-            if any(state != "ok" for state in states) or cache.get("status") in FAILING_STORE  # loads go to the origin
-            else "ok"
-        )
         pending = self.settings.unresolved_secrets()
-        report: dict[str, object] = {
-            "status": "degraded" if pending and status == "ok" else status,
-            "providers": providers,
-            "cache": cache,
-            "embedding": self.embedding.describe() if self.embedding is not None else _off(self.settings),
-        }
-        if pending:
-            report["unresolvedSecrets"] = {
-                "keys": list(pending),
-                "detail": "Key Vault references the platform could not resolve: what they guard stays off "
-                "(docs/deployment.md says how to make the app read them again)",
-            }
-        return report
+        statuses = [entry.health.status for entry in providers.values()]
+        statuses += [Status.DEGRADED] if cache.get("status") in FAILING_STORE else []
+        statuses += [Status.DEGRADED] if pending else []
+        return Health(
+            status=roll_up(statuses),
+            providers=providers,
+            cache=cache,
+            embedding=self.embedding.describe() if self.embedding is not None else _off(self.settings),
+            unresolved_secrets=UnresolvedSecrets(keys=pending) if pending else None,
+        )
 
 
 def _off(settings: DocumentationSettings) -> dict[str, object]:
@@ -175,6 +197,8 @@ async def compose(
         elif embedding is not None:
             # The query encoder loads while the first sites do, not after them: the first search ranks by meaning
             # without waiting for it. No request waits on this; a failure is remembered and reported by health.
+            if embedding.model_id == MINILM.model_id:  # begun here, so nothing that needs it first begins another
+                embedding.start_loading(fetch_graph(store, MINILM))
             preload = asyncio.create_task(_preload(embedding, store), name="load the query encoder")
             stack.push_async_callback(_settle, preload)
         service = DocumentationService(registered, origin=settings.origin)
@@ -183,12 +207,14 @@ async def compose(
 
 async def _preload(embedding: EmbeddingModel, store: IndexStore, record: ModelRecord = MINILM) -> None:
     """Load the query encoder, from the rewritten graph another instance shared when this one has none, and share
-    it when the store has none: only the first instance pays for the rewrite (`shared.embedding`)."""
-    if embedding.model_id == record.model_id:
-        await fetch_graph(store, record)
+    it when the store has none: only the first instance pays for the rewrite (`shared.embedding`). Whatever needs
+    the model meanwhile (a site's embedding job, a search) waits for this very load (`start_loading`) rather than
+    beginning one that would rewrite the graph itself."""
+    ours = embedding.model_id == record.model_id
+    loading = embedding.start_loading(fetch_graph(store, record) if ours else None)
     with contextlib.suppress(Exception):
-        await embedding.ready()
-    if embedding.model_id == record.model_id:
+        await asyncio.shield(loading)
+    if ours:
         await share_graph(store, record)
 
 

@@ -32,7 +32,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -291,6 +291,22 @@ def _clipped(ids: list[int], limit: int) -> list[int]:
     return ids if len(ids) <= limit else [*ids[: limit - 1], ids[-1]]
 
 
+def _failed_for_now(load: asyncio.Future[Encoder]) -> bool:
+    """A finished load that failed other than for want of the model (worth another try)."""
+    if not load.done():
+        return False
+    if load.cancelled():
+        return True
+    failure = load.exception()
+    return failure is not None and not isinstance(failure, EmbeddingUnavailableError)
+
+
+def _retrieved(load: asyncio.Future[Encoder]) -> None:
+    """A load's failure is reported to whoever awaits it; never logged as an exception nobody retrieved."""
+    if not load.cancelled():
+        load.exception()
+
+
 def load_bulk() -> MiniLM:
     """The bulk lane's encoder: the same model, `BULK_LANES` single-threaded runs in flight."""
     return MiniLM.load(lanes=BULK_LANES)
@@ -321,6 +337,8 @@ class EmbeddingModel:
         self._failure: EmbeddingUnavailableError | None = None
         self._lock = threading.Lock()
         self._bulk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedding")
+        self._loading: tuple[asyncio.AbstractEventLoop, asyncio.Future[Encoder]] | None = None
+        """The load under way (or done) on an event loop (`start_loading`)."""
 
     def encoder(self) -> Encoder:
         """The loaded encoder (blocking: call it off the event loop).
@@ -342,11 +360,34 @@ class EmbeddingModel:
                 self._encoder = encoder
             return self._encoder
 
+    def start_loading(self, before: Awaitable[object] | None = None) -> asyncio.Future[Encoder]:
+        """The load every `ready` on this event loop awaits, begun now if none is under way (after `before`, say
+        fetching a shared graph, whose failure does not stop it). One load, however many wait: a wait holds no
+        worker thread, so a cold instance's site loads are not queued behind two dozen blocked waits.
+
+        A load that failed for want of the model is remembered (`encoder`); any other failure is tried again."""
+        loop = asyncio.get_running_loop()
+        loading = self._loading
+        if loading is not None and loading[0] is loop and not _failed_for_now(loading[1]):
+            if before is not None and asyncio.iscoroutine(before):
+                before.close()  # a load is already under way: what had to come first is moot
+            return loading[1]
+        task = loop.create_task(self._load_after(before), name="load the encoder")
+        task.add_done_callback(_retrieved)
+        self._loading = (loop, task)
+        return task
+
+    async def _load_after(self, before: Awaitable[object] | None) -> Encoder:
+        if before is not None:
+            with contextlib.suppress(Exception):
+                await before
+        return await asyncio.to_thread(self.encoder)
+
     async def ready(self) -> Encoder:
-        """The encoder, loaded off the event loop on first use."""
+        """The encoder, loaded off the event loop on first use (`start_loading`)."""
         if self._encoder is not None:
             return self._encoder
-        return await asyncio.to_thread(self.encoder)
+        return await asyncio.shield(self.start_loading())
 
     async def encode_query(self, text: str) -> npt.NDArray[np.float32]:
         """One text's vector, off the event loop and beside any bulk work (never queued behind a whole site)."""

@@ -22,7 +22,7 @@ from shared.embedding import (
     _clipped,
 )
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
-from shared.providers.mkdocs.vectors import THRESHOLD
+from shared.providers.mkdocs.parameters import DEFAULT
 from tests.support.encoders import WordEncoder, model_of
 
 
@@ -50,7 +50,7 @@ def test_a_paraphrase_is_closer_than_an_unrelated_sentence(minilm: MiniLM) -> No
         ["reset the administrator password", "I forgot the admin login", "bake sourdough bread"]
     )
     assert float(reset @ forgot) > float(reset @ bread) + 0.3
-    assert float(reset @ bread) < THRESHOLD < float(reset @ forgot)  # the ranker's cut-off separates them too
+    assert float(reset @ bread) < DEFAULT.threshold < float(reset @ forgot)  # the ranker's cut-off separates them too
 
 
 def test_the_same_text_always_gets_the_same_vector(minilm: MiniLM) -> None:
@@ -92,7 +92,7 @@ def test_a_question_after_a_long_framing_paragraph_is_still_embedded_whole(minil
     whole = float(minilm.encode([FRAMING + FREEZE_QUESTION], query=True)[0] @ page)
     cut = float(minilm.encode([FRAMING + FREEZE_QUESTION])[0] @ page)  # an entry's budget drops the question
 
-    assert whole > THRESHOLD > cut
+    assert whole > DEFAULT.threshold > cut
     assert cut == pytest.approx(float(minilm.encode([FRAMING], query=True)[0] @ page), abs=0.02)  # framing only
 
 
@@ -336,3 +336,50 @@ def test_memory_controls_are_harmless_no_ops_without_glibc(monkeypatch: pytest.M
     monkeypatch.setattr(memory, "_libc", lambda: None)
     memory.tune()
     memory.trim()
+
+
+async def test_waiting_for_the_encoder_holds_no_worker_thread_and_loads_it_once() -> None:
+    """A cold instance's two dozen site jobs and its first search all wait for the one load; none of them holds a
+    worker thread meanwhile, so index loads (also on worker threads) are not queued behind them."""
+    release, loads = threading.Event(), []
+
+    def slow() -> WordEncoder:
+        loads.append(1)
+        assert release.wait(10)
+        return WordEncoder()
+
+    model = EmbeddingModel(slow, model_id=WordEncoder.model_id)
+    waits = [asyncio.ensure_future(model.ready()) for _ in range(40)]
+    await asyncio.sleep(0)  # every wait has begun
+
+    assert await asyncio.wait_for(asyncio.to_thread(lambda: "a worker is free"), 5) == "a worker is free"
+    release.set()
+    encoders = await asyncio.gather(*waits)
+    assert len(loads) == 1 and all(encoder is encoders[0] for encoder in encoders)
+    model.close(wait=True)
+
+
+async def test_a_load_that_failed_is_tried_again_unless_the_model_is_unavailable() -> None:
+    attempts = []
+
+    def flaky() -> WordEncoder:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise OSError("a transient read error")
+        return WordEncoder()
+
+    model = EmbeddingModel(flaky, model_id=WordEncoder.model_id)
+    with pytest.raises(OSError):
+        await model.ready()
+    assert isinstance(await model.ready(), WordEncoder) and len(attempts) == 2
+
+    def missing() -> WordEncoder:
+        attempts.append(1)
+        raise EmbeddingUnavailableError("no model files")
+
+    unavailable = EmbeddingModel(missing, model_id=WordEncoder.model_id)
+    for _ in range(2):
+        with pytest.raises(EmbeddingUnavailableError):
+            await unavailable.ready()
+    assert len(attempts) == 3  # remembered: not read again
+    model.close(wait=True)
