@@ -62,7 +62,8 @@ async def warm_index_caches(timer: func.TimerRequest) -> None:
     """Refresh every site's cached index from the origin (conditional GETs), so instances share fresh copies."""
     if timer.past_due:
         log.info("warm-up timer is past due; running now")
-    await run_warmup(settings, embedding=embedding)
+    composition = await _started()  # the service's own store and origin session, not a second of each
+    await run_warmup(settings, embedding=embedding, store=composition.store, client=composition.client)
 
 
 async def refresh_on_publish(message: func.QueueMessage) -> None:

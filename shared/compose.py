@@ -108,6 +108,8 @@ class Composition:
     store: IndexStore
     embedding: EmbeddingModel | None
     refresher: Refresher
+    client: OriginClient
+    """The one origin session (the warm-up timer uses it too, rather than opening its own)."""
     """Publish refreshes of the MkDocs sites' cached indexes (the hook and the queue)."""
 
     def published(self, message: bytes | str) -> list[str]:
@@ -202,7 +204,7 @@ async def compose(
             preload = asyncio.create_task(_preload(embedding, store), name="load the query encoder")
             stack.push_async_callback(_settle, preload)
         service = DocumentationService(registered, origin=settings.origin)
-        yield Composition(settings, service, store, embedding, refresher)
+        yield Composition(settings, service, store, embedding, refresher, client)
 
 
 async def _preload(embedding: EmbeddingModel, store: IndexStore, record: ModelRecord = MINILM) -> None:

@@ -337,6 +337,7 @@ class EmbeddingModel:
         self._failure: EmbeddingUnavailableError | None = None
         self._lock = threading.Lock()
         self._bulk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedding")
+        self._closed = False
         self._loading: tuple[asyncio.AbstractEventLoop, asyncio.Future[Encoder]] | None = None
         """The load under way (or done) on an event loop (`start_loading`)."""
 
@@ -455,7 +456,13 @@ class EmbeddingModel:
             return {"model": self.model_id, "state": "unavailable", "reason": str(self._failure)}
         return {"model": self.model_id, "state": "loaded" if self._encoder is not None else "not_loaded"}
 
+    @property
+    def closed(self) -> bool:
+        """Closed (`close`): its bulk lane takes no more work."""
+        return self._closed
+
     def close(self, *, wait: bool = False) -> None:
         """Drop queued bulk work; a running job ends at its next batch once its owner sets `stop` (`wait`: block
         until it has)."""
+        self._closed = True
         self._bulk.shutdown(wait=wait, cancel_futures=True)

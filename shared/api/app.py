@@ -52,33 +52,40 @@ def create_app(
     """
     settings = checked(settings or load_settings())
     redaction.install()
-    model = process_embedding(settings) if embedding is _Default.FROM_SETTINGS else embedding
     endpoint = McpEndpoint()
     verifier = EntraVerifier(settings.auth) if settings.auth.enabled else None
     own_hosts = (*((settings.website_hostname,) if settings.website_hostname else ()), *settings.mcp.allowed_hosts)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with compose(settings, embedding=model, providers=providers) as composition:
-            server = build_server(
-                composition.service,
-                budget_chars=settings.mcp.answer_budget_chars,
-                seconds=settings.request_timeout_seconds,
-            )
-            server.streamable_http_app(
-                streamable_http_path=MCP_PATH,
-                stateless_http=True,
-                json_response=True,
-                transport_security=transport_security(own_hosts),
-            )
-            async with server.session_manager.run():
-                app.state.composition, endpoint.server = composition, server
-                try:
-                    yield
-                finally:
-                    app.state.composition, endpoint.server = None, None
-                    if verifier is not None:
-                        await verifier.aclose()
+        # A model the app builds is its own, for one lifespan, and closed with it (as the CLI closes its own); one the
+        # host passes in (shared with its warm-up timer) stays the host's.
+        owned = process_embedding(settings) if embedding is _Default.FROM_SETTINGS else None
+        model = embedding if isinstance(embedding, EmbeddingModel) else owned
+        try:
+            async with compose(settings, embedding=model, providers=providers) as composition:
+                server = build_server(
+                    composition.service,
+                    budget_chars=settings.mcp.answer_budget_chars,
+                    seconds=settings.request_timeout_seconds,
+                )
+                server.streamable_http_app(
+                    streamable_http_path=MCP_PATH,
+                    stateless_http=True,
+                    json_response=True,
+                    transport_security=transport_security(own_hosts),
+                )
+                async with server.session_manager.run():
+                    app.state.composition, endpoint.server = composition, server
+                    try:
+                        yield
+                    finally:
+                        app.state.composition, endpoint.server = None, None
+                        if verifier is not None:
+                            await verifier.aclose()
+        finally:
+            if owned is not None:
+                owned.close()
 
     app = FastAPI(
         title="Documentation retrieval",

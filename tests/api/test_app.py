@@ -9,8 +9,11 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
+from shared.api import app as app_module
 from shared.api import create_app
+from shared.embedding import EmbeddingModel
 from shared.settings import load_settings
+from tests.support.encoders import WordEncoder, model_of
 from tests.support.providers import FakeProvider
 
 SETTINGS = {"Forge__Documentation__Origin": "http://127.0.0.1:9", "Forge__Documentation__Search__Semantic": "false"}
@@ -29,6 +32,24 @@ async def test_the_lifespan_composes_the_service_with_the_given_providers_and_cl
     assert found["provider"] == "fake"
     assert list(health["providers"]) == ["fake", "mkdocs"] and health["embedding"] == {"state": "off"}
     assert fake.closed and app.state.composition is None
+
+
+async def test_a_model_the_app_builds_is_closed_with_its_lifespan_and_a_host_given_one_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[EmbeddingModel] = []
+
+    def build(settings: object) -> EmbeddingModel:
+        built.append(model_of(WordEncoder()))
+        return built[-1]
+
+    monkeypatch.setattr(app_module, "process_embedding", build)
+    given = model_of(WordEncoder())
+    for app in (create_app(load_settings(SETTINGS)), create_app(load_settings(SETTINGS), embedding=given)):
+        async with LifespanManager(app):
+            pass
+    assert len(built) == 1 and built[0].closed and not given.closed
+    given.close()
 
 
 async def test_without_the_lifespan_requests_get_a_503_that_says_why() -> None:

@@ -251,16 +251,24 @@ async def warm_all(
 
 
 async def run_warmup(
-    settings: DocumentationSettings, *, embedding: EmbeddingModel | None
+    settings: DocumentationSettings,
+    *,
+    embedding: EmbeddingModel | None,
+    store: IndexStore | None = None,
+    client: OriginClient | None = None,
 ) -> tuple[dict[str, object], dict[str, SiteOutcome]]:
-    """One warm-up against the configured store, as the timer and `python -m shared warm` run it.
+    """One warm-up, as the timer and `python -m shared warm` run it: over the service's own store and origin client
+    when given (the timer, beside the running service), else over ones opened for it and closed after.
 
     `embedding` is the process's model (None: semantic matching is off). Returns the store's description (taken
     after the run, so it reflects reachability) and the per-site report.
     """
-    store = open_store(settings)
+    opened = open_store(settings) if store is None else None
+    used = store if store is not None else opened
+    assert used is not None
     try:
-        report = await warm_all(settings, store, embedding=embedding)
-        return store.describe(), report
+        report = await warm_all(settings, used, embedding=embedding, client=client)
+        return used.describe(), report
     finally:
-        await store.aclose()
+        if opened is not None:
+            await opened.aclose()
