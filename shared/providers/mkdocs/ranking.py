@@ -195,16 +195,15 @@ class _View:
     @classmethod
     def of(cls, documents: int, postings: Postings) -> _View:
         """The view over packed postings, each term's IDF from how many documents hold it (its slice's length)."""
+        import numpy as np
+
         view = cls(documents, postings)
-        known: dict[int, float] = {0: 0.0}
-        offsets = postings.offsets
-        view.idf = array(
-            "d",
-            (
-                known[df] if (df := offsets[n + 1] - offsets[n]) in known else known.setdefault(df, view.term_idf(df))
-                for n in range(len(offsets) - 1)
-            ),
-        )
+        frequencies = np.diff(np.frombuffer(postings.offsets, dtype=np.int64))
+        # A site has a few hundred distinct document frequencies among thousands of terms: each IDF is computed once,
+        # by `term_idf` itself (the same float), and laid out by term.
+        distinct, positions = np.unique(frequencies, return_inverse=True)
+        known = np.array([view.term_idf(int(df)) if df else 0.0 for df in distinct.tolist()], dtype=np.float64)
+        view.idf = array("d", known[positions].tobytes()) if len(frequencies) else array("d")
         return view
 
     def idf_of(self, term: str) -> float:
