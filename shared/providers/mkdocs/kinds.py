@@ -82,15 +82,25 @@ class PathRule:
         return not self.when or any(phrase <= asked for phrase in self.when)
 
     def matches(self, site: str, path: str) -> bool:
-        if self.site is not None and self.site != site.lower():
+        return self.holds(site.lower(), unquote(path).lower())
+
+    def holds(self, site: str, path: str) -> bool:
+        """`matches` for a lower-cased site and a decoded, lower-cased path (decoded once for every rule)."""
+        if self.site is not None and self.site != site:
             return False
-        path = unquote(path).lower()
-        if _GLOB.search(self.pattern):
+        if _is_glob(self.pattern):
             return fnmatch.fnmatchcase(path, self.pattern)
         return path.startswith(self.pattern)
 
 
 _GLOB = re.compile(r"[*?\[]")
+
+
+@lru_cache(maxsize=MAX_RULES)
+def _is_glob(pattern: str) -> bool:
+    return _GLOB.search(pattern) is not None
+
+
 _REMEMBERED = 256
 """Queries whose toggled rules `PathWeights.toggled` keeps (a query's terms and a few numbers each)."""
 
@@ -119,7 +129,8 @@ class PathWeights:
 
     def rule_for(self, site: str, path: str) -> int | None:
         """The number of the first rule matching this page, or None."""
-        return next((number for number, rule in enumerate(self.rules) if rule.matches(site, path)), None)
+        site, path = site.lower(), unquote(path).lower()
+        return next((number for number, rule in enumerate(self.rules) if rule.holds(site, path)), None)
 
     def toggled(self, terms: Sequence[str]) -> frozenset[int]:
         """The rules a query with these analyzed terms turns from their usual state: an `unless` rule it switches
