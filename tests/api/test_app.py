@@ -14,6 +14,7 @@ from shared.api import create_app
 from shared.embedding import EmbeddingModel
 from shared.settings import load_settings
 from tests.support.encoders import WordEncoder, model_of
+from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
 from tests.support.providers import FakeProvider
 
 SETTINGS = {"Forge__Documentation__Origin": "http://127.0.0.1:9", "Forge__Documentation__Search__Semantic": "false"}
@@ -124,22 +125,15 @@ async def test_an_unexpected_failure_is_a_500_logged_with_its_type_never_its_tex
 
 async def test_the_access_log_names_the_mcp_route(caplog: pytest.LogCaptureFixture) -> None:
     app = create_app(load_settings(SETTINGS), providers=(FakeProvider("fake", 0, results=1, document=True),))
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     with caplog.at_level(logging.INFO, logger="shared"):
         async with (
             LifespanManager(app) as manager,
             httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://127.0.0.1") as http,
         ):
             answers = [
-                await http.post("/api/mcp", json=initialize, headers=headers),
-                await http.post("/api/mcp/", json=initialize, headers=headers),
-                await http.get("/api/mcp", headers=headers),
+                await http.post("/api/mcp", json=INITIALIZE, headers=MCP_HEADERS),
+                await http.post("/api/mcp/", json=INITIALIZE, headers=MCP_HEADERS),
+                await http.get("/api/mcp", headers=MCP_HEADERS),
             ]
 
     assert [answer.status_code for answer in answers] == [200, 200, 405]

@@ -19,17 +19,10 @@ from mcp.types import CallToolResult, TextContent
 
 from shared.api import create_app
 from shared.api.mcp import ago
+from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
 from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, SITES, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture

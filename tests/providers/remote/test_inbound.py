@@ -11,15 +11,9 @@ import pytest
 
 from shared.api import inbound
 from tests.providers.remote.conftest import MCP, Deployment
+from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
 
 SEARCH = "/api/docs/search?q=install&limit=1"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.mark.parametrize(
