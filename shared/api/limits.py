@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.api.errors import error
 from shared.api.inbound import GUARDED_PREFIX, OPEN_PATHS
@@ -40,12 +40,26 @@ class ConcurrencyLimit:
             await error(429, "too_many_requests", message, headers=headers)(scope, receive, send)
             return
         self._in_flight[client] += 1
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self._in_flight[client] -= 1
+                if not self._in_flight[client]:
+                    del self._in_flight[client]
+
+        async def sending(message: Message) -> None:
+            # Freed as the answer's last part goes out, not after: a client holding a whole answer has its slot back.
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                release()
+            await send(message)
+
         try:
-            await self._app(scope, receive, send)
+            await self._app(scope, receive, sending)
         finally:
-            self._in_flight[client] -= 1
-            if not self._in_flight[client]:
-                del self._in_flight[client]
+            release()
 
 
 def client_of(scope: Scope) -> str:
