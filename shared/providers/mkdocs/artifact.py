@@ -111,7 +111,20 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
 def loads(
     payload: bytes, *, site: str, index_digest: str, code: str, kinds: PathWeights | None
 ) -> tuple[SiteIndex, Ranker]:
-    """The index and its ranker from an artifact, checked; raises ArtifactError when it is not this index's."""
+    """The index and its ranker from an artifact, checked; raises ArtifactError when it is not this index's, or
+    when anything in it does not fit (a manifest that checks out but names shapes, types or keys that are not
+    there is refused the same way, never raised as another error)."""
+    try:
+        return _loads(payload, site=site, index_digest=index_digest, code=code, kinds=kinds)
+    except ArtifactError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ArtifactError(f"does not fit together ({type(exc).__name__})") from None
+
+
+def _loads(
+    payload: bytes, *, site: str, index_digest: str, code: str, kinds: PathWeights | None
+) -> tuple[SiteIndex, Ranker]:
     manifest, data = _checked(payload)
     if manifest.get("format") != FORMAT or manifest.get("code") != code:
         raise ArtifactError("built by another version of the ranking code")
@@ -120,7 +133,7 @@ def loads(
     table: dict[str, dict[str, Any]] = manifest["arrays"]
     scalars: dict[str, int] = manifest["scalars"]
 
-    def array(name: str) -> npt.NDArray[Any]:
+    def array(name: str, *, owned: bool = True) -> npt.NDArray[Any]:
         spec = table.get(name)
         if spec is None:
             raise ArtifactError(f"no array {name}")
@@ -131,22 +144,30 @@ def loads(
         if dtype.hasobject:
             raise ArtifactError("object arrays are never loaded")
         view = np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=start).reshape(spec["shape"])
-        return view.copy()  # owned: the payload (text columns included) is freed once loaded
+        return view.copy() if owned else view  # what is kept is owned, so the payload is freed once loaded
 
     count = int(manifest["entries"])
-    columns = {name: _unstrings(array(f"entries.{name}"), array(f"entries.{name}.offsets")) for name in _TEXT_FIELDS}
-    anchors = array("entries.anchor_set").tolist()
-    boosts = array("entries.boost").tolist()
+    columns = {
+        name: _unstrings(array(f"entries.{name}", owned=False), array(f"entries.{name}.offsets", owned=False))
+        for name in _TEXT_FIELDS
+    }
+    anchors = array("entries.anchor_set", owned=False).tolist()
+    boosts = array("entries.boost", owned=False).tolist()
     if any(len(column) != count for column in columns.values()) or len(anchors) != count or len(boosts) != count:
         raise ArtifactError("the entry columns disagree in length")
-    entries = [
-        IndexEntry(location, page, anchor if has_anchor else None, title, page_title, text, boost)
-        for location, page, anchor, title, page_title, text, has_anchor, boost in zip(
-            *(columns[name] for name in _TEXT_FIELDS), anchors, boosts, strict=True
-        )
-    ]
+    rows = zip(
+        columns["location"],
+        _shared(columns["page"]),  # one string per page, not one per entry
+        [anchor if has_anchor else None for anchor, has_anchor in zip(columns["anchor"], anchors, strict=True)],
+        columns["title"],
+        _shared(columns["page_title"]),
+        columns["text"],
+        boosts,
+        strict=True,
+    )
+    entries = list(map(IndexEntry._make, rows))
     index = SiteIndex.build(site, entries)
-    raw = array("vocabulary.terms").tobytes().decode("utf-8", "surrogatepass")
+    raw = _text(array("vocabulary.terms", owned=False))
     terms = raw.split(_SEPARATOR) if raw else []
     if len(terms) != int(scalars["vocabulary.terms"]):
         raise ArtifactError("the vocabulary does not add up")
@@ -185,15 +206,25 @@ def _strings(values: Sequence[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[
     return np.frombuffer("".join(values).encode("utf-8", "surrogatepass"), dtype=np.uint8), offsets
 
 
-def _unstrings(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> list[str]:
+def _text(blob: npt.NDArray[np.uint8]) -> str:
     try:
-        text = blob.tobytes().decode("utf-8", "surrogatepass")
+        return str(blob.data, "utf-8", "surrogatepass")
     except UnicodeDecodeError:
         raise ArtifactError("undecodable text") from None
+
+
+def _unstrings(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> list[str]:
+    text = _text(blob)
     bounds = offsets.tolist()
     if bounds and (bounds[0] != 0 or bounds[-1] != len(text)):
         raise ArtifactError("string offsets do not fit their text")
     return [text[start:end] for start, end in pairwise(bounds)]
+
+
+def _shared(values: list[str]) -> list[str]:
+    """The same strings, each repeated value one object."""
+    seen: dict[str, str] = {}
+    return [seen.setdefault(value, value) for value in values]
 
 
 def _unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:

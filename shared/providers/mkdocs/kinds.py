@@ -82,10 +82,8 @@ class PathRule:
         return not self.when or any(phrase <= asked for phrase in self.when)
 
     def matches(self, site: str, path: str) -> bool:
-        return self.holds(site.lower(), unquote(path).lower())
-
-    def holds(self, site: str, path: str) -> bool:
-        """`matches` for a lower-cased site and a decoded, lower-cased path (decoded once for every rule)."""
+        """Whether the rule claims this page (`PathWeights.rule_for` asks every rule at once)."""
+        site, path = site.lower(), unquote(path).lower()
         if self.site is not None and self.site != site:
             return False
         if _is_glob(self.pattern):
@@ -113,6 +111,7 @@ class PathWeights:
     source: str = field(default="[]", compare=False)
     """The setting's text, as given."""
     _toggled: dict[frozenset[str], frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
+    _matchers: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def parse(cls, text: str) -> PathWeights:
@@ -129,8 +128,12 @@ class PathWeights:
 
     def rule_for(self, site: str, path: str) -> int | None:
         """The number of the first rule matching this page, or None."""
-        site, path = site.lower(), unquote(path).lower()
-        return next((number for number, rule in enumerate(self.rules) if rule.holds(site, path)), None)
+        site = site.lower()
+        matcher = self._matchers.get(site)
+        if matcher is None:
+            matcher = self._matchers[site] = _matcher(self.rules, site)
+        found = matcher.match(unquote(path).lower())
+        return None if found is None or found.lastgroup is None else int(found.lastgroup[1:])
 
     def toggled(self, terms: Sequence[str]) -> frozenset[int]:
         """The rules a query with these analyzed terms turns from their usual state: an `unless` rule it switches
@@ -145,6 +148,17 @@ class PathWeights:
             found = frozenset(number for number, rule in enumerate(self.rules) if rule.on(asked) != (not rule.when))
             self._toggled[asked] = found
         return found
+
+
+def _matcher(rules: Sequence[PathRule], site: str) -> re.Pattern[str]:
+    """One pattern for the rules that apply on `site`, each an alternative named after its number: alternatives are
+    tried in order, so a match names the first rule that `matches` (the same predicate, one regex call a page)."""
+    alternatives = [
+        f"(?P<r{number}>{fnmatch.translate(rule.pattern) if _is_glob(rule.pattern) else re.escape(rule.pattern)})"
+        for number, rule in enumerate(rules)
+        if rule.site is None or rule.site == site
+    ]
+    return re.compile("|".join(alternatives) or "(?!)")
 
 
 def _rule(number: int, raw: object) -> PathRule:

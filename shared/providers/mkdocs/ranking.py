@@ -201,9 +201,13 @@ class _View:
         frequencies = np.diff(np.frombuffer(postings.offsets, dtype=np.int64))
         # A site has a few hundred distinct document frequencies among thousands of terms: each IDF is computed once,
         # by `term_idf` itself (the same float), and laid out by term.
-        distinct, positions = np.unique(frequencies, return_inverse=True)
-        known = np.array([view.term_idf(int(df)) if df else 0.0 for df in distinct.tolist()], dtype=np.float64)
-        view.idf = array("d", known[positions].tobytes()) if len(frequencies) else array("d")
+        if not len(frequencies):
+            view.idf = array("d")
+            return view
+        by_frequency = np.zeros(int(frequencies.max()) + 1, dtype=np.float64)
+        for df in np.flatnonzero(np.bincount(frequencies)).tolist():
+            by_frequency[df] = view.term_idf(df) if df else 0.0
+        view.idf = array("d", by_frequency[frequencies].tobytes())
         return view
 
     def idf_of(self, term: str) -> float:

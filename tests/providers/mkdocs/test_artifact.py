@@ -96,6 +96,15 @@ def with_manifest(payload: bytes, change: dict[str, object]) -> bytes:
     return rechecksummed(struct.pack("<8sI", magic, len(head)) + head + payload[12 + length : -32])
 
 
+def with_bytes(payload: bytes, array: str, data: bytes) -> bytes:
+    """The artifact with the start of one array overwritten (and the checksum made to fit again)."""
+    _, length = struct.unpack_from("<8sI", payload)
+    start = 12 + length + json.loads(payload[12 : 12 + length])["arrays"][array]["offset"]
+    body = bytearray(payload[:-32])
+    body[start : start + len(data)] = data
+    return rechecksummed(bytes(body))
+
+
 def test_anything_but_this_index_and_this_codes_artifact_is_refused(built_origin: Path) -> None:
     payload, digest = built(built_origin, "alpha")
     flipped = bytearray(payload)
@@ -110,6 +119,11 @@ def test_anything_but_this_index_and_this_codes_artifact_is_refused(built_origin
         "an object array": (with_manifest(payload, {"arrays/entries.boost/dtype": "|O"}), digest, "c1"),
         "another site": (with_manifest(payload, {"site": "beta-docs"}), digest, "c1"),
         "postings past the pages": (with_manifest(payload, {"scalars/titles.documents": 1}), digest, "c1"),
+        "an undecodable vocabulary": (with_bytes(payload, "vocabulary.terms", b"\xff\xfe"), digest, "c1"),
+        "an undecodable title": (with_bytes(payload, "entries.title", b"\xff\xfe"), digest, "c1"),
+        "a column of another length": (with_manifest(payload, {"arrays/entries.boost/shape": [1]}), digest, "c1"),
+        "an unknown type": (with_manifest(payload, {"arrays/entries.boost/dtype": "nonsense"}), digest, "c1"),
+        "no scalars": (with_manifest(payload, {"scalars": {}}), digest, "c1"),
     }
     for case, (candidate, index_digest, code) in cases.items():
         with pytest.raises(artifact.ArtifactError):

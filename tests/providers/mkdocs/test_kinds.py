@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.api import create_app
 from shared.compose import checked
@@ -157,6 +159,31 @@ def test_a_zero_weight_puts_the_page_behind_every_other_match() -> None:
 def test_patterns_are_prefixes_or_globs_per_site(rule: dict, site: str, path: str, matches: bool) -> None:  # type: ignore[type-arg]
     weights = PathWeights.parse(json.dumps([rule | {"weight": 0.5}]))
     assert (weights.rule_for(site, path) == 0) is matches
+
+
+_SEGMENTS = st.sampled_from(["docs", "blog", "a*b", "upgrading", "x.y", "[ab]", "caf%C3%A9", "release notes", "?"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    patterns=st.lists(
+        st.tuples(st.lists(_SEGMENTS, min_size=1, max_size=3), st.booleans(), st.sampled_from([None, "docs", "dns"])),
+        max_size=6,
+    ),
+    path=st.lists(_SEGMENTS, max_size=4),
+    site=st.sampled_from(["docs", "DNS", "other"]),
+)
+def test_one_pattern_per_site_finds_the_first_rule_that_holds(
+    patterns: list[tuple[list[str], bool, str | None]], path: list[str], site: str
+) -> None:
+    rules = [
+        {"pattern": ("*" if star else "") + "/".join(parts) + "/", "weight": 0.5} | ({"site": on} if on else {})
+        for parts, star, on in patterns
+    ]
+    weights = PathWeights.parse(json.dumps(rules))
+    page_path = "/".join(path) + "/"
+    expected = next((n for n, rule in enumerate(weights.rules) if rule.matches(site, page_path)), None)
+    assert weights.rule_for(site, page_path) == expected
 
 
 def test_the_first_matching_rule_wins() -> None:
