@@ -7,9 +7,11 @@ Per size: the warm-up's time (`python -m shared warm`: fetch, build, prebuilt ra
 search on a fresh process over warm storage and whether it was ranked semantically, the time until every site
 ranks semantically, resident memory after start-up and after `--requests` mixed requests (search, get, list; 50
 clients), HTTP p50 of searches ranked by meaning (hybrid) and, in a second fresh process with
-`Search__Semantic=false`, lexically; then the growth ratios between the smallest and the largest size. Copies are
-byte-for-byte the same pages under another site name: nothing here may rely on that (each copy is its own index,
-prebuilt ranker and vectors).
+`Search__Semantic=false`, lexically; then the growth ratios between the smallest and the largest size. The cold
+figures are taken one size after the other; the one-client p50s with every size's instance up, asking them in turn,
+so that a shared machine's drift during the run (minutes apart, it moved p50s by a third) weighs on all sizes alike.
+Copies are byte-for-byte the same pages under another site name: nothing here may rely on that (each copy is its
+own index, prebuilt ranker and vectors).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -62,7 +66,7 @@ def environment(origin: str, storage: str, sites: list[str], **settings: str) ->
     )
 
 
-async def cold(base: str, pid: int, sites: int, requests: int, semantic: bool) -> dict[str, Any]:
+async def cold(base: str, pid: int, requests: int, semantic: bool) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=50, max_keepalive_connections=50, keepalive_expiry=1.0)
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
         while True:  # the process is up when health answers; nothing is loaded by it
@@ -96,11 +100,6 @@ async def cold(base: str, pid: int, sites: int, requests: int, semantic: bool) -
         before = memory_mb(pid)
         summary: dict[str, Any] = await run(client, requests, 50, 7)
         after = memory_mb(pid)
-        alone = []  # one client: what a request costs, not how long it queued behind 49 others
-        for number in range(SEQUENTIAL):
-            started = time.perf_counter()
-            await client.get("/api/docs/search", params={"q": QUERIES[number % len(QUERIES)]})
-            alone.append(time.perf_counter() - started)
     return {
         "first_search_seconds": round(first_seconds, 3),
         "first_search_status": first.status_code,
@@ -111,11 +110,28 @@ async def cold(base: str, pid: int, sites: int, requests: int, semantic: bool) -
         "rss_mb_after_start": before["VmRSS"],
         "rss_mb_after_requests": after["VmRSS"],
         "peak_mb": after["VmHWM"],
-        "search_p50_ms_one_client": round(statistics.median(alone) * 1000, 1),
         "search_p50_ms": _p50(summary, "search"),
         "get_p50_ms": _p50(summary, "get"),
         "errors": {key: summary[key] for key in ("5xx", "errors") if summary.get(key)},
     }
+
+
+async def alternating(bases: list[str]) -> list[float]:
+    """Each server's search p50 with one client, the servers asked in turn (query by query, the order reversed
+    every round), so a machine that speeds up or slows down during the run weighs on every size alike."""
+    clients = [httpx.AsyncClient(base_url=base, timeout=120) for base in bases]
+    times: list[list[float]] = [[] for _ in bases]
+    try:
+        for number in range(SEQUENTIAL):
+            order = list(range(len(bases))) if number % 2 == 0 else list(reversed(range(len(bases))))
+            for one in order:
+                started = time.perf_counter()
+                await clients[one].get("/api/docs/search", params={"q": QUERIES[number % len(QUERIES)]})
+                times[one].append(time.perf_counter() - started)
+    finally:
+        for client in clients:
+            await client.aclose()
+    return [round(statistics.median(measured) * 1000, 1) for measured in times]
 
 
 def _p50(summary: dict[str, Any], kind: str) -> float | None:
@@ -123,47 +139,62 @@ def _p50(summary: dict[str, Any], kind: str) -> float | None:
     return measured.get("p50_ms") if isinstance(measured, dict) else None
 
 
-def serve(env: dict[str, str], sites: int, requests: int, semantic: bool) -> dict[str, Any]:
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """A fresh `serve` process (nothing in its local temporary directory: the model graph comes from the store, if
+    at all): its base URL and process id, stopped on leaving."""
     port = free_port()
     command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
-    # A fresh instance: nothing in its local temporary directory (the model graph comes from the store, if at all).
     with tempfile.TemporaryDirectory(prefix="instance-") as fresh:
         server = subprocess.Popen(command, cwd=REPO, env=env | {"TMPDIR": fresh})
         try:
-            return asyncio.run(cold(f"http://127.0.0.1:{port}", server.pid, sites, requests, semantic))
+            yield f"http://127.0.0.1:{port}", server.pid
         finally:
             server.terminate()
             server.wait(30)
 
 
-def measure_size(corpus: Path, size: int, requests: int, scratch: Path) -> dict[str, Any]:
+def warmed(stack: ExitStack, corpus: Path, size: int, scratch: Path) -> dict[str, Any]:
+    """The corpus at `size` served by its own origin and Azurite (kept up by `stack`), warmed."""
     root, sites = origin_at(corpus, size, scratch)
     pages = sum(1 for _ in root.rglob("index.html"))
-    with StaticOrigin(root) as origin, Azurite(memory_limit_mb=4096) as azurite:
-        env = environment(origin.url, azurite.connection_string, sites)
-        started = time.monotonic()
-        warm = subprocess.run(
-            [sys.executable, "-m", "shared", "warm"], cwd=REPO, env=env, capture_output=True, text=True
-        )
-        warm_seconds = round(time.monotonic() - started, 1)
-        if warm.returncode not in (0, 1):
-            raise SystemExit(f"warm-up failed: {warm.stderr[-2000:]}")
-        hybrid = serve(env, len(sites), requests, semantic=True)
-        lexical = serve(
-            environment(origin.url, azurite.connection_string, sites, Search__Semantic="false"),
-            len(sites),
-            requests,
-            semantic=False,
-        )
-    shutil.rmtree(root)
+    origin = stack.enter_context(StaticOrigin(root))
+    azurite = stack.enter_context(Azurite(memory_limit_mb=4096))
+    env = environment(origin.url, azurite.connection_string, sites)
+    started = time.monotonic()
+    warm = subprocess.run([sys.executable, "-m", "shared", "warm"], cwd=REPO, env=env, capture_output=True, text=True)
+    if warm.returncode not in (0, 1):
+        raise SystemExit(f"warm-up failed: {warm.stderr[-2000:]}")
     return {
         "size": size,
         "sites": len(sites),
         "html_pages": pages,
-        "warm_seconds": warm_seconds,
-        "hybrid": hybrid,
-        "lexical": lexical,
+        "warm_seconds": round(time.monotonic() - started, 1),
+        "env": env,
+        "lexical_env": environment(origin.url, azurite.connection_string, sites, Search__Semantic="false"),
     }
+
+
+def measure(corpus: Path, sizes: list[int], requests: int, scratch: Path) -> list[dict[str, Any]]:
+    """Every size warmed; then, semantic and lexical in turn, a fresh instance per size measured cold one after
+    the other (the others idle), and the one-client p50s of all of them taken alternately."""
+    with ExitStack() as stack:
+        runs = []
+        for number, size in enumerate(sizes):  # a directory each: a size may be asked for twice (noise runs)
+            (scratch / str(number)).mkdir()
+            runs.append(warmed(stack, corpus, size, scratch / str(number)))
+        for mode, key in (("hybrid", "env"), ("lexical", "lexical_env")):
+            with ExitStack() as servers:
+                bases = []
+                for measured in runs:
+                    base, pid = servers.enter_context(serving(measured[key]))
+                    measured[mode] = asyncio.run(cold(base, pid, requests, semantic=mode == "hybrid"))
+                    bases.append(base)
+                for measured, p50 in zip(runs, asyncio.run(alternating(bases)), strict=True):
+                    measured[mode]["search_p50_ms_one_client"] = p50
+    for measured in runs:
+        del measured["env"], measured["lexical_env"]
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.sizes.split(",")]
     with tempfile.TemporaryDirectory(prefix="scale-") as scratch:
-        runs = [measure_size(args.corpus, size, args.requests, Path(scratch)) for size in sizes]
+        runs = measure(args.corpus, sizes, args.requests, Path(scratch))
     small, large = runs[0], runs[-1]
 
     def ratio(path: tuple[str, ...]) -> float | None:
