@@ -28,8 +28,18 @@ def is_whitespace(char: str) -> bool:
     return WHITESPACE.fullmatch(char) is not None
 
 
+_NOT_SPEC_WHITESPACE = "\x1c\x1d\x1e\x1f"
+"""The only characters `str.split()` splits on that the spec's whitespace does not include."""
+
+
 def split_whitespace(text: str) -> list[str]:
-    """`text` split on runs of the spec's whitespace, without empty pieces."""
+    """`text` split on runs of the spec's whitespace, without empty pieces.
+
+    `str.split()` splits on exactly the spec's whitespace plus U+001C-U+001F, and a page's text is split for every
+    preview of it, so text without those four characters (nearly all) takes that path: a tenth of the regex's time.
+    """
+    if not any(char in text for char in _NOT_SPEC_WHITESPACE):
+        return text.split()
     return [word for word in WHITESPACE.split(text) if word]
 
 

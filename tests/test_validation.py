@@ -80,6 +80,22 @@ def test_whitespace_is_exactly_dotnets_char_is_whitespace() -> None:
     assert not any(is_whitespace(chr(code)) for code in (0x1C, 0x1D, 0x1E, 0x1F))  # str.isspace says yes
 
 
+def test_str_split_is_the_spec_whitespace_but_four_characters() -> None:
+    """`split_whitespace` takes `str.split()` for text without U+001C-U+001F: what makes that exact."""
+    from shared.validation import _NOT_SPEC_WHITESPACE, is_whitespace
+
+    python = {code for code in range(0x110000) if chr(code).isspace()}
+    spec = {code for code in range(0x110000) if is_whitespace(chr(code))}
+    assert python - spec == {ord(char) for char in _NOT_SPEC_WHITESPACE} and spec <= python
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab \t\n\x1c\x1f\x85\xa0\u2028\u3000\u200b")), max_size=30))
+def test_split_whitespace_splits_on_the_spec_whitespace_only(text: str) -> None:
+    from shared.validation import WHITESPACE, split_whitespace
+
+    assert split_whitespace(text) == [word for word in WHITESPACE.split(text) if word]
+
+
 def test_a_multi_line_query_is_whitespace_not_a_control_character() -> None:
     from shared.validation import check_query
 
