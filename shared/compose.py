@@ -108,9 +108,9 @@ class Composition:
     store: IndexStore
     embedding: EmbeddingModel | None
     refresher: Refresher
+    """Publish refreshes of the MkDocs sites' cached indexes (the hook and the queue)."""
     client: OriginClient
     """The one origin session (the warm-up timer uses it too, rather than opening its own)."""
-    """Publish refreshes of the MkDocs sites' cached indexes (the hook and the queue)."""
 
     def published(self, message: bytes | str) -> list[str]:
         """The sites whose index an Event Grid `BlobCreated` queue message reports written (none for anything else);

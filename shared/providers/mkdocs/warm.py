@@ -263,12 +263,12 @@ async def run_warmup(
     `embedding` is the process's model (None: semantic matching is off). Returns the store's description (taken
     after the run, so it reflects reachability) and the per-site report.
     """
-    opened = open_store(settings) if store is None else None
-    used = store if store is not None else opened
-    assert used is not None
+    owned = store is None
+    if store is None:
+        store = open_store(settings)
     try:
-        report = await warm_all(settings, used, embedding=embedding, client=client)
-        return used.describe(), report
+        report = await warm_all(settings, store, embedding=embedding, client=client)
+        return store.describe(), report
     finally:
-        if opened is not None:
-            await opened.aclose()
+        if owned:
+            await store.aclose()
