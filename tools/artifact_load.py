@@ -30,6 +30,7 @@ from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_RULES  # noqa: E402
 from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
 from shared.providers.mkdocs.loading import RANKING_CODE  # noqa: E402
 from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
+from tools.bench import SITES  # noqa: E402
 
 
 def best_ms(work: Callable[[], Any], repeat: int) -> float:
@@ -41,15 +42,6 @@ def best_ms(work: Callable[[], Any], repeat: int) -> float:
         work()
         times.append(time.perf_counter() - start)
     return round(min(times) * 1000, 2)
-
-
-def indexes(corpus: Path) -> dict[str, Path]:
-    """Each site's published index: `{site}/search/search_index.json`, and the one at the origin root."""
-    found = {path.parents[1].name: path for path in sorted(corpus.glob("*/search/search_index.json"))}
-    rooted = corpus / "search" / "search_index.json"
-    if rooted.is_file():
-        found["cloud-foundations"] = rooted
-    return found
 
 
 def measure(site: str, path: Path, weights: PathWeights, repeat: int) -> dict[str, Any]:
@@ -81,7 +73,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     weights = PathWeights.parse(DEFAULT_RULES)
-    sites = [measure(site, path, weights, args.repeat) for site, path in indexes(args.corpus).items()]
+    sites = [measure(site, args.corpus / path, weights, args.repeat) for site, path in SITES.items()]
     print(
         json.dumps(
             {

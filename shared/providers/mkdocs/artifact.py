@@ -228,7 +228,7 @@ def _shared(values: list[str]) -> list[str]:
 
 
 def _unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:
-    offsets = array(f"{name}.offsets").astype(np.int64, copy=False)
+    offsets = array(f"{name}.offsets", owned=False).astype(np.int64, copy=False)  # copied into the Postings
     numbers = array(f"{name}.numbers")
     values = array(f"{name}.values")
     if not 1 <= len(offsets) <= len(vocabulary) + 1 or int(offsets[0]) != 0 or int(offsets[-1]) != len(numbers):
