@@ -458,7 +458,9 @@ def memory_lines(found: dict[str, dict[str, float]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="the documentation origin directory")
-    parser.add_argument("--eval", type=Path, action="append", default=[], help="eval set JSON (repeatable)")
+    parser.add_argument(
+        "--eval", type=Path, nargs="+", action="extend", default=[], help="eval set JSON files (repeatable)"
+    )
     parser.add_argument("--repeat", type=int, default=20, help="timed passes over the eval queries")
     parser.add_argument("--path-weights", default=DEFAULT_KINDS, help="page-kind rules of ours (JSON)")
     parser.add_argument("--memory-probe", help=argparse.SUPPRESS)

@@ -1,21 +1,21 @@
-"""What holding the vectors as int8 would do to search quality, before anyone builds it: the service's federated
-ranking (semantic on) over the sample corpus with its float32 rows, with the rows rounded to int8 (one scale per
-row, symmetric), and with the query rounded to uint8 too (asymmetric, as ONNX Runtime's `DynamicQuantizeMatMul`
-quantizes its input), on every eval set given.
+"""What the int8 rows the service scans (`shared.providers.mkdocs.quantized`) do to search quality: the service's
+federated ranking (semantic on) over the sample corpus as served (int8 rows, one scale per row, the query split
+into int8 parts), against the same ranking with the float32 rows scanned as they were before (`einsum`), on every
+eval set given.
 
     python tools/quantized.py --corpus ../shared/corpus/origin --eval ../shared/evals/dev-set.json \
         --eval tools/evals/*.json
 
-The rounding is simulated in numpy (the rows are rounded and scaled back to float32), so only the numbers change,
-not the kernel. Prints hit@1 / hit@5 / MRR@10 per set and mode, and how many top-10 lists changed.
+Prints hit@1 / hit@5 / MRR@10 per set and mode, and how many top-10 lists changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -26,40 +26,34 @@ import numpy.typing as npt  # noqa: E402
 
 from shared.providers.mkdocs.federation import Federation  # noqa: E402
 from shared.providers.mkdocs.index import parse_index  # noqa: E402
+from shared.providers.mkdocs.quantized import QueryParts  # noqa: E402
 from shared.providers.mkdocs.ranking import Ranker, semantic_say  # noqa: E402
 from shared.providers.mkdocs.text import analyze_query  # noqa: E402
-from shared.providers.mkdocs.vectors import SiteVectors  # noqa: E402
 from tools.bench import KINDS, SITES, VECTORS, embed_all, encoder, qualify  # noqa: E402
 from tools.eval import discovery, hit_rank, parse_eval_set  # noqa: E402
 
-MODES = ("float32", "int8 rows", "int8 rows, uint8 query")
+MODES = ("float32", "int8 (served)")
 
 
-def rows(matrix: npt.NDArray[np.float32], mode: str) -> npt.NDArray[np.float32]:
-    if mode == "float32":
-        return matrix
-    scale = np.abs(matrix).max(axis=1, keepdims=True) / 127
-    scale[scale == 0] = 1.0
-    rounded: npt.NDArray[np.float32] = (np.round(matrix / scale) * scale).astype(np.float32)
-    return rounded
+@dataclasses.dataclass(frozen=True)
+class _FloatRows:
+    """The scan before int8: the float32 rows, multiplied by numpy with the query the parts add up to (float to
+    about 15 bits: the same query the int8 scan multiplies)."""
 
+    matrix: npt.NDArray[np.float32]
 
-def query(vector: npt.NDArray[np.float32], mode: str) -> npt.NDArray[np.float32]:
-    if mode != "int8 rows, uint8 query":
-        return vector
-    low, high = min(float(vector.min()), 0.0), max(float(vector.max()), 0.0)
-    step = (high - low) / 255 or 1.0
-    zero = round(-low / step)
-    rounded: npt.NDArray[np.float32] = ((np.clip(np.round(vector / step) + zero, 0, 255) - zero) * step).astype(
-        np.float32
-    )
-    return rounded
+    def similarities(self, query: QueryParts) -> npt.NDArray[np.float32]:
+        vector = (query.factors @ query.parts.astype(np.float64)).astype(np.float32)
+        products: npt.NDArray[np.float32] = np.einsum("ij,j->i", self.matrix, vector)
+        return products
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="the documentation origin directory")
-    parser.add_argument("--eval", type=Path, action="append", required=True, help="eval set JSON (repeatable)")
+    parser.add_argument(
+        "--eval", type=Path, nargs="+", action="extend", required=True, help="eval set JSON files (repeatable)"
+    )
     args = parser.parse_args(argv)
     indexes = {site: parse_index(site, (args.corpus / path).read_bytes()) for site, path in SITES.items()}
     sets = {path.name: parse_eval_set(path.read_text(encoding="utf-8")).cases for path in args.eval}
@@ -72,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         rankers = []
         for site in sites:
             ranker = Ranker.build(indexes[site], KINDS[0])
-            held = VECTORS[site]
-            ranker.attach(SiteVectors(rows(held.matrix, mode), held.keys, held.hubness))
+            ranker.attach(VECTORS[site])
+            if mode == "float32" and ranker.semantic is not None:
+                rows = cast(Any, _FloatRows(VECTORS[site].matrix))
+                ranker.semantic = dataclasses.replace(ranker.semantic, rows=rows)
             rankers.append(ranker)
         federation = Federation.of(rankers)
         for name, cases in sets.items():
@@ -81,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             for case in cases:
                 wanted = analyze_query(case.query)
                 say = semantic_say(case.query, wanted, federation.parameters)
-                found = federation.score(wanted, say, 10, query(vectors[case.query], mode))
+                found = federation.score(wanted, say, 10, vectors[case.query])
                 top = [qualify(sites[site], scored.hit(number).entry.location) for site, scored, number in found]
                 returned[(mode, name, case.id)] = top
                 scores.append(discovery(hit_rank(top, case.acceptable)))

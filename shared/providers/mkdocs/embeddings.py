@@ -12,8 +12,10 @@ every instance (`ensure_vectors`); a serving instance attaches them to the index
 - every job computes on the model's one bulk lane, and a superseded job stops at its next batch;
 - a long computation stores the rows it has so far about once a minute (`PROGRESS_SECONDS`), so a run cut short
   (the warm-up's time limit, a recycled or scaled-in instance, a newer index) leaves its work in the store, and
-  the next run, in any instance, embeds only the rest (an instance that still holds the previous index's vectors
-  reuses rows from both);
+  the next run, in any instance, embeds only the rest: it reuses the rows of unchanged texts from whatever the
+  store holds for the site (the previous index's vectors or a partial of the new one's, which carries the rows it
+  reused). A serving instance holds its vectors as int8 (`quantized`) and never lends them to a recompute: the
+  store's float16 copy is the one source of rows to reuse;
 - a job that fails (not for want of the model) is tried again after `SiteRetrySeconds`, doubling per consecutive
   failure up to an hour, with jitter.
 """
@@ -278,9 +280,7 @@ class EmbeddingJobs:
         """Consecutive failed embeddings per site: each doubles the wait, up to `MAX_RETRY_SECONDS`, so a failure
         that repeats does not re-embed a whole site every half minute."""
 
-    def start(
-        self, site: str, loaded: LoadedSite, *, reuse: SiteVectors | None = None, replacing: bool = False
-    ) -> asyncio.Task[Embedded | None]:
+    def start(self, site: str, loaded: LoadedSite, *, replacing: bool = False) -> asyncio.Task[Embedded | None]:
         """Embed `loaded` in the background; a job for an older index stops. The job ends with its outcome (None
         when a newer job superseded it): a served index's ranker has its vectors already, one `replacing` the served
         index is the caller's to install, with its vectors or without them."""
@@ -290,7 +290,7 @@ class EmbeddingJobs:
             pending_retry.cancel()
         self._states[site] = (Semantic.PENDING, "")
         job = _Job(loaded, replacing)
-        job.task = asyncio.get_running_loop().create_task(self._run(site, job, reuse))
+        job.task = asyncio.get_running_loop().create_task(self._run(site, job))
         self._jobs[site] = job
         return job.task
 
@@ -336,7 +336,7 @@ class EmbeddingJobs:
             job.cancel()
         await asyncio.gather(*(job.task for job in jobs if job.task is not None), return_exceptions=True)
 
-    async def _run(self, site: str, job: _Job, reuse: SiteVectors | None) -> Embedded | None:
+    async def _run(self, site: str, job: _Job) -> Embedded | None:
         """Attach the index's vectors: the stored ones for exactly these entries, else computed and stored.
 
         A failure leaves the index ranked lexically and says why in health. None when a newer job took its place.
@@ -361,7 +361,7 @@ class EmbeddingJobs:
                     model,
                     site,
                     loaded.index,
-                    reuse=await asyncio.to_thread(SiteVectors.union, reuse, stored.reusable),
+                    reuse=stored.reusable,
                     expected_version=stored.version,
                     digest=loaded.digest,
                     stop=job.stop,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.quantized import QueryParts, split_query
 from shared.providers.mkdocs.ranking import Postings, Ranker, Scored, _Semantic, coordinate, site_fit
 from shared.providers.mkdocs.text import Query
 
@@ -115,7 +116,7 @@ class Federation:
             return []
         semantic = vector is not None and say > 0 and self.correction is not None
         # The similarity scan starts first, on the scanner thread, and runs while this thread does the lexical part.
-        scan = _Scan([part.vectors.similarities for part in self.semantics if part], vector) if semantic else None
+        scan = _Scan([part.rows.similarities for part in self.semantics if part], vector) if semantic else None
         pages = self.page_base[-1]
         # Each query term's number in each site's vocabulary (one lookup per site and term, for all three views).
         terms = list(dict.fromkeys((*wanted.words, *wanted.joined)))
@@ -244,21 +245,21 @@ class Federation:
 
 
 class _Scan:
-    """One query's similarity scan over every site's rows (`SiteVectors.similarities`), begun on the scanner thread
+    """One query's similarity scan over every site's rows (`QuantizedRows.similarities`), begun on the scanner thread
     as soon as it is made, while the caller ranks lexically; `products` joins in on the sites not yet taken.
 
-    The scan is memory-bound and numpy lets go of the GIL, so it runs beside the lexical part (mostly Python, on
+    The scan is memory-bound and onnxruntime lets go of the GIL, so it runs beside the lexical part (mostly Python, on
     the event loop's thread) instead of after it; both threads take the next site from one counter, so neither waits
     while the other has work. Every site's products are the same floats whichever thread computed them.
     """
 
     def __init__(
         self,
-        scans: Sequence[Callable[[npt.NDArray[np.float32]], npt.NDArray[np.float32]]],
+        scans: Sequence[Callable[[QueryParts], npt.NDArray[np.float32]]],
         query: npt.NDArray[np.float32] | None,
     ) -> None:
         assert query is not None
-        self._scans, self._query = scans, query
+        self._scans, self._query = scans, split_query(query)  # once for every site
         self._products: list[Any] = [None] * len(scans)
         self._next = itertools.count()  # its `next` is atomic: each site is taken by exactly one thread
         self._helper = _scanner().submit(self._take)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.quantized import QuantizedRows, split_query
 from shared.providers.mkdocs.text import Query, analyze, analyze_query, identifier_share, written_words
 from shared.providers.mkdocs.vectors import SiteVectors, neighbour_similarity
 
@@ -496,8 +497,8 @@ def semantic_say(query: str, wanted: Query, parameters: RankingParameters) -> fl
 
 @dataclass(frozen=True, slots=True)
 class _Semantic:
-    vectors: SiteVectors
-    """The entries' rows, then the page outlines' (`vectors.embedded_texts`)."""
+    rows: QuantizedRows
+    """The entries' rows, then the page outlines' (`vectors.embedded_texts`), as the scan holds them (int8)."""
     order: npt.NDArray[np.intp]
     """Entry numbers grouped by page, pages in order: one per entry, so its length is where the outlines' rows
     start."""
@@ -515,8 +516,9 @@ class _Semantic:
         starts: npt.NDArray[np.intp],
         parameters: RankingParameters,
     ) -> _Semantic:
-        """The site's embeddings ready to score; their stored neighbour similarity (over `DEFAULT`'s neighbours) is
-        used only when these parameters ask for as many."""
+        """The site's embeddings ready to score, held as int8 (`quantized`: the float rows are not kept); their stored
+        neighbour similarity (over `DEFAULT`'s neighbours) is used only when these parameters ask for as many, else
+        it is computed from the float rows."""
         import numpy as np
 
         entries = len(order)
@@ -526,7 +528,7 @@ class _Semantic:
         else:
             hubness = neighbour_similarity(vectors.matrix[:entries], parameters.hub_neighbours)
         correction = (parameters.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
-        return cls(vectors, order, starts, correction, parameters)
+        return cls(QuantizedRows(vectors.matrix), order, starts, correction, parameters)
 
     def close_pages(
         self, query: npt.NDArray[np.float32]
@@ -540,7 +542,7 @@ class _Semantic:
         """
         import numpy as np
 
-        similarities = self.vectors.similarities(query)
+        similarities = self.rows.similarities(split_query(query))
         entries = len(self.order)
         raw, outlines = similarities[:entries], similarities[entries:]
         threshold, share = self.parameters.threshold, self.parameters.outline_share

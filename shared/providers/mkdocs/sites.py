@@ -393,12 +393,11 @@ class SiteRegistry:
         """Serve a newer index: at once when the current one ranks lexically, else once `fresh` has its vectors."""
         current = slot.served
         semantic = current.ranker.semantic if current is not None and current.ranker is not None else None
-        vectors = semantic.vectors if semantic is not None else None
-        if self._jobs is None or vectors is None or fresh.ranker is None:
+        if self._jobs is None or semantic is None or fresh.ranker is None:
             slot.swapped(fresh, self._clock())
             self._embed(slot.name, fresh)
             return
-        job = self._jobs.start(slot.name, fresh, reuse=vectors, replacing=True)
+        job = self._jobs.start(slot.name, fresh, replacing=True)
         swap = asyncio.create_task(self._swap_when_embedded(slot, fresh, job), name=f"swap {slot.name}")
         slot.embedding(fresh, swap)
 

@@ -14,6 +14,7 @@ from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.quantized import QueryParts
 from shared.providers.mkdocs.ranking import Ranker, semantic_say
 from shared.providers.mkdocs.text import analyze_query
 from shared.providers.mkdocs.vectors import SiteVectors
@@ -179,19 +180,20 @@ def test_the_scan_is_shared_by_two_threads_and_each_site_is_scanned_once() -> No
     """Site 0 is scanned only once site 1 has been, so a scan taken by one thread alone would never finish."""
     other_ran, calls = threading.Event(), []
 
-    def waits(query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    def waits(query: QueryParts) -> npt.NDArray[np.float32]:
         calls.append(0)
         assert other_ran.wait(10)
-        return query * 0
+        return np.full(3, 0, np.float32)
 
-    def lets_go(query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    def lets_go(query: QueryParts) -> npt.NDArray[np.float32]:
         calls.append(1)
         other_ran.set()
-        return query * 1
+        return np.full(3, 1, np.float32)
 
-    def plain(query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    def plain(query: QueryParts) -> npt.NDArray[np.float32]:
         calls.append(2)
-        return query * 2
+        assert isinstance(query, QueryParts)  # split once, before the threads take sites
+        return np.full(3, 2, np.float32)
 
     query = np.ones(3, dtype=np.float32)
     products = _Scan([waits, lets_go, plain, plain], query).products()

@@ -21,6 +21,7 @@ from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.quantized import split_query
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.text import analyze_query, identifier_share
 from shared.providers.mkdocs.vectors import (
@@ -54,11 +55,11 @@ def semantic_ranker(encoder: MiniLM, *pages: list[IndexEntry], kinds: PathWeight
     return index
 
 
-def reranked(index: Ranker, parameters: RankingParameters) -> Ranker:
-    """The same site ranked with other parameters, with the embeddings `index` has attached."""
+def reranked(encoder: MiniLM, index: Ranker, parameters: RankingParameters) -> Ranker:
+    """The same site ranked with other parameters, with the same embeddings as `index` (computed again: the model is
+    deterministic, and a ranker keeps only its int8 rows)."""
     again = Ranker.build(SiteIndex.build("docs", index.entries), index.kinds, parameters)
-    assert index.semantic is not None
-    again.attach(index.semantic.vectors)
+    again.attach(SiteVectors.compute(encoder, index.entries))
     return again
 
 
@@ -339,9 +340,9 @@ def test_a_page_sharing_no_word_with_the_query_is_found_by_meaning(encoder: Mini
     index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
     query = unit(encoder, HOLIDAY_FREEZE)
     assert index.semantic is not None and index.entries[0].page == "sync-windows/"
-    matrix = index.semantic.vectors.matrix
-    cosine = float(matrix[0] @ query) - float(index.semantic.correction[0])
-    outline = float(matrix[len(index.entries)] @ query)  # the first page's outline row, after every entry's
+    similarities = index.semantic.rows.similarities(split_query(query))  # what the ranker scores with: int8 rows
+    cosine = float(similarities[0]) - float(index.semantic.correction[0])
+    outline = float(similarities[len(index.entries)])  # the first page's outline row, after every entry's
 
     hits = index.search(HOLIDAY_FREEZE, 5, query)
 
@@ -430,8 +431,8 @@ def test_identifiers_in_a_query_take_the_semantic_credit_away_in_proportion(enco
     index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER)
     vector = unit(encoder, query)
 
-    said = _credit(reranked(index, replace(DEFAULT, identifier_scale=10.0)), query, vector)  # the cases' scale
-    whole = _credit(reranked(index, replace(DEFAULT, identifier_scale=0.0)), query, vector)
+    said = _credit(reranked(encoder, index, replace(DEFAULT, identifier_scale=10.0)), query, vector)  # the cases' scale
+    whole = _credit(reranked(encoder, index, replace(DEFAULT, identifier_scale=0.0)), query, vector)
 
     assert whole > 0
     assert said == pytest.approx(whole * max(0.0, 1 - 10 * identifier_share(query)))
@@ -451,8 +452,8 @@ def test_a_long_question_s_credit_shrinks_as_its_term_score_does(encoder: MiniLM
     terms = len(analyze_query(query).words)
 
     balance = 8  # the cases' balance
-    said = _credit(reranked(index, replace(DEFAULT, balance_words=balance)), query, vector)
-    whole = _credit(reranked(index, replace(DEFAULT, balance_words=1_000)), query, vector)
+    said = _credit(reranked(encoder, index, replace(DEFAULT, balance_words=balance)), query, vector)
+    whole = _credit(reranked(encoder, index, replace(DEFAULT, balance_words=1_000)), query, vector)
 
     assert whole > 0 and identifier_share(query) == 0
     assert said == pytest.approx(whole * min(1.0, balance / terms))

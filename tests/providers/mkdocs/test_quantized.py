@@ -1,0 +1,113 @@
+"""The int8 rows a serving instance scans (`QuantizedRows`): exact integer products, close to the float cosines, the
+same floats from any thread, and no hold on the float rows they were made from."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from shared.providers.mkdocs.quantized import QuantizedRows, split_query
+
+DIMENSIONS = 384
+
+
+def units(count: int, seed: int) -> npt.NDArray[np.float32]:
+    rows = np.random.default_rng(seed).standard_normal((count, DIMENSIONS)).astype(np.float32)
+    unit: npt.NDArray[np.float32] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return unit
+
+
+def exact(matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """What the scan must return, computed without onnxruntime: the rows rounded as documented, the integer products
+    in int64 (nothing can saturate), then scaled in float64."""
+    scales = np.abs(matrix).max(axis=1) / 127
+    scales[scales == 0] = 1.0
+    rounded = np.clip(np.rint(matrix / scales[:, None]), -127, 127).astype(np.int64)
+    parts, factors = split_query(query)
+    products = parts.astype(np.int64) @ rounded.T
+    result: npt.NDArray[np.float32] = ((factors @ products.astype(np.float64)) * scales).astype(np.float32)
+    return result
+
+
+def test_similarities_are_the_integer_products_exactly_and_close_to_the_float_cosines() -> None:
+    matrix, queries = units(3_000, 1), units(20, 2)
+    rows = QuantizedRows(matrix)
+
+    for query in queries:
+        found = rows.similarities(split_query(query))
+        assert found.dtype == np.float32 and found.shape == (3_000,)
+        np.testing.assert_array_equal(found, exact(matrix, query))
+        assert float(np.abs(found - matrix @ query).max()) < 0.005
+
+
+def test_the_largest_products_do_not_saturate() -> None:
+    """Every row element at +-127 and every query part at its largest: a 16-bit pair sum of unsigned-by-signed
+    products (x86's fast path) would clip these; the parts are kept below 128 so that it cannot."""
+    signs = np.where(np.arange(DIMENSIONS) % 3 == 0, -1.0, 1.0).astype(np.float32)
+    matrix = np.stack([signs, -signs, np.ones(DIMENSIONS, np.float32), -np.ones(DIMENSIONS, np.float32)])
+    for query in (np.ones(DIMENSIONS, np.float32), signs, -signs):
+        found = QuantizedRows(matrix).similarities(split_query(query))
+        np.testing.assert_array_equal(found, exact(matrix, query))
+        np.testing.assert_allclose(found, matrix @ query, rtol=1e-6)
+
+
+def test_zero_rows_zero_queries_and_no_rows_give_zeros() -> None:
+    matrix = units(5, 3)
+    matrix[2] = 0
+    rows = QuantizedRows(matrix)
+    assert rows.similarities(split_query(units(1, 4)[0]))[2] == 0.0
+    np.testing.assert_array_equal(
+        rows.similarities(split_query(np.zeros(DIMENSIONS, np.float32))), np.zeros(5, np.float32)
+    )
+    empty = QuantizedRows(np.zeros((0, DIMENSIONS), np.float32))
+    assert len(empty) == 0 and empty.similarities(split_query(units(1, 5)[0])).shape == (0,)
+
+
+def test_rows_of_no_dimension_are_refused() -> None:
+    with pytest.raises(ValueError, match="cannot be scanned"):
+        QuantizedRows(np.zeros((3, 0), np.float32))
+
+
+def test_the_rows_are_copied_not_held() -> None:
+    matrix, query = units(200, 6), units(1, 7)[0]
+    rows = QuantizedRows(matrix)
+    before = rows.similarities(split_query(query))
+    matrix[:] = 0  # the caller's float rows may be dropped or reused once the int8 ones are made
+    np.testing.assert_array_equal(rows.similarities(split_query(query)), before)
+
+
+def test_every_thread_gets_the_same_floats() -> None:
+    matrix, queries = units(2_000, 8), units(8, 9)
+    rows = QuantizedRows(matrix)
+    alone = [rows.similarities(split_query(query)) for query in queries]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(rows.similarities, [split_query(query) for query in [*queries, *queries, *queries]]))
+    for number, found in enumerate(together):
+        np.testing.assert_array_equal(found, alone[number % len(queries)])
+
+
+vectors = hnp.arrays(np.float32, DIMENSIONS, elements=st.floats(-1, 1, width=32))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(vectors, min_size=1, max_size=6), vectors)
+def test_any_rows_and_query_score_as_the_integer_reference(
+    found: list[npt.NDArray[np.float32]], query: npt.NDArray[np.float32]
+) -> None:
+    matrix = np.stack(found)
+    np.testing.assert_array_equal(QuantizedRows(matrix).similarities(split_query(query)), exact(matrix, query))
+
+
+@settings(max_examples=60, deadline=None)
+@given(vectors)
+def test_the_query_parts_add_back_up_to_the_query(query: npt.NDArray[np.float32]) -> None:
+    parts, factors = split_query(query)
+    assert parts.dtype == np.uint8 and parts.shape == (4, DIMENSIONS) and int(parts.max(initial=0)) <= 127
+    largest = float(np.abs(query).max(initial=0.0))
+    np.testing.assert_allclose(factors @ parts.astype(np.float64), query, atol=largest / 127**2 + 1e-12)
