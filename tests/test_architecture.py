@@ -41,6 +41,7 @@ PURE = {
     "shared.providers.mkdocs.ranking",
     "shared.providers.mkdocs.resolution",
     "shared.providers.mkdocs.parameters",
+    "shared.providers.mkdocs.quantized",
     "shared.providers.mkdocs.suggest",
     "shared.providers.mkdocs.text",
     "shared.providers.mkdocs.vectors",
@@ -52,7 +53,8 @@ PURE = {
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 
-PURE_LIBRARIES = {"numpy", "onnx", "Stemmer", "bs4", "markdownify", "pydantic", "typing_extensions"}
+PURE_LIBRARIES = {"numpy", "onnx", "onnxruntime", "Stemmer", "bs4", "markdownify", "pydantic", "typing_extensions"}
+"""onnxruntime reads a file only when given a path; the pure modules hand it model bytes and arrays."""
 IO_STDLIB = {
     "asyncio",
     "http",

@@ -172,17 +172,6 @@ class SiteVectors:
             key == text_key(text) for key, text in zip(self.keys, texts, strict=True)
         )
 
-    def similarities(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """Cosine of every entry with a unit query vector.
-
-        `einsum`, not `@`: the BLAS product is faster alone, but its worker threads keep spinning afterwards and
-        slow the next query's ONNX run down to half its speed on a two-core instance (bench p50 10 ms, not 20).
-        """
-        import numpy as np
-
-        similarities: npt.NDArray[np.float32] = np.einsum("ij,j->i", self.matrix, query)
-        return similarities
-
     def dumps(self, model_id: str, entries: int | None = None, *, source: str | None = None) -> bytes:
         """The stored form, binary and loaded without parsing anything but a small header: `_MAGIC`, the header's
         length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, source),
