@@ -96,24 +96,78 @@ def _session(columns: npt.NDArray[np.int8]) -> Any:
     rows), one thread, the columns handed over as an external initializer (copied and packed by onnxruntime; the
     model itself is a few hundred bytes, so no serialized copy of the rows is kept)."""
     import onnxruntime  # type: ignore[import-untyped]  # ships no type hints
-    from onnx import TensorProto, helper
 
     dimensions, rows = columns.shape
-    weights = TensorProto(name="rows", data_type=TensorProto.INT8, dims=[dimensions, rows])
-    weights.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "rows"), ("offset", "0"), ("length", str(columns.nbytes))):
-        weights.external_data.add(key=key, value=value)
-    graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["query", "rows"], ["products"])],
-        "scan",
-        [helper.make_tensor_value_info("query", TensorProto.UINT8, [None, dimensions])],
-        [helper.make_tensor_value_info("products", TensorProto.INT32, [None, rows])],
-        initializer=[weights],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
     options.enable_cpu_mem_arena = False  # the products are a few hundred KB a query: nothing worth keeping
     options.intra_op_num_threads = 1  # the callers run sites side by side (`federation._Scan`)
-    options.add_external_initializers(["rows"], [onnxruntime.OrtValue.ortvalue_from_numpy(columns)])
-    return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    options.add_external_initializers([_ROWS], [onnxruntime.OrtValue.ortvalue_from_numpy(columns)])
+    model = scan_model(dimensions, rows)
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def scan_model(dimensions: int, rows: int) -> bytes:
+    """The scan's ONNX model, serialized: one `MatMulInteger` of a `query` (uint8, any number x `dimensions`) by the
+    `rows` initializer (int8, `dimensions` x `rows`, external: handed over at load), giving `products` (int32).
+
+    Written as protobuf by hand, not with the `onnx` package: importing that takes 0.8 s (most of it `ml_dtypes`),
+    which a cold instance would pay before its first search by meaning, where nothing else needs it since the
+    encoder's rewritten graph is cached. The fields are those of `onnx.proto` (proto2: repeated scalars unpacked);
+    `tests/providers/mkdocs/test_quantized.py` checks the bytes parse into the model `onnx.helper` would build.
+    """
+    length = dimensions * rows
+    weights = _fields(
+        *(_varint_field(1, size) for size in (dimensions, rows)),  # dims
+        _varint_field(2, 3),  # data_type: INT8
+        _bytes_field(8, _ROWS.encode()),  # name
+        *(
+            _bytes_field(13, _fields(_bytes_field(1, key.encode()), _bytes_field(2, value.encode())))
+            for key, value in (("location", _ROWS), ("offset", "0"), ("length", str(length)))
+        ),  # external_data
+        _varint_field(14, 1),  # data_location: EXTERNAL
+    )
+    node = _fields(
+        _bytes_field(1, b"query"), _bytes_field(1, _ROWS.encode()), _bytes_field(2, b"products"),
+        _bytes_field(4, b"MatMulInteger"),
+    )  # fmt: skip
+    graph = _fields(
+        _bytes_field(1, node),
+        _bytes_field(2, b"scan"),
+        _bytes_field(5, weights),
+        _bytes_field(11, _tensor_info("query", 2, dimensions)),  # elem_type UINT8
+        _bytes_field(12, _tensor_info("products", 6, rows)),  # elem_type INT32
+    )
+    opset = _fields(_bytes_field(1, b""), _varint_field(2, 13))
+    return _fields(_varint_field(1, 8), _bytes_field(7, graph), _bytes_field(8, opset))  # ir_version 8, opset 13
+
+
+_ROWS = "rows"
+
+
+def _tensor_info(name: str, element: int, columns: int) -> bytes:
+    """A `ValueInfoProto` of a two-dimensional tensor: any number of rows (an unset dimension), `columns` columns."""
+    shape = _fields(_bytes_field(1, b""), _bytes_field(1, _varint_field(1, columns)))
+    tensor = _fields(_varint_field(1, element), _bytes_field(2, shape))
+    return _fields(_bytes_field(1, name.encode()), _bytes_field(2, _bytes_field(1, tensor)))
+
+
+def _fields(*fields: bytes) -> bytes:
+    return b"".join(fields)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    return _varint(number << 3) + _varint(value)
+
+
+def _bytes_field(number: int, value: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(value)) + value

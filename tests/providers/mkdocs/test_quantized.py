@@ -3,7 +3,10 @@ same floats from any thread, and no hold on the float rows they were made from."
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -12,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from shared.providers.mkdocs.quantized import QuantizedRows, split_query
+from shared.providers.mkdocs.quantized import QuantizedRows, scan_model, split_query
 
 DIMENSIONS = 384
 
@@ -111,3 +114,39 @@ def test_the_query_parts_add_back_up_to_the_query(query: npt.NDArray[np.float32]
     assert parts.dtype == np.uint8 and parts.shape == (4, DIMENSIONS) and int(parts.max(initial=0)) <= 127
     largest = float(np.abs(query).max(initial=0.0))
     np.testing.assert_allclose(factors @ parts.astype(np.float64), query, atol=largest / 127**2 + 1e-12)
+
+
+@pytest.mark.parametrize(("dimensions", "rows"), [(384, 1), (384, 4_185), (3, 200_000)])
+def test_the_hand_written_model_is_the_one_onnx_would_build(dimensions: int, rows: int) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    weights = TensorProto(name="rows", data_type=TensorProto.INT8, dims=[dimensions, rows])
+    weights.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "rows"), ("offset", "0"), ("length", str(dimensions * rows))):
+        weights.external_data.add(key=key, value=value)
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["query", "rows"], ["products"])],
+        "scan",
+        [helper.make_tensor_value_info("query", TensorProto.UINT8, [None, dimensions])],
+        [helper.make_tensor_value_info("products", TensorProto.INT32, [None, rows])],
+        initializer=[weights],
+    )
+    expected = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+    written = scan_model(dimensions, rows)
+
+    assert onnx.load_from_string(written) == expected
+    assert written == expected.SerializeToString()
+
+
+def test_building_the_scan_does_not_import_onnx() -> None:
+    """Its import takes most of a second; a cold instance attaching stored vectors must not pay it."""
+    script = (
+        "import sys, numpy as np\n"
+        "from shared.providers.mkdocs.quantized import QuantizedRows, scan_model, split_query\n"
+        "rows = QuantizedRows(np.eye(4, dtype=np.float32))\n"
+        "assert rows.similarities(split_query(np.ones(4, np.float32)))[0] > 0\n"
+        "assert 'onnx' not in sys.modules, 'onnx was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).resolve().parents[3])
