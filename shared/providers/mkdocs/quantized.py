@@ -43,11 +43,16 @@ class QuantizedRows:
         if matrix.ndim != 2 or matrix.shape[1] < 1:
             raise ValueError(f"rows of shape {matrix.shape} cannot be scanned")
         self.rows, self.dimensions = (int(size) for size in matrix.shape)
-        scales = np.abs(matrix).max(axis=1) / _LIMIT if self.rows else np.zeros(0, np.float32)
-        scales[scales == 0] = 1.0
-        rounded = np.clip(np.rint(matrix / scales[:, None]), -_LIMIT, _LIMIT).astype(np.int8)
-        self._scales = scales.astype(np.float64)
-        self._session = _session(np.ascontiguousarray(rounded.T)) if self.rows else None
+        if not self.rows:
+            self._scales, self._session = np.zeros(0), None
+            return
+        # One pass per step and no transpose of floats: this runs for every site a cold instance attaches.
+        largest = np.maximum(matrix.max(axis=1), -matrix.min(axis=1)).astype(np.float32)
+        factors = np.divide(np.float32(_LIMIT), largest, out=np.zeros_like(largest), where=largest > 0)
+        scaled = np.multiply(matrix, factors[:, None], dtype=np.float32)  # at most 127 (a zero row stays zero)
+        np.rint(scaled, out=scaled)
+        self._scales = largest.astype(np.float64) / _LIMIT
+        self._session = _session(np.ascontiguousarray(scaled.astype(np.int8).T))
 
     def __len__(self) -> int:
         return self.rows

@@ -29,9 +29,11 @@ def units(count: int, seed: int) -> npt.NDArray[np.float32]:
 def exact(matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """What the scan must return, computed without onnxruntime: the rows rounded as documented, the integer products
     in int64 (nothing can saturate), then scaled in float64."""
-    scales = np.abs(matrix).max(axis=1) / 127
-    scales[scales == 0] = 1.0
-    rounded = np.clip(np.rint(matrix / scales[:, None]), -127, 127).astype(np.int64)
+    largest = np.abs(matrix).max(axis=1)
+    factors = np.divide(np.float32(127), largest, out=np.zeros_like(largest), where=largest > 0)
+    rounded = np.rint(matrix * factors[:, None]).astype(np.int64)
+    assert np.abs(rounded).max(initial=0) <= 127
+    scales = largest.astype(np.float64) / 127
     parts, factors = split_query(query)
     products = parts.astype(np.int64) @ rounded.T
     result: npt.NDArray[np.float32] = ((factors @ products.astype(np.float64)) * scales).astype(np.float32)
