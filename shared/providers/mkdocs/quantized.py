@@ -4,10 +4,11 @@ Runtime with the rows packed once (pure: numpy and onnxruntime, no I/O).
 Every query reads every row of every searched site, so the scan's cost is the bytes it reads: float32 rows made
 latency grow with the corpus (49,000 rows, 75 MB read per query at eight times the sample corpus: 5 to 8 ms of one
 core, bound by memory bandwidth). int8 rows are a quarter of that, and onnxruntime's integer product over rows it
-packed at load takes 1.0 to 1.5 ms for the same rows, one call per site that lets go of the GIL.
+packed at load takes 1.6 to 1.9 ms for the same rows (25 sites), one call per site that lets go of the GIL.
 
 - A row is rounded to int8 with its own symmetric scale (its largest magnitude maps to 127): cosines move by about
-  0.002 at most, and every eval set's hit@1, hit@5 and MRR@10 stay the same (`tools/quantized.py`).
+  0.002 at most, and every eval set's hit@1, hit@5 and MRR@10 stay the same but one set's hit@5, up 0.02
+  (`tools/quantized.py`).
 - The query stays close to float: it is split into a coarse int8 part and an int8 remainder (about 15 bits), each
   in two unsigned halves, positive and negative parts. Unsigned-by-signed is the fast kernel on x86 and ARM, and
   with both factors below 128 no pair of products can saturate its 16-bit sum (AVX2's `vpmaddubsw`: a zero point
