@@ -209,7 +209,6 @@ async def ensure_vectors(
     index: SiteIndex,
     *,
     digest: str | None = None,
-    reuse: SiteVectors | None = None,
 ) -> tuple[SiteVectors, bool]:
     """The site's vectors for exactly this index (the copy whose SHA-256 is `digest`), and whether any had to be
     computed (what the warm-up runs). Vectors that match but do not record this copy (stored by an older version)
@@ -227,7 +226,7 @@ async def ensure_vectors(
         model,
         site,
         index,
-        reuse=await asyncio.to_thread(SiteVectors.union, reuse, stored.reusable),
+        reuse=stored.reusable,
         expected_version=stored.version,
         digest=digest,
     )

@@ -87,8 +87,8 @@ class SiteVectors:
     and the key of the text each was computed from.
 
     Stored vectors are applied to an index only when every key matches its entries' texts, so they can never
-    land on the wrong entries (another index version, another parser); and any stored or previous vectors
-    lend the rows of unchanged texts to a recompute.
+    land on the wrong entries (another index version, another parser); and any stored vectors (of the previous
+    index, a partial of this one, or an older layout) lend the rows of unchanged texts to a recompute.
     """
 
     matrix: npt.NDArray[np.float32]
@@ -145,25 +145,6 @@ class SiteVectors:
         """The rows of `matrix` other than the `pending` ones, copied."""
         rows = [row for row in range(len(keys)) if row not in pending]
         return cls(matrix[rows], tuple(keys[row] for row in rows))
-
-    @classmethod
-    def union(cls, *sources: SiteVectors | None) -> SiteVectors | None:
-        """One source of rows to reuse from several (say, an instance's previous vectors and a stored partial of the
-        new index): each text's first row, from sources of the first one's size; None when none is given."""
-        import numpy as np
-
-        given = [source for source in sources if source is not None]
-        if len(given) < 2:
-            return given[0] if given else None
-        dimensions = given[0].matrix.shape[1]
-        rows: dict[str, npt.NDArray[np.float32]] = {}
-        for source in given:
-            if source.matrix.shape[1] != dimensions:
-                continue
-            for key, row in zip(source.keys, source.matrix, strict=True):
-                rows.setdefault(key, row)
-        matrix = np.stack(list(rows.values())) if rows else np.zeros((0, dimensions), dtype=np.float32)
-        return cls(matrix.astype(np.float32, copy=False), tuple(rows))
 
     def matches(self, entries: Sequence[IndexEntry]) -> bool:
         """True when these vectors were computed from exactly these entries' texts and outlines, in this order."""

@@ -485,27 +485,6 @@ async def test_a_run_cut_short_stores_its_progress_and_the_next_run_embeds_only_
     np.testing.assert_allclose(vectors.matrix, whole.matrix, atol=1e-3)
 
 
-async def test_an_instance_with_the_previous_vectors_also_reuses_a_stored_partial_of_the_new_index(
-    counting_store: CountingStore, published_index: SiteIndex
-) -> None:
-    entries = published_index.entries
-    await store_a_run_cut_short(counting_store, published_index)  # another run (the warm-up, say) stored 16 rows
-    previous = SiteVectors.compute(WordEncoder(), entries[-4:])  # this instance's rows of the unchanged entries
-    stored = await counting_store.read(VECTORS)
-    assert stored is not None
-    partial = SiteVectors.loads(stored.payload, MODEL)
-    assert partial is not None
-    known = set(partial.keys) | set(previous.keys)
-    assert set(previous.keys) - set(partial.keys)  # each source lends rows the other lacks
-
-    encoder = WordEncoder()
-    vectors, computed = await ensure_vectors(counting_store, model_of(encoder), SITE, published_index, reuse=previous)
-
-    assert computed is True
-    assert len(encoder.texts) == sum(1 for text in embedded_texts(entries) if text_key(text) not in known)
-    np.testing.assert_allclose(vectors.matrix, SiteVectors.compute(WordEncoder(), entries).matrix, atol=1e-3)
-
-
 # -- end to end through the API, with the real model
 
 

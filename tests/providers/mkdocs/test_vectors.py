@@ -178,26 +178,6 @@ def test_progress_reports_every_row_known_so_far_reused_or_computed() -> None:
             np.testing.assert_array_equal(row, whole.matrix[whole.keys.index(key)])
 
 
-def test_a_union_of_sources_lends_each_text_s_row_once_from_the_first_source_holding_it() -> None:
-    retries = entries_of(page("retries/", "Retries", "Failed syncs are retried with a back-off."))
-    first = SiteVectors.compute(WordEncoder(), PAGES)
-    second = SiteVectors.compute(WordEncoder(), [*retries, PAGES[0]])
-    second.matrix[1] = 0.0  # the text both hold: the first source's row wins
-    wide = WordEncoder()
-    wide.dimensions = 32
-
-    union = SiteVectors.union(None, first, second, SiteVectors.compute(wide, retries))
-
-    # second's rows: the changed retries entry, the sync windows entry, their two outlines; two are new texts
-    assert union is not None and union.keys == (*first.keys, second.keys[0], second.keys[2])
-    np.testing.assert_array_equal(union.matrix[: len(first.keys)], first.matrix)
-    np.testing.assert_array_equal(union.matrix[-2:], second.matrix[[0, 2]])
-    assert SiteVectors.union(None, first) is first and SiteVectors.union(None, None) is None
-    counting = WordEncoder()
-    SiteVectors.compute(counting, [*PAGES, *retries], reuse=union)
-    assert counting.texts == []
-
-
 def test_vectors_stored_before_page_outlines_existed_lend_every_entry_row() -> None:
     entries_only = SiteVectors.compute(WordEncoder(), PAGES)
     before = SiteVectors(entries_only.matrix[: len(PAGES)], entries_only.keys[: len(PAGES)])  # the old layout
