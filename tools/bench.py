@@ -436,6 +436,7 @@ def probe(corpus: Path, name: str, vectors: Path, queries: list[str]) -> dict[st
             assert loaded is not None, "stored vectors of another model"
             VECTORS[site] = loaded
     built: dict[str, Any] = {site: SYSTEMS[name](index) for site, index in indexes.items()}
+    VECTORS.clear()  # attached: a serving instance keeps only what the rankers hold
     searches = federated(built, name != "ranker") if name in OURS else built
     for query in queries:
         merged(searches, query)
@@ -491,7 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     queries = [case.query for cases in sets.values() for case in cases]
     with tempfile.TemporaryDirectory() as scratch:
         stored = Path(scratch) / "vectors.json"
-        payloads = {site: base64.b64encode(VECTORS[site].dumps(MINILM_ID)).decode() for site in indexes}
+        payloads = {  # complete, as the warm-up stores them: with their hubness and int8 rows
+            site: base64.b64encode(VECTORS[site].dumps(MINILM_ID, len(indexes[site].entries))).decode()
+            for site in indexes
+        }
         stored.write_text(json.dumps(payloads))
         lines += memory_lines(resident(args.corpus, stored, queries))
     all_cases = [case for cases in sets.values() for case in cases]

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             ranker = Ranker.build(indexes[site], KINDS[0])
             ranker.attach(VECTORS[site])
             if mode == "float32" and ranker.semantic is not None:
-                rows = cast(Any, _FloatRows(VECTORS[site].matrix))
+                rows = cast(Any, _FloatRows(VECTORS[site].matrix.astype(np.float32)))
                 ranker.semantic = dataclasses.replace(ranker.semantic, rows=rows)
             rankers.append(ranker)
         federation = Federation.of(rankers)

@@ -211,15 +211,16 @@ async def ensure_vectors(
     digest: str | None = None,
 ) -> tuple[SiteVectors, bool]:
     """The site's vectors for exactly this index (the copy whose SHA-256 is `digest`), and whether any had to be
-    computed (what the warm-up runs). Vectors that match but do not record this copy (stored by an older version)
-    are stored again with the record, without embedding anything.
+    computed (what the warm-up runs). Vectors that match but do not record this copy or lack the int8 rows (stored
+    by an older version) are stored again in full, without embedding anything.
 
     Raises StoreError when computed vectors could not be stored: serving shrugs that off (the next instance
     computes again), but a warm-up that stored nothing has not done its job and says so.
     """
     stored = await read_stored(store, model, site, index, digest=digest)
     current = stored.current
-    if current is not None and (digest is None or current.source == embedded_from(digest)):
+    recorded = digest is None or (current is not None and current.source == embedded_from(digest))
+    if current is not None and recorded and current.quantized is not None:
         return current, False
     vectors = await compute_and_store(
         store,

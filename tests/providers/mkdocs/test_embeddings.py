@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import itertools
 import json
+import struct
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -407,6 +409,39 @@ async def test_vectors_record_the_index_copy_they_were_computed_from_and_older_o
     # The record vouches only for that copy and this code: another copy's reader checks every text.
     other = await read_stored(store, model, SITE, published_index, digest="cd" * 32)
     assert other.current is not None  # the texts match all the same
+    assert (await ensure_vectors(store, model, SITE, published_index, digest=digest))[1] is False
+    assert encoder.texts == 0
+
+
+async def test_recorded_vectors_without_int8_rows_are_served_and_stored_again_with_them(
+    published_index: SiteIndex,
+) -> None:
+    """Format 4 (what the previous version stored) is current for serving, rounded on attach; the warm-up stores it
+    again in format 5 with the int8 rows, which cold instances then hand to the scan as they are. Nothing is
+    embedded."""
+    store, encoder = MemoryIndexStore(), CountingEncoder()
+    model, digest = model_of(encoder), "ab" * 32
+    vectors = SiteVectors.compute(WordEncoder(), published_index.entries)
+    payload = vectors.dumps(MODEL, len(published_index.entries), source=embedded_from(digest))
+    body = payload[:-32]
+    (size,) = struct.unpack_from("<I", body, len(b"docs-vectors\n"))
+    start = len(b"docs-vectors\n") + 4
+    header = json.loads(body[start : start + size])
+    rows, dimensions = header.pop("quantized"), header["dimensions"]
+    head = json.dumps(header | {"format": 4}).encode()
+    previous = b"docs-vectors\n" + struct.pack("<I", len(head)) + head + body[start + size : -rows * (dimensions + 4)]
+    stored = CachedIndex(previous + hashlib.sha256(previous).digest(), datetime.now(UTC))
+    await store.write(VECTORS, stored, expected_version=None)
+
+    served = await read_stored(store, model, SITE, published_index, digest=digest)
+    assert served.current is not None and served.current.quantized is None
+
+    _, computed = await ensure_vectors(store, model, SITE, published_index, digest=digest)
+
+    assert computed is False and encoder.texts == 0
+    again = await read_stored(store, model, SITE, published_index, digest=digest)
+    assert again.current is not None and again.current.quantized is not None
+    np.testing.assert_array_equal(again.current.matrix, served.current.matrix)
     assert (await ensure_vectors(store, model, SITE, published_index, digest=digest))[1] is False
     assert encoder.texts == 0
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from shared.providers.mkdocs.quantized import QuantizedRows, scan_model, split_query
+from shared.providers.mkdocs.quantized import Quantized, QuantizedRows, quantize, scan_model, split_query
 
 DIMENSIONS = 384
 
@@ -42,7 +42,7 @@ def exact(matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> np
 
 def test_similarities_are_the_integer_products_exactly_and_close_to_the_float_cosines() -> None:
     matrix, queries = units(3_000, 1), units(20, 2)
-    rows = QuantizedRows(matrix)
+    rows = QuantizedRows(quantize(matrix))
 
     for query in queries:
         found = rows.similarities(split_query(query))
@@ -57,7 +57,7 @@ def test_the_largest_products_do_not_saturate() -> None:
     signs = np.where(np.arange(DIMENSIONS) % 3 == 0, -1.0, 1.0).astype(np.float32)
     matrix = np.stack([signs, -signs, np.ones(DIMENSIONS, np.float32), -np.ones(DIMENSIONS, np.float32)])
     for query in (np.ones(DIMENSIONS, np.float32), signs, -signs):
-        found = QuantizedRows(matrix).similarities(split_query(query))
+        found = QuantizedRows(quantize(matrix)).similarities(split_query(query))
         np.testing.assert_array_equal(found, exact(matrix, query))
         np.testing.assert_allclose(found, matrix @ query, rtol=1e-6)
 
@@ -65,31 +65,59 @@ def test_the_largest_products_do_not_saturate() -> None:
 def test_zero_rows_zero_queries_and_no_rows_give_zeros() -> None:
     matrix = units(5, 3)
     matrix[2] = 0
-    rows = QuantizedRows(matrix)
+    rows = QuantizedRows(quantize(matrix))
     assert rows.similarities(split_query(units(1, 4)[0]))[2] == 0.0
     np.testing.assert_array_equal(
         rows.similarities(split_query(np.zeros(DIMENSIONS, np.float32))), np.zeros(5, np.float32)
     )
-    empty = QuantizedRows(np.zeros((0, DIMENSIONS), np.float32))
+    empty = QuantizedRows(quantize(np.zeros((0, DIMENSIONS), np.float32)))
     assert len(empty) == 0 and empty.similarities(split_query(units(1, 5)[0])).shape == (0,)
 
 
 def test_rows_of_no_dimension_are_refused() -> None:
     with pytest.raises(ValueError, match="cannot be scanned"):
-        QuantizedRows(np.zeros((3, 0), np.float32))
+        quantize(np.zeros((3, 0), np.float32))
+
+
+def test_scales_that_do_not_fit_the_columns_are_refused() -> None:
+    columns, largest = quantize(units(4, 3))
+    with pytest.raises(ValueError, match="cannot be scanned"):
+        QuantizedRows(Quantized(columns, largest[:3]))
+
+
+def test_float16_rows_round_as_their_float32_values_do() -> None:
+    """Stored rows are float16: whoever rounds them (the writer storing the int8 rows, or an instance given rows
+    without them) must get the same int8 rows and scales."""
+    stored = units(500, 10).astype(np.float16)
+    from_half, from_single = quantize(stored), quantize(stored.astype(np.float32))
+    np.testing.assert_array_equal(from_half.columns, from_single.columns)
+    np.testing.assert_array_equal(from_half.largest, from_single.largest)
+    assert from_half.columns.dtype == np.int8 and from_half.columns.shape == (DIMENSIONS, 500)
 
 
 def test_the_rows_are_copied_not_held() -> None:
     matrix, query = units(200, 6), units(1, 7)[0]
-    rows = QuantizedRows(matrix)
+    rounded = quantize(matrix)
+    rows = QuantizedRows(rounded)
     before = rows.similarities(split_query(query))
-    matrix[:] = 0  # the caller's float rows may be dropped or reused once the int8 ones are made
+    rounded.columns[:] = 0  # the loaded payload the int8 rows are views of is dropped once they are handed over
+    matrix[:] = 0
     np.testing.assert_array_equal(rows.similarities(split_query(query)), before)
+
+
+def test_read_only_columns_as_loaded_from_a_payload_are_scanned() -> None:
+    matrix, query = units(50, 11), units(1, 12)[0]
+    rounded = quantize(matrix)
+    payload = rounded.columns.tobytes()
+    loaded = np.frombuffer(payload, dtype=np.int8).reshape(rounded.columns.shape)
+    assert not loaded.flags.writeable
+    found = QuantizedRows(Quantized(loaded, rounded.largest)).similarities(split_query(query))
+    np.testing.assert_array_equal(found, exact(matrix, query))
 
 
 def test_every_thread_gets_the_same_floats() -> None:
     matrix, queries = units(2_000, 8), units(8, 9)
-    rows = QuantizedRows(matrix)
+    rows = QuantizedRows(quantize(matrix))
     alone = [rows.similarities(split_query(query)) for query in queries]
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(rows.similarities, [split_query(query) for query in [*queries, *queries, *queries]]))
@@ -106,7 +134,8 @@ def test_any_rows_and_query_score_as_the_integer_reference(
     found: list[npt.NDArray[np.float32]], query: npt.NDArray[np.float32]
 ) -> None:
     matrix = np.stack(found)
-    np.testing.assert_array_equal(QuantizedRows(matrix).similarities(split_query(query)), exact(matrix, query))
+    found_here = QuantizedRows(quantize(matrix)).similarities(split_query(query))
+    np.testing.assert_array_equal(found_here, exact(matrix, query))
 
 
 @settings(max_examples=60, deadline=None)
@@ -146,8 +175,8 @@ def test_building_the_scan_does_not_import_onnx() -> None:
     """Its import takes most of a second; a cold instance attaching stored vectors must not pay it."""
     script = (
         "import sys, numpy as np\n"
-        "from shared.providers.mkdocs.quantized import QuantizedRows, scan_model, split_query\n"
-        "rows = QuantizedRows(np.eye(4, dtype=np.float32))\n"
+        "from shared.providers.mkdocs.quantized import QuantizedRows, quantize, split_query\n"
+        "rows = QuantizedRows(quantize(np.eye(4, dtype=np.float32)))\n"
         "assert rows.similarities(split_query(np.ones(4, np.float32)))[0] > 0\n"
         "assert 'onnx' not in sys.modules, 'onnx was imported'\n"
     )

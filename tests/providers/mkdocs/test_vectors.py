@@ -21,7 +21,7 @@ from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.quantized import split_query
+from shared.providers.mkdocs.quantized import quantize, split_query
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.text import analyze_query, identifier_share
 from shared.providers.mkdocs.vectors import (
@@ -89,9 +89,32 @@ def vectors(encoder: MiniLM) -> SiteVectors:
 def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> None:
     loaded = SiteVectors.loads(vectors.dumps(MODEL), MODEL)
     assert loaded is not None and loaded.keys == vectors.keys and loaded.matches(PAGES)
-    assert loaded.matrix.shape == (2 + 2, 384) and loaded.matrix.dtype == np.float32  # two entries, two outlines
-    np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16
+    assert loaded.matrix.shape == (2 + 2, 384) and loaded.matrix.dtype == np.float16  # two entries, two outlines
+    np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16, not converted
     assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
+    assert loaded.quantized is None  # rounded rows are stored with complete vectors only
+
+
+def test_complete_vectors_carry_the_int8_rows_the_scan_holds(vectors: SiteVectors) -> None:
+    """Rounded by the writer from the float16 rows it stores: exactly what an instance would round on attach."""
+    loaded = SiteVectors.loads(vectors.dumps(MODEL, 2), MODEL)
+    assert loaded is not None and loaded.quantized is not None
+    expected = quantize(vectors.matrix.astype(np.float16))
+    np.testing.assert_array_equal(loaded.quantized.columns, expected.columns)
+    np.testing.assert_array_equal(loaded.quantized.largest, expected.largest)
+    assert loaded.quantized.columns.dtype == np.int8 and loaded.quantized.columns.shape == (384, 4)
+
+
+def test_vectors_stored_in_the_previous_layout_are_read_whole_without_int8_rows(vectors: SiteVectors) -> None:
+    """Format 4 is format 5 without the int8 rows: served as it is (rounded on attach) until a warm-up stores it
+    again."""
+    header, rest = _parts(vectors.dumps(MODEL, 2, source="abc/def"))
+    rows, dimensions = header["rows"], header["dimensions"]
+    previous = {key: value for key, value in header.items() if key != "quantized"} | {"format": FORMAT - 1}
+    loaded = SiteVectors.loads(_stored(previous, rest[: len(rest) - rows * (dimensions + 4)]), MODEL)
+    assert loaded is not None and loaded.quantized is None and loaded.source == "abc/def"
+    assert loaded.hubness is not None and loaded.keys == vectors.keys
+    assert SiteVectors.loads(_stored(previous | {"format": FORMAT - 2}, rest), MODEL) is None
 
 
 def test_complete_vectors_carry_their_hubness_so_attaching_them_skips_the_all_pairs_pass(encoder: MiniLM) -> None:
@@ -250,6 +273,8 @@ def test_the_stored_form_is_checked_before_it_is_read(vectors: SiteVectors) -> N
         ({"rows": True}, 0),
         ({"hubness": 3}, 0),
         ({"source": 7}, 0),
+        ({"quantized": 3}, 0),
+        ({"quantized": True}, 0),
         ({}, 2),
     ],
     ids=[
@@ -261,6 +286,8 @@ def test_the_stored_form_is_checked_before_it_is_read(vectors: SiteVectors) -> N
         "rows that are not a number",
         "more hubness than rows",
         "a source that is not text",
+        "int8 rows that are not every row",
+        "int8 rows that are not a number",
         "short vectors",
     ],
 )
