@@ -50,6 +50,9 @@ _HOST_NAMES = {
     "azurewebjobsstorage__blobserviceuri": "AzureWebJobsStorageBlobServiceUri",
     "website_hostname": "WEBSITE_HOSTNAME",
     "applicationinsights_connection_string": "APPLICATIONINSIGHTS_CONNECTION_STRING",
+    "http_proxy": "HTTP_PROXY",
+    "https_proxy": "HTTPS_PROXY",
+    "all_proxy": "ALL_PROXY",
 }
 """The platform's own app settings the model reads (lower case), and the alias of the field each one fills."""
 HOST_OWNED = frozenset(_HOST_NAMES.values())
@@ -503,6 +506,15 @@ class DocumentationSettings(BaseSettings):
     applicationinsights_connection_string: SecretStr | None = Field(None, alias="APPLICATIONINSIGHTS_CONNECTION_STRING")
     """Where the signals go (`shared.telemetry.export`), set by the platform with Application Insights; unset, no
     telemetry is exported."""
+    http_proxy: SecretStr | None = Field(None, alias="HTTP_PROXY")
+    https_proxy: SecretStr | None = Field(None, alias="HTTPS_PROXY")
+    all_proxy: SecretStr | None = Field(None, alias="ALL_PROXY")
+    """A proxy the environment names (any case; secret, since a proxy URL may carry credentials): only then does the
+    storage client read the environment's proxy settings (`shared.cache.blob.client_options`)."""
+
+    @property
+    def proxy_configured(self) -> bool:
+        return any(value is not None for value in (self.http_proxy, self.https_proxy, self.all_proxy))
 
     @classmethod
     def settings_customise_sources(

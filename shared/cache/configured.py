@@ -31,7 +31,9 @@ def open_store(settings: DocumentationSettings) -> IndexStore:
     for source, connection_string, service_uri in candidates:
         if connection_string:
             try:
-                return BlobIndexStore.from_connection_string(connection_string, cache.container, source=source)
+                return BlobIndexStore.from_connection_string(
+                    connection_string, cache.container, source=source, proxy=settings.proxy_configured
+                )
             except ValueError as exc:
                 return _unusable(source, type(exc).__name__)
         if service_uri and service_uri.strip():
@@ -46,7 +48,7 @@ def _identity_store(settings: DocumentationSettings, source: str, service_uri: s
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return _unusable(source, "not an absolute URL")
     token = credential(settings)
-    client = BlobServiceClient(service_uri, credential=token, **client_options())
+    client = BlobServiceClient(service_uri, credential=token, **client_options(proxy=settings.proxy_configured))
     return BlobIndexStore(client, settings.cache.container, source=source, credential=token)
 
 

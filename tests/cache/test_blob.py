@@ -228,6 +228,38 @@ async def test_touch_updates_only_the_metadata_and_only_against_the_expected_ver
     assert await store.touch("s", later, expected_version=version) is None  # stale: someone changed it since
 
 
+# -- proxies
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["a proxy named", "no proxy named"])
+async def test_storage_reads_the_environments_proxy_only_when_the_settings_name_one(
+    azurite: Azurite, blob_container: str, named: bool
+) -> None:
+    """The SDK's session reads the environment's proxy settings only when the settings name a proxy: reading them
+    costs two worker-thread hops per request, and storage needs nothing else from the environment. The proxy here is
+    a closed port, so a request that went through it fails."""
+    proxy = f"http://user:secret@127.0.0.1:{closed_port()}"
+    settings = load_settings(blob_settings(azurite, blob_container, **({"https_proxy": proxy} if named else {})))
+    assert settings.proxy_configured is named and "secret" not in repr(settings)
+    store = open_store(settings)
+    assert isinstance(store, BlobIndexStore)
+    with pytest.MonkeyPatch.context() as environment:  # what the SDK finds, were it to look (undone before teardown)
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+            environment.delenv(name, raising=False)
+            environment.delenv(name.lower(), raising=False)
+        environment.setenv("HTTP_PROXY", proxy)
+        try:
+            if named:
+                with pytest.raises(StoreError):
+                    await store.read("s")
+            else:
+                assert await store.write("s", entry(b"direct"), expected_version=None) is not None
+                found = await store.read("s")
+                assert found is not None and found.payload == b"direct"
+        finally:
+            await store.aclose()
+
+
 # -- outages
 
 

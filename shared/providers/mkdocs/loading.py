@@ -144,9 +144,8 @@ async def load_prebuilt(
     if stat.digest is None:
         return None
     try:
-        described = await store.stat(ranking_name(site))  # a property read: no download unless it is this version's
-        if described is None or described.origin_etag != _built_from(stat):
-            return None
+        # One request, not a property read first: a cold instance reads every site's, nearly always this version's
+        # (a stale one is downloaded in vain only between a publish and the warm-up that rebuilds it).
         kept = await store.read(ranking_name(site))
     except StoreError as exc:
         log.info("site %s: prebuilt ranker unreadable (%s)", site, type(exc).__name__)
