@@ -3,7 +3,15 @@ or memory when no storage is configured."""
 
 from shared.cache.configured import open_store
 from shared.cache.memory import MemoryIndexStore
-from shared.cache.names import graph_name, index_name, missing_name, ranking_name, refresh_run_name, vectors_name
+from shared.cache.names import (
+    graph_name,
+    index_name,
+    missing_name,
+    ranking_name,
+    refresh_run_name,
+    scan_name,
+    vectors_name,
+)
 from shared.cache.store import CachedIndex, CacheStat, IndexStore, store_newest
 
 __all__ = [
@@ -17,6 +25,7 @@ __all__ = [
     "open_store",
     "ranking_name",
     "refresh_run_name",
+    "scan_name",
     "store_newest",
     "vectors_name",
 ]

@@ -32,6 +32,12 @@ def vectors_name(site: str, model_id: str) -> str:
     return f"{EMBEDDINGS_PREFIX}{safe_name(site)}/{safe_name(model_id)}.json"
 
 
+def scan_name(site: str, model_id: str) -> str:
+    """Where the rows a serving instance scans (int8, with their neighbour similarities: `vectors.ScanRows`) of a
+    site's vectors from one model are kept, beside the vectors: `embeddings/{site}/{model}.scan`."""
+    return f"{EMBEDDINGS_PREFIX}{safe_name(site)}/{safe_name(model_id)}.scan"
+
+
 def missing_name(site: str) -> str:
     """Where a site's record of pages its index lists but the origin does not serve is kept:
     `derived/{site}/missing/pages.json`."""

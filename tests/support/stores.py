@@ -16,17 +16,22 @@ class CountingStore:
         self.inner = inner
         self.kind = inner.kind
         self.calls: Counter[str] = Counter()
+        self.names: list[tuple[str, str]] = []
+        """Each read, stat and write, with the name it was for."""
 
     async def read(self, name: str) -> CachedIndex | None:
         self.calls["read"] += 1
+        self.names.append(("read", name))
         return await self.inner.read(name)
 
     async def stat(self, name: str) -> CacheStat | None:
         self.calls["stat"] += 1
+        self.names.append(("stat", name))
         return await self.inner.stat(name)
 
     async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
         self.calls["write"] += 1
+        self.names.append(("write", name))
         return await self.inner.write(name, entry, expected_version=expected_version)
 
     async def touch(self, name: str, fetched_at: datetime, *, expected_version: str) -> str | None:

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from functools import partial
 
-from shared.cache import CachedIndex, IndexStore, graph_name, vectors_name
+from shared.cache import CachedIndex, IndexStore, graph_name, scan_name, vectors_name
 from shared.embedding import MINILM, EmbeddingModel, ModelRecord
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError, StoreError
 from shared.providers.mkdocs import index as index_module
@@ -41,7 +41,7 @@ from shared.providers.mkdocs import markup, text
 from shared.providers.mkdocs import vectors as vectors_module
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.loading import LoadedSite, code_digest
-from shared.providers.mkdocs.vectors import PROGRESS_ENTRIES, SiteVectors
+from shared.providers.mkdocs.vectors import PROGRESS_ENTRIES, ScanRows, SiteVectors
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,45 @@ async def read_stored(
     return Stored(None, found, stored.version)
 
 
+async def read_scan(
+    store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None
+) -> ScanRows | None:
+    """The stored scan rows of this model for exactly this index copy (whose SHA-256 is `digest`: rows record the
+    copy they were computed from, and only its own apply), or None: none stored, another copy's, unreadable. What a
+    serving instance attaches; the vectors themselves are read only when there are none."""
+    if digest is None:
+        return None
+    try:
+        stored = await store.read(scan_name(site, model.model_id))
+    except StoreError as exc:
+        log.info("site %s: stored scan rows unreadable (%s)", site, exc)
+        return None
+    if stored is None or stored.origin_etag != embedded_from(digest):
+        return None
+    found = await asyncio.to_thread(ScanRows.loads, stored.payload, model.model_id)
+    pages = len({entry.page for entry in index.entries})
+    if found is None or found.source != embedded_from(digest):
+        return None
+    if len(found) != len(index.entries) + pages or len(found.hubness) != len(index.entries):
+        return None
+    return found
+
+
+async def store_scan(
+    store: IndexStore, model: EmbeddingModel, site: str, scan: ScanRows, *, unreadable: bool = False
+) -> bool:
+    """Store the scan rows unless the ones stored are for the same index copy and code (decided from properties,
+    or, when those were found `unreadable`, replaced all the same); True when written. Whoever writes last wins:
+    rows of another copy are never attached (`read_scan`)."""
+    name = scan_name(site, model.model_id)
+    existing = await store.stat(name)
+    if existing is not None and existing.origin_etag == scan.source and not unreadable:
+        return False
+    payload = await asyncio.to_thread(scan.dumps, model.model_id)
+    entry = CachedIndex(payload, datetime.now(UTC), origin_etag=scan.source, entries=len(scan))
+    return await store.write(name, entry, expected_version=existing.version if existing else None) is not None
+
+
 async def compute_and_store(
     store: IndexStore,
     model: EmbeddingModel,
@@ -136,10 +175,17 @@ async def compute_and_store(
         )
     )
     # Complete: with its hubness, and what it was computed from, so a reader of this index skips hashing its texts.
-    payload = await asyncio.to_thread(
-        partial(vectors.dumps, model.model_id, len(entries), source=embedded_from(digest))
-    )
+    source = embedded_from(digest)
+    scan = await asyncio.to_thread(vectors.scan_rows, len(entries), source) if source else None
+    hubness = scan.hubness if scan else None
+    dumps = partial(vectors.dumps, model.model_id, len(entries), source=source, hubness=hubness)
+    payload = await asyncio.to_thread(dumps)
     await saved.write(payload, len(vectors.keys))  # rows: the entries and the page outlines
+    if scan is not None and not saved.lost:
+        try:
+            await store_scan(store, model, site, scan)
+        except StoreError as exc:  # instances read the vectors instead, only slower
+            log.info("site %s: could not store the scan rows (%s)", site, exc)
     return vectors
 
 
@@ -163,6 +209,10 @@ class _Saver:
         self._lock = asyncio.Lock()
         self._lost = False
         """Another writer replaced the stored vectors meanwhile: this run stops writing (its copy is not newer)."""
+
+    @property
+    def lost(self) -> bool:
+        return self._lost
 
     def progress(self, snapshot: Callable[[], SiteVectors]) -> None:
         """On the bulk lane, between chunks: store the rows known so far when the last write is long enough ago."""
@@ -211,16 +261,22 @@ async def ensure_vectors(
     digest: str | None = None,
 ) -> tuple[SiteVectors, bool]:
     """The site's vectors for exactly this index (the copy whose SHA-256 is `digest`), and whether any had to be
-    computed (what the warm-up runs). Vectors that match but do not record this copy or lack the int8 rows (stored
-    by an older version) are stored again in full, without embedding anything.
+    computed (what the warm-up runs). Vectors that match but do not record this copy (stored by an older version)
+    are stored again with the record, without embedding anything; the scan rows serving instances attach
+    (`read_scan`) are stored beside them when they are not there for this copy.
 
     Raises StoreError when computed vectors could not be stored: serving shrugs that off (the next instance
     computes again), but a warm-up that stored nothing has not done its job and says so.
     """
     stored = await read_stored(store, model, site, index, digest=digest)
     current = stored.current
-    recorded = digest is None or (current is not None and current.source == embedded_from(digest))
-    if current is not None and recorded and current.quantized is not None:
+    if current is not None and (digest is None or current.source == embedded_from(digest)):
+        if digest is not None and await read_scan(store, model, site, index, digest=digest) is None:
+            scan = await asyncio.to_thread(current.scan_rows, len(index.entries), embedded_from(digest) or "")
+            try:
+                await store_scan(store, model, site, scan, unreadable=True)
+            except StoreError as exc:  # instances read the vectors instead, only slower
+                log.info("site %s: could not store the scan rows (%s)", site, exc)
         return current, False
     vectors = await compute_and_store(
         store,
@@ -348,13 +404,17 @@ class EmbeddingJobs:
             loading = asyncio.ensure_future(model.ready())
             loading.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved, never lost
             try:
-                stored = await read_stored(self._store, model, site, loaded.index, digest=loaded.digest)
-                if stored.current is None:
+                # What a cold instance reads: the scan rows alone, a third of the vectors' bytes.
+                scan = await read_scan(self._store, model, site, loaded.index, digest=loaded.digest)
+                stored = Stored(None, None, None)
+                if scan is None:
+                    stored = await read_stored(self._store, model, site, loaded.index, digest=loaded.digest)
+                if scan is None and stored.current is None:
                     job.looked_up.set()  # nothing stored: searches stop waiting and rank lexically meanwhile
                 await loading
             finally:
                 loading.cancel()
-            vectors = stored.current
+            vectors: SiteVectors | ScanRows | None = scan or stored.current
             if vectors is None:
                 vectors = await compute_and_store(
                     self._store,

@@ -137,15 +137,27 @@ def _built_from(stat: CacheStat) -> str:
 
 
 async def load_prebuilt(
-    store: IndexStore, site: str, stat: CacheStat, weights: PathWeights, source: str = "cache"
+    store: IndexStore,
+    site: str,
+    stat: CacheStat,
+    weights: PathWeights,
+    source: str = "cache",
+    *,
+    likely_current: bool = True,
 ) -> LoadedSite | None:
     """The site's stored prebuilt ranker for exactly this index version and this code, checked and loaded off the
-    event loop; None when there is none, or it fails a check (the caller parses and builds, and never serves it)."""
+    event loop; None when there is none, or it fails a check (the caller parses and builds, and never serves it).
+
+    `likely_current` (a first load: the warm-up built it for the stored index) reads it in one request; otherwise
+    (an index that just changed, whose ranker may not be rebuilt yet) a property read first spares downloading a
+    stale one."""
     if stat.digest is None:
         return None
     try:
-        # One request, not a property read first: a cold instance reads every site's, nearly always this version's
-        # (a stale one is downloaded in vain only between a publish and the warm-up that rebuilds it).
+        if not likely_current:
+            described = await store.stat(ranking_name(site))
+            if described is None or described.origin_etag != _built_from(stat):
+                return None
         kept = await store.read(ranking_name(site))
     except StoreError as exc:
         log.info("site %s: prebuilt ranker unreadable (%s)", site, type(exc).__name__)

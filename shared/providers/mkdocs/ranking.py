@@ -35,7 +35,7 @@ from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
 from shared.providers.mkdocs.quantized import QuantizedRows, quantize, split_query
 from shared.providers.mkdocs.text import Query, analyze, analyze_query, identifier_share, written_words
-from shared.providers.mkdocs.vectors import SiteVectors, neighbour_similarity
+from shared.providers.mkdocs.vectors import ScanRows, SiteVectors, neighbour_similarity
 
 if TYPE_CHECKING:
     import numpy as np
@@ -341,17 +341,16 @@ class Ranker:
             parameters,
         )
 
-    def attach(self, vectors: SiteVectors) -> None:
-        """Start ranking semantically too; one assignment, so a concurrent search sees all of it or none.
+    def attach(self, vectors: SiteVectors | ScanRows) -> None:
+        """Start ranking semantically too, from the site's vectors or their stored scan rows; one assignment, so a
+        concurrent search sees all of it or none.
 
-        Blocking (the hubness correction compares every entry with every other: 0.2 s for 4,000 entries), so
-        the service calls it off the event loop.
+        Blocking (without stored neighbour similarities, the hubness correction compares every entry with every
+        other: 0.2 s for 4,000 entries), so the service calls it off the event loop.
         """
-
-        if len(vectors.matrix) != len(self.entries) + len(self.pages):
-            raise ValueError(
-                f"{len(vectors.matrix)} vectors for {len(self.entries)} entries and {len(self.pages)} page outlines"
-            )
+        rows = len(vectors.matrix) if isinstance(vectors, SiteVectors) else len(vectors)
+        if rows != len(self.entries) + len(self.pages):
+            raise ValueError(f"{rows} vectors for {len(self.entries)} entries and {len(self.pages)} page outlines")
         self.semantic = _Semantic.of(vectors, self.order, self.starts, self.parameters)
 
     def listing(self, limit: int | None = None, leave_out: frozenset[str] = frozenset()) -> list[RankedHit]:
@@ -511,24 +510,31 @@ class _Semantic:
     @classmethod
     def of(
         cls,
-        vectors: SiteVectors,
+        vectors: SiteVectors | ScanRows,
         order: npt.NDArray[np.intp],
         starts: npt.NDArray[np.intp],
         parameters: RankingParameters,
     ) -> _Semantic:
-        """The site's embeddings ready to score, held as int8 (`quantized`: the float rows are not kept; the stored
-        int8 rows when they came with them, else rounded here); their stored neighbour similarity (over `DEFAULT`'s
-        neighbours) is used only when these parameters ask for as many, else it is computed from the float rows."""
+        """The site's embeddings ready to score, held as int8 (`quantized`: no float rows are kept; stored scan rows
+        are handed over as they are, vectors rounded here); their stored neighbour similarity (over `DEFAULT`'s
+        neighbours) is used only when these parameters ask for as many, else it is computed from the float rows
+        (from the int8 rows, scaled back, for scan rows)."""
         import numpy as np
 
         entries = len(order)
         stored = vectors.hubness
+        scanned = isinstance(vectors, ScanRows)
+        rounded = vectors.quantized if isinstance(vectors, ScanRows) else quantize(vectors.matrix)
         if stored is not None and len(stored) == entries and parameters.hub_neighbours == DEFAULT.hub_neighbours:
             hubness = stored
+        elif scanned:
+            columns, largest = rounded
+            floats = (columns[:, :entries].T * (largest[:entries, None] / 127)).astype(np.float32)
+            hubness = neighbour_similarity(floats, parameters.hub_neighbours)
         else:
+            assert isinstance(vectors, SiteVectors)
             hubness = neighbour_similarity(vectors.matrix[:entries], parameters.hub_neighbours)
         correction = (parameters.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
-        rounded = vectors.quantized if vectors.quantized is not None else quantize(vectors.matrix)
         return cls(QuantizedRows(rounded), order, starts, correction, parameters)
 
     def close_pages(

@@ -524,7 +524,11 @@ class SiteRegistry:
             if stat.fetched_at < known.fetched_at:  # older than what this instance already holds
                 slot.restamped(replace(current, version=stat.version))
                 return
-            prebuilt = await load_prebuilt(self._store, site, stat, self._weights) if self._rank_now(slot) else None
+            prebuilt = (
+                await load_prebuilt(self._store, site, stat, self._weights, likely_current=False)
+                if self._rank_now(slot)
+                else None
+            )
             if prebuilt is not None:
                 self._replace(slot, prebuilt)
                 log.info(

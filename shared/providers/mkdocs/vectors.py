@@ -49,10 +49,9 @@ ENTRY_WORDS = 128
 OUTLINE_WORDS = 32
 """Words of a page's introduction embedded in its outline, after its title and section headings."""
 
-FORMAT = 5
-"""Version of the stored vectors' layout (`SiteVectors.dumps`); another one is recomputed, never misread. The
-previous one, 4, is read whole: it lacks only the int8 rows, which an instance then rounds itself and a warm-up
-stores (`embeddings.ensure_vectors`); 3 is read for its rows to reuse."""
+FORMAT = 4
+"""Version of the stored vectors' layout (`SiteVectors.dumps`); another one is recomputed, never misread (the
+previous one, 3, is read for its rows to reuse)."""
 
 PROGRESS_ENTRIES = 1024
 """Entries embedded between two progress reports of `SiteVectors.compute` (about 20 to 50 s of two cores)."""
@@ -93,9 +92,7 @@ class SiteVectors:
     index, a partial of this one, or an older layout) lend the rows of unchanged texts to a recompute.
     """
 
-    matrix: npt.NDArray[np.float32] | npt.NDArray[np.float16]
-    """float32 as computed; float16 as loaded (the stored rows, not converted: a serving instance scans `quantized`
-    and converts them only for what needs floats)."""
+    matrix: npt.NDArray[np.float32]
     keys: tuple[str, ...]
     hubness: npt.NDArray[np.float32] | None = None
     """Each entry row's `neighbour_similarity` over the default parameters' neighbours, stored beside complete
@@ -104,10 +101,6 @@ class SiteVectors:
     source: str | None = None
     """What the stored copy says it was computed from (the index's digest and the code that turns entries into
     texts: `shared.providers.mkdocs.embeddings`); a reader holding that very index may skip `matches`."""
-    quantized: Quantized | None = None
-    """The rows rounded to int8 as the scan holds them, stored beside complete vectors (from the float16 rows, so
-    they equal what a loader would round): an instance attaching them skips the float conversion and the rounding,
-    about 10 ms of a forge-sized site's cold attach. None: rounded on attach."""
 
     @classmethod
     def compute(
@@ -161,28 +154,43 @@ class SiteVectors:
             key == text_key(text) for key, text in zip(self.keys, texts, strict=True)
         )
 
-    def dumps(self, model_id: str, entries: int | None = None, *, source: str | None = None) -> bytes:
+    def scan_rows(self, entries: int, source: str) -> ScanRows:
+        """What a serving instance needs of these complete vectors (`entries` entry rows, then the outlines), made
+        from the float16 rows `dumps` stores, so it equals what an instance attaching those would make."""
+        import numpy as np
+
+        rounded = self.matrix.astype(np.float16).astype(np.float32)
+        hubness = self.hubness  # loaded with the vectors: computed from these very rows
+        if hubness is None or len(hubness) != entries:
+            hubness = neighbour_similarity(rounded[:entries], DEFAULT.hub_neighbours)
+        return ScanRows(quantize(rounded), hubness, source)
+
+    def dumps(
+        self,
+        model_id: str,
+        entries: int | None = None,
+        *,
+        source: str | None = None,
+        hubness: npt.NDArray[np.float32] | None = None,
+    ) -> bytes:
         """The stored form, binary and loaded without parsing anything but a small header: `_MAGIC`, the header's
-        length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, quantized
-        rows, source), each row's key (16 ASCII characters), the rows (float16, little-endian), with `entries`
-        (complete vectors: that many entry rows, then the outlines) their hubness (float32) and every row rounded
-        as the scan holds it (`quantized.quantize` of the float16 rows: int8 columns, dimensions x rows, then each
-        row's largest magnitude, float32), then the SHA-256 of all that."""
+        length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, source),
+        each row's key (16 ASCII characters), the rows (float16, little-endian), with `entries` (complete vectors:
+        that many entry rows, then the outlines) their hubness (float32), then the SHA-256 of all that."""
         import numpy as np
 
         rounded = self.matrix.astype(np.float16)
         complete = entries is not None and 0 < entries <= len(self.keys)
-        hubness = (
-            neighbour_similarity(rounded[:entries], DEFAULT.hub_neighbours) if complete else np.zeros(0, np.float32)
-        )
-        scanned = quantize(rounded) if complete else None
+        if not complete:
+            hubness = np.zeros(0, np.float32)
+        elif hubness is None or len(hubness) != entries:  # `scan_rows` computes the same, once for both
+            hubness = neighbour_similarity(rounded.astype(np.float32)[:entries], DEFAULT.hub_neighbours)
         header = {
             "format": FORMAT,
             "model": model_id,
             "dimensions": int(self.matrix.shape[1]),
             "rows": len(self.keys),
             "hubness": len(hubness),
-            "quantized": len(self.keys) if scanned is not None else 0,
             "source": source,
         }
         head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
@@ -195,16 +203,14 @@ class SiteVectors:
                 keys,
                 rounded.astype("<f2").tobytes(),
                 hubness.astype("<f4").tobytes(),
-                *((scanned.columns.tobytes(), scanned.largest.astype("<f4").tobytes()) if scanned else ()),
             )
         )
         return body + hashlib.sha256(body).digest()
 
     @classmethod
     def loads(cls, payload: bytes, model_id: str) -> SiteVectors | None:
-        """Stored vectors this model computed in this layout or the previous one (for any index), or None when
-        unusable: a payload that fails its checksum, names another layout or model, or whose parts do not add up is
-        never read. The rows stay float16, views of `payload` (`matrix`)."""
+        """Stored vectors this model computed in this layout (for any index), or None when unusable: a payload
+        that fails its checksum, names another layout or model, or whose parts do not add up is never read."""
         import numpy as np
 
         if payload.startswith(b"{"):
@@ -216,37 +222,109 @@ class SiteVectors:
             (size,) = struct.unpack_from("<I", body, len(_MAGIC))
             start = len(_MAGIC) + 4 + size
             header = json.loads(body[len(_MAGIC) + 4 : start])
-            if header.get("format") not in (FORMAT, FORMAT - 1) or header.get("model") != model_id:
+            if header.get("format") != FORMAT or header.get("model") != model_id:
                 return None
             rows, dimensions, hubs, source = (header.get(key) for key in ("rows", "dimensions", "hubness", "source"))
-            scanned = header.get("quantized", 0)  # the previous layout has none
-            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, hubs, scanned)):
+            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, hubs)):
                 return None
             if dimensions < 1 or rows < 0 or not 0 <= hubs <= rows or not isinstance(source, str | None):
                 return None
-            if scanned not in (0, rows):
-                return None
             keys_end = start + rows * _KEY_CHARS
             matrix_end = keys_end + rows * dimensions * 2
-            hubness_end = matrix_end + hubs * 4
-            columns_end = hubness_end + scanned * dimensions
-            if len(body) != columns_end + scanned * 4:
+            if len(body) != matrix_end + hubs * 4:
                 return None
             text = body[start:keys_end].decode("ascii")
             keys = tuple(text[n : n + _KEY_CHARS] for n in range(0, len(text), _KEY_CHARS))
-            matrix = np.frombuffer(body, dtype="<f2", count=rows * dimensions, offset=keys_end)
+            matrix = np.frombuffer(body, dtype="<f2", count=rows * dimensions, offset=keys_end).astype(np.float32)
             hubness = np.frombuffer(body, dtype="<f4", count=hubs, offset=matrix_end).astype(np.float32)
-            columns = np.frombuffer(body, dtype=np.int8, count=scanned * dimensions, offset=hubness_end)
-            largest = np.frombuffer(body, dtype="<f4", count=scanned, offset=columns_end).astype(np.float32)
         except (ValueError, TypeError, AttributeError, struct.error, RecursionError):
             return None
         usable = hubs > 0 and bool(np.isfinite(hubness).all())
-        rounded = (
-            Quantized(columns.reshape(dimensions, rows), largest)
-            if scanned and bool(np.isfinite(largest).all() and (largest >= 0).all())
-            else None
+        return cls(matrix.reshape(rows, dimensions), keys, hubness if usable else None, source)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRows:
+    """What a serving instance attaches of a site's complete vectors: the rows rounded as the scan holds them and
+    each entry's neighbour similarity, for the index copy and code `source` names. Stored on their own beside the
+    vectors (`dumps`: a third of their bytes), so a cold instance downloads only what it serves, neither the float16
+    rows nor the keys, which only computing vectors again needs."""
+
+    quantized: Quantized
+    hubness: npt.NDArray[np.float32]
+    """Each entry row's `neighbour_similarity` over the default parameters' neighbours."""
+    source: str
+    """What the vectors were computed from (`SiteVectors.source`): these rows apply to that index copy only."""
+
+    def __len__(self) -> int:
+        return int(self.quantized.columns.shape[1])
+
+    def dumps(self, model_id: str) -> bytes:
+        """The stored form: `_SCAN_MAGIC`, the header's length (uint32, little-endian), the header (JSON: format,
+        model, dimensions, rows, entries, source), the int8 columns (dimensions x rows), each row's largest magnitude
+        (float32, little-endian), each entry's hubness (float32), then the SHA-256 of all that."""
+        import numpy as np
+
+        columns, largest = self.quantized
+        header = {
+            "format": SCAN_FORMAT,
+            "model": model_id,
+            "dimensions": int(columns.shape[0]),
+            "rows": int(columns.shape[1]),
+            "entries": len(self.hubness),
+            "source": self.source,
+        }
+        head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+        body = b"".join(
+            (
+                _SCAN_MAGIC,
+                struct.pack("<I", len(head)),
+                head,
+                columns.astype(np.int8).tobytes(),
+                largest.astype("<f4").tobytes(),
+                self.hubness.astype("<f4").tobytes(),
+            )
         )
-        return cls(matrix.reshape(rows, dimensions), keys, hubness if usable else None, source, rounded)
+        return body + hashlib.sha256(body).digest()
+
+    @classmethod
+    def loads(cls, payload: bytes, model_id: str) -> ScanRows | None:
+        """Stored scan rows of this model in this layout, or None when unusable (a failed checksum, another layout
+        or model, parts that do not add up, a scale or similarity that is not a finite number). The int8 columns
+        stay views of `payload` until the scan copies them."""
+        import numpy as np
+
+        body, checksum = payload[:-32], payload[-32:]
+        if not body.startswith(_SCAN_MAGIC) or hashlib.sha256(body).digest() != checksum:
+            return None
+        try:
+            (size,) = struct.unpack_from("<I", body, len(_SCAN_MAGIC))
+            start = len(_SCAN_MAGIC) + 4 + size
+            header = json.loads(body[len(_SCAN_MAGIC) + 4 : start])
+            if header.get("format") != SCAN_FORMAT or header.get("model") != model_id:
+                return None
+            rows, dimensions, entries, source = (header.get(key) for key in ("rows", "dimensions", "entries", "source"))
+            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, entries)):
+                return None
+            if dimensions < 1 or not 0 < entries <= rows or not isinstance(source, str):
+                return None
+            columns_end = start + rows * dimensions
+            largest_end = columns_end + rows * 4
+            if len(body) != largest_end + entries * 4:
+                return None
+            columns = np.frombuffer(body, dtype=np.int8, count=rows * dimensions, offset=start)
+            largest = np.frombuffer(body, dtype="<f4", count=rows, offset=columns_end).astype(np.float32)
+            hubness = np.frombuffer(body, dtype="<f4", count=entries, offset=largest_end).astype(np.float32)
+        except (ValueError, TypeError, AttributeError, struct.error, RecursionError):
+            return None
+        if not (np.isfinite(largest).all() and (largest >= 0).all() and np.isfinite(hubness).all()):
+            return None
+        return cls(Quantized(columns.reshape(dimensions, rows), largest), hubness, source)
+
+
+SCAN_FORMAT = 1
+"""Version of the stored scan rows' layout (`ScanRows.dumps`); another one is never read (the vectors are)."""
+_SCAN_MAGIC = b"docs-scan-rows\n"
 
 
 def _legacy(payload: bytes, model_id: str) -> SiteVectors | None:
@@ -274,18 +352,14 @@ _KEY_CHARS = 16
 """Characters of a `text_key` (8 bytes, hex)."""
 
 
-def neighbour_similarity(
-    matrix: npt.NDArray[np.float32] | npt.NDArray[np.float16], neighbours: int
-) -> npt.NDArray[np.float32]:
-    """Each row's mean cosine with its `neighbours` most similar other rows (unit rows; zeros when alone), in
-    float32 whatever the rows are held as.
+def neighbour_similarity(matrix: npt.NDArray[np.float32], neighbours: int) -> npt.NDArray[np.float32]:
+    """Each row's mean cosine with its `neighbours` most similar other rows (unit rows; zeros when alone).
 
     Computed in blocks of rows (a block's products are rows x all rows), once per attached index: about 0.3 s for
     the four corpus sites together.
     """
     import numpy as np
 
-    matrix = matrix.astype(np.float32, copy=False)
     count = len(matrix)
     taken = min(neighbours, count - 1)
     out = np.zeros(count, dtype=np.float32)

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import itertools
 import json
-import struct
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -29,12 +27,19 @@ from asgi_lifespan import LifespanManager
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, index_name, vectors_name
+from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, index_name, ranking_name, scan_name, vectors_name
 from shared.compose import Composition, compose
 from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.errors import EmbeddingStopped
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.embeddings import compute_and_store, embedded_from, ensure_vectors, read_stored
+from shared.providers.mkdocs.embeddings import (
+    compute_and_store,
+    embedded_from,
+    ensure_vectors,
+    read_scan,
+    read_stored,
+    store_scan,
+)
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.quantized import split_query
@@ -53,6 +58,7 @@ SITE = DEFAULT_SITE
 MODEL = WordEncoder.model_id
 INDEX = index_name("{site}-docs-search-index.json", SITE)
 VECTORS = vectors_name(SITE, MODEL)
+SCAN = scan_name(SITE, MODEL)
 
 
 @pytest.fixture
@@ -136,6 +142,7 @@ async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
     async with registry_over(settings, store, model_of(WordEncoder())) as first:
         await load_embedded(first)
     store.calls.clear()
+    store.names.clear()
     encoder = WordEncoder()
 
     async with registry_over(settings, store, model_of(encoder)) as second:
@@ -144,6 +151,9 @@ async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
 
     assert encoder.texts == [] and store.calls["write"] == 0  # neither the index nor the vectors rewritten
     assert loaded.source == "cache" and loaded.ranker.semantic is not None
+    # It downloads the scan rows alone, a third of the vectors' bytes, and asks for a prebuilt ranker in one request.
+    assert ("read", SCAN) in store.names and ("read", VECTORS) not in store.names
+    assert ("read", ranking_name(SITE)) in store.names and ("stat", ranking_name(SITE)) not in store.names
 
 
 async def test_a_newer_index_is_embedded_before_it_replaces_the_one_served(settings: DocumentationSettings) -> None:
@@ -236,7 +246,7 @@ async def test_stored_vectors_of_another_index_are_recomputed_and_replaced(setti
         loaded = await load_embedded(registry)
 
     assert registry.health()[SITE].semantic == "ready"
-    assert store.calls["write"] == 2  # the index from the origin, then the vectors over the stale ones
+    assert store.calls["write"] == 3  # the index from the origin, then the vectors over the stale ones, their scan rows
     await stored_vectors(store.inner, loaded)
 
 
@@ -413,37 +423,55 @@ async def test_vectors_record_the_index_copy_they_were_computed_from_and_older_o
     assert encoder.texts == 0
 
 
-async def test_recorded_vectors_without_int8_rows_are_served_and_stored_again_with_them(
-    published_index: SiteIndex,
+async def test_recorded_vectors_without_scan_rows_are_served_and_the_warm_up_stores_the_rows(
+    settings: DocumentationSettings,
 ) -> None:
-    """Format 4 (what the previous version stored) is current for serving, rounded on attach; the warm-up stores it
-    again in format 5 with the int8 rows, which cold instances then hand to the scan as they are. Nothing is
-    embedded."""
-    store, encoder = MemoryIndexStore(), CountingEncoder()
-    model, digest = model_of(encoder), "ab" * 32
-    vectors = SiteVectors.compute(WordEncoder(), published_index.entries)
-    payload = vectors.dumps(MODEL, len(published_index.entries), source=embedded_from(digest))
-    body = payload[:-32]
-    (size,) = struct.unpack_from("<I", body, len(b"docs-vectors\n"))
-    start = len(b"docs-vectors\n") + 4
-    header = json.loads(body[start : start + size])
-    rows, dimensions = header.pop("quantized"), header["dimensions"]
-    head = json.dumps(header | {"format": 4}).encode()
-    previous = b"docs-vectors\n" + struct.pack("<I", len(head)) + head + body[start + size : -rows * (dimensions + 4)]
-    stored = CachedIndex(previous + hashlib.sha256(previous).digest(), datetime.now(UTC))
-    await store.write(VECTORS, stored, expected_version=None)
+    """Vectors stored by the previous version have no scan rows beside them: an instance attaches the vectors
+    themselves, and the warm-up stores the rows without embedding anything; the next instance reads the rows
+    alone."""
+    store = CountingStore(MemoryIndexStore())
+    async with registry_over(settings, store, model_of(WordEncoder())) as first:
+        before = await load_embedded(first)
+    stored_rows = await store.inner.stat(SCAN)
+    assert stored_rows is not None
+    unreadable = CachedIndex(b"", datetime.now(UTC), origin_etag=stored_rows.origin_etag)  # as if there were none
+    assert await store.inner.write(SCAN, unreadable, expected_version=stored_rows.version) is not None
+    encoder = CountingEncoder()
 
-    served = await read_stored(store, model, SITE, published_index, digest=digest)
-    assert served.current is not None and served.current.quantized is None
+    store.names.clear()
+    async with registry_over(settings, store, model_of(encoder)) as second:
+        served = await load_embedded(second)
+        assert second.health()[SITE].semantic == "ready" and served.ranker.semantic is not None
+    assert ("read", VECTORS) in store.names
 
-    _, computed = await ensure_vectors(store, model, SITE, published_index, digest=digest)
-
+    _, computed = await ensure_vectors(store, model_of(encoder), SITE, served.index, digest=served.digest)
     assert computed is False and encoder.texts == 0
-    again = await read_stored(store, model, SITE, published_index, digest=digest)
-    assert again.current is not None and again.current.quantized is not None
-    np.testing.assert_array_equal(again.current.matrix, served.current.matrix)
-    assert (await ensure_vectors(store, model, SITE, published_index, digest=digest))[1] is False
-    assert encoder.texts == 0
+    rows = await read_scan(store, model_of(encoder), SITE, served.index, digest=served.digest)
+    assert rows is not None and rows.source == embedded_from(served.digest)
+    assert (await ensure_vectors(store, model_of(encoder), SITE, served.index, digest=served.digest))[1] is False
+    assert [name for name in store.names if name == ("write", SCAN)] == [("write", SCAN)]  # once
+
+    store.names.clear()
+    async with registry_over(settings, store, model_of(encoder)) as third:
+        again = await load_embedded(third)
+    assert ("read", VECTORS) not in store.names and encoder.texts == 0
+    assert before.ranker.semantic is not None and again.ranker.semantic is not None
+    np.testing.assert_array_equal(again.ranker.semantic.correction, served.ranker.semantic.correction)
+
+
+async def test_scan_rows_of_another_index_copy_are_never_attached(published_index: SiteIndex) -> None:
+    store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
+    vectors = SiteVectors.compute(WordEncoder(), published_index.entries)
+    await store_scan(store, model, SITE, vectors.scan_rows(len(published_index.entries), embedded_from(digest) or ""))
+
+    assert await read_scan(store, model, SITE, published_index, digest=digest) is not None
+    assert await read_scan(store, model, SITE, published_index, digest="cd" * 32) is None
+    assert await read_scan(store, model, SITE, published_index, digest=None) is None
+    assert await read_scan(store, model_of(OtherWords()), SITE, published_index, digest=digest) is None
+
+
+class OtherWords(WordEncoder):
+    model_id = "other-words"
 
 
 async def test_a_record_of_another_size_is_not_trusted(published_index: SiteIndex) -> None:

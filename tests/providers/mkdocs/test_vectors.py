@@ -21,12 +21,13 @@ from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.quantized import quantize, split_query
+from shared.providers.mkdocs.quantized import split_query
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.text import analyze_query, identifier_share
 from shared.providers.mkdocs.vectors import (
     FORMAT,
     OUTLINE_WORDS,
+    ScanRows,
     SiteVectors,
     embedded_texts,
     entry_text,
@@ -89,32 +90,9 @@ def vectors(encoder: MiniLM) -> SiteVectors:
 def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> None:
     loaded = SiteVectors.loads(vectors.dumps(MODEL), MODEL)
     assert loaded is not None and loaded.keys == vectors.keys and loaded.matches(PAGES)
-    assert loaded.matrix.shape == (2 + 2, 384) and loaded.matrix.dtype == np.float16  # two entries, two outlines
-    np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16, not converted
+    assert loaded.matrix.shape == (2 + 2, 384) and loaded.matrix.dtype == np.float32  # two entries, two outlines
+    np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16
     assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
-    assert loaded.quantized is None  # rounded rows are stored with complete vectors only
-
-
-def test_complete_vectors_carry_the_int8_rows_the_scan_holds(vectors: SiteVectors) -> None:
-    """Rounded by the writer from the float16 rows it stores: exactly what an instance would round on attach."""
-    loaded = SiteVectors.loads(vectors.dumps(MODEL, 2), MODEL)
-    assert loaded is not None and loaded.quantized is not None
-    expected = quantize(vectors.matrix.astype(np.float16))
-    np.testing.assert_array_equal(loaded.quantized.columns, expected.columns)
-    np.testing.assert_array_equal(loaded.quantized.largest, expected.largest)
-    assert loaded.quantized.columns.dtype == np.int8 and loaded.quantized.columns.shape == (384, 4)
-
-
-def test_vectors_stored_in_the_previous_layout_are_read_whole_without_int8_rows(vectors: SiteVectors) -> None:
-    """Format 4 is format 5 without the int8 rows: served as it is (rounded on attach) until a warm-up stores it
-    again."""
-    header, rest = _parts(vectors.dumps(MODEL, 2, source="abc/def"))
-    rows, dimensions = header["rows"], header["dimensions"]
-    previous = {key: value for key, value in header.items() if key != "quantized"} | {"format": FORMAT - 1}
-    loaded = SiteVectors.loads(_stored(previous, rest[: len(rest) - rows * (dimensions + 4)]), MODEL)
-    assert loaded is not None and loaded.quantized is None and loaded.source == "abc/def"
-    assert loaded.hubness is not None and loaded.keys == vectors.keys
-    assert SiteVectors.loads(_stored(previous | {"format": FORMAT - 2}, rest), MODEL) is None
 
 
 def test_complete_vectors_carry_their_hubness_so_attaching_them_skips_the_all_pairs_pass(encoder: MiniLM) -> None:
@@ -153,6 +131,80 @@ def test_complete_vectors_carry_their_hubness_so_attaching_them_skips_the_all_pa
     assert [(h.entry.location, h.score) for h in with_stored.search(HOLIDAY_FREEZE, 5, query)] == [
         (h.entry.location, h.score) for h in computed_here.search(HOLIDAY_FREEZE, 5, query)
     ]
+
+
+def test_scan_rows_attach_exactly_as_the_stored_vectors_do(encoder: MiniLM) -> None:
+    """What a cold instance downloads instead of the vectors: the int8 rows and neighbour similarities made from the
+    float16 rows the vectors store, so both rank every query to the same floats."""
+    entries = entries_of(
+        page("sync-windows/", "Sync windows", SYNC_WINDOWS),
+        page("retries/", "Retries", "Failed syncs are retried with backoff."),
+        page("bread/", "Bread", "Bake sourdough bread with a starter."),
+    )
+    computed = SiteVectors.compute(encoder, entries)
+    stored = SiteVectors.loads(computed.dumps(MODEL, len(entries), source="abc/def"), MODEL)
+    rows = ScanRows.loads(computed.scan_rows(len(entries), "abc/def").dumps(MODEL), MODEL)
+    assert stored is not None and rows is not None and rows.source == "abc/def"
+    assert len(rows) == len(computed.keys) and stored.hubness is not None
+    np.testing.assert_array_equal(rows.hubness, stored.hubness)
+    assert not rows.quantized.columns.flags.writeable  # views of the payload, copied by the scan
+
+    from_vectors, from_rows = ranker(*[entries]), ranker(*[entries])
+    from_vectors.attach(stored)
+    from_rows.attach(rows)
+    assert from_vectors.semantic is not None and from_rows.semantic is not None
+    np.testing.assert_array_equal(from_rows.semantic.correction, from_vectors.semantic.correction)
+    for question in (HOLIDAY_FREEZE, "retry a failed sync", "bread"):
+        query = unit(encoder, question)
+        assert [(h.entry.location, h.score) for h in from_rows.search(question, 5, query)] == [
+            (h.entry.location, h.score) for h in from_vectors.search(question, 5, query)
+        ]
+
+    # A ranker asking for another number of neighbours computes them from the rows, scaled back.
+    nearest = replace(DEFAULT, hub_neighbours=1)
+    other = Ranker.build(SiteIndex.build("docs", entries), None, nearest)
+    other.attach(rows)
+    assert other.semantic is not None
+    assert not np.array_equal(other.semantic.correction, from_rows.semantic.correction)
+
+
+def _scan_parts(payload: bytes) -> tuple[dict[str, Any], bytes]:
+    body = payload[:-32]
+    (size,) = struct.unpack_from("<I", body, len(b"docs-scan-rows\n"))
+    start = len(b"docs-scan-rows\n") + 4
+    return json.loads(body[start : start + size]), body[start + size :]
+
+
+def _scan_stored(header: dict[str, Any], rest: bytes) -> bytes:
+    head = json.dumps(header).encode()
+    body = b"docs-scan-rows\n" + struct.pack("<I", len(head)) + head + rest
+    return body + hashlib.sha256(body).digest()
+
+
+@pytest.mark.parametrize(
+    ("edit", "cut"),
+    [
+        ({"model": "all-mpnet-base-v2"}, 0),
+        ({"format": 2}, 0),
+        ({"rows": 5}, 0),
+        ({"entries": 0}, 0),
+        ({"entries": True}, 0),
+        ({"source": None}, 0),
+        ({}, 4),
+    ],
+    ids=["another model", "another format", "more rows", "no entries", "entries not a number", "no source", "short"],
+)
+def test_scan_rows_in_another_layout_or_that_do_not_add_up_are_refused(
+    vectors: SiteVectors, edit: dict[str, Any], cut: int
+) -> None:
+    payload = vectors.scan_rows(2, "abc/def").dumps(MODEL)
+    header, rest = _scan_parts(payload)
+    assert ScanRows.loads(_scan_stored(header, rest), MODEL) is not None
+    assert ScanRows.loads(_scan_stored(header | edit, rest[: len(rest) - cut]), MODEL) is None
+    flipped = bytearray(payload)
+    flipped[len(flipped) // 2] ^= 1
+    assert ScanRows.loads(bytes(flipped), MODEL) is None
+    assert ScanRows.loads(vectors.dumps(MODEL, 2), MODEL) is None  # the vectors are not scan rows
 
 
 def test_a_new_index_version_embeds_only_the_entries_whose_text_changed() -> None:
@@ -273,8 +325,6 @@ def test_the_stored_form_is_checked_before_it_is_read(vectors: SiteVectors) -> N
         ({"rows": True}, 0),
         ({"hubness": 3}, 0),
         ({"source": 7}, 0),
-        ({"quantized": 3}, 0),
-        ({"quantized": True}, 0),
         ({}, 2),
     ],
     ids=[
@@ -286,8 +336,6 @@ def test_the_stored_form_is_checked_before_it_is_read(vectors: SiteVectors) -> N
         "rows that are not a number",
         "more hubness than rows",
         "a source that is not text",
-        "int8 rows that are not every row",
-        "int8 rows that are not a number",
         "short vectors",
     ],
 )

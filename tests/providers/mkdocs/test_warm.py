@@ -10,17 +10,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.cache import CachedIndex, MemoryIndexStore, index_name, missing_name, open_store, ranking_name, vectors_name
+from shared.cache import (
+    CachedIndex,
+    MemoryIndexStore,
+    index_name,
+    missing_name,
+    open_store,
+    ranking_name,
+    scan_name,
+    vectors_name,
+)
 from shared.cli import _needs_attention
 from shared.errors import StoreError
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
-from shared.providers.mkdocs.vectors import SiteVectors
+from shared.providers.mkdocs.quantized import quantize
+from shared.providers.mkdocs.vectors import ScanRows, SiteVectors
 from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
 from tests.support.encoders import WordEncoder, model_of
@@ -59,11 +70,12 @@ def blob_name(site: str) -> str:
 
 def stored_names(*, embeddings: str | None = None) -> set[str]:
     """What a warm-up leaves in the container: each published site's index, prebuilt ranker and missing-pages
-    record (and its embeddings from the model `embeddings`)."""
+    record (and its embeddings from the model `embeddings`, and their scan rows)."""
     names = {blob_name(site) for site in PUBLISHED_SITES} | {missing_name(site) for site in PUBLISHED_SITES}
     names |= {ranking_name(site) for site in PUBLISHED_SITES}
     if embeddings is not None:
         names |= {vectors_name(site, embeddings) for site in PUBLISHED_SITES}
+        names |= {scan_name(site, embeddings) for site in PUBLISHED_SITES}
     return names
 
 
@@ -277,6 +289,7 @@ async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_ind
         second = await warm_all(settings, store, embedding=model)
         index = await store.read(blob_name("alpha"))
         vectors = await store.read(vectors_name("alpha", model.model_id))
+        scan = await store.read(scan_name("alpha", model.model_id))
     finally:
         await store.aclose()
 
@@ -289,6 +302,11 @@ async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_ind
     parsed = parse_index("alpha", index.payload)
     stored = SiteVectors.loads(vectors.payload, model.model_id)
     assert stored is not None and stored.matches(parsed.entries)
+    assert scan is not None and scan.origin_etag == stored.source
+    rows = ScanRows.loads(scan.payload, model.model_id)
+    assert rows is not None and rows.source == stored.source and stored.hubness is not None
+    np.testing.assert_array_equal(rows.hubness, stored.hubness)
+    np.testing.assert_array_equal(rows.quantized.columns, quantize(stored.matrix).columns)
 
 
 async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_warm_up(
