@@ -2,7 +2,9 @@
 
 Stored vectors live under their own name (`shared.cache.vectors_name`: `embeddings/{site}/{model}.json`), so a
 site's artifacts never collide with another site's index. The warm-up computes them once per index version for
-every instance (`ensure_vectors`); a serving instance attaches them to the indexes it loads (`EmbeddingJobs`):
+every instance (`ensure_vectors`); a serving instance attaches them to the indexes it loads (`EmbeddingJobs`),
+reading only their scan rows (`shared.cache.scan_name`, `vectors.ScanRows`: the int8 rows it holds, a third of
+the vectors' bytes) when they are stored for its index copy, the vectors themselves otherwise:
 
 - a first load is served lexically at once; a search waits for its stored vectors' lookup at most
   `STORED_VECTORS_WAIT`, never for vectors being computed;
@@ -125,9 +127,9 @@ async def read_scan(
     if stored is None or stored.origin_etag != embedded_from(digest):
         return None
     found = await asyncio.to_thread(ScanRows.loads, stored.payload, model.model_id)
-    pages = len({entry.page for entry in index.entries})
     if found is None or found.source != embedded_from(digest):
         return None
+    pages = len({entry.page for entry in index.entries})
     if len(found) != len(index.entries) + pages or len(found.hubness) != len(index.entries):
         return None
     return found

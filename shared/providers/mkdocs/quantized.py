@@ -65,8 +65,8 @@ class QuantizedRows:
 
 
 class Quantized(NamedTuple):
-    """Unit rows rounded as the scan holds them (`quantize`), which is also how they are stored beside the float16
-    rows: a cold instance hands them to the scan as they are."""
+    """Unit rows rounded as the scan holds them (`quantize`), which is also how they are stored (`vectors.ScanRows`):
+    a cold instance hands them to the scan as they are."""
 
     columns: npt.NDArray[np.int8]
     """The rounded rows, transposed (dimensions x rows), each row's largest magnitude at 127."""

@@ -176,14 +176,15 @@ class SiteVectors:
         """The stored form, binary and loaded without parsing anything but a small header: `_MAGIC`, the header's
         length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, source),
         each row's key (16 ASCII characters), the rows (float16, little-endian), with `entries` (complete vectors:
-        that many entry rows, then the outlines) their hubness (float32), then the SHA-256 of all that."""
+        that many entry rows, then the outlines) their hubness (float32), then the SHA-256 of all that. `hubness`:
+        the same, computed already (`scan_rows`), so the all-pairs pass runs once for both."""
         import numpy as np
 
         rounded = self.matrix.astype(np.float16)
         complete = entries is not None and 0 < entries <= len(self.keys)
         if not complete:
             hubness = np.zeros(0, np.float32)
-        elif hubness is None or len(hubness) != entries:  # `scan_rows` computes the same, once for both
+        elif hubness is None or len(hubness) != entries:
             hubness = neighbour_similarity(rounded.astype(np.float32)[:entries], DEFAULT.hub_neighbours)
         header = {
             "format": FORMAT,
