@@ -179,7 +179,7 @@ async def compute_and_store(
     # Complete: with its hubness, and what it was computed from, so a reader of this index skips hashing its texts.
     source = embedded_from(digest)
     scan = await asyncio.to_thread(vectors.scan_rows, len(entries), source) if source else None
-    hubness = scan.hubness if scan else None
+    hubness = scan.hubness if scan is not None else None
     dumps = partial(vectors.dumps, model.model_id, len(entries), source=source, hubness=hubness)
     payload = await asyncio.to_thread(dumps)
     await saved.write(payload, len(vectors.keys))  # rows: the entries and the page outlines
@@ -416,7 +416,7 @@ class EmbeddingJobs:
                 await loading
             finally:
                 loading.cancel()
-            vectors: SiteVectors | ScanRows | None = scan or stored.current
+            vectors: SiteVectors | ScanRows | None = scan if scan is not None else stored.current
             if vectors is None:
                 vectors = await compute_and_store(
                     self._store,
