@@ -135,6 +135,13 @@ async def read_scan(
     return found
 
 
+async def scan_stored(store: IndexStore, model: EmbeddingModel, site: str, digest: str) -> bool:
+    """Whether scan rows for this index copy are stored, from their properties alone (no download). They are written
+    only once their vectors are, so the warm-up takes them as the sign that a site's embeddings are current."""
+    found = await store.stat(scan_name(site, model.model_id))
+    return found is not None and found.origin_etag == embedded_from(digest)
+
+
 async def store_scan(
     store: IndexStore, model: EmbeddingModel, site: str, scan: ScanRows, *, unreadable: bool = False
 ) -> bool:

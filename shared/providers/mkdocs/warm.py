@@ -30,7 +30,7 @@ from shared.cache import IndexStore, index_name, open_store, store_newest
 from shared.embedding import MINILM, EmbeddingModel
 from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginError, StoreError
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.embeddings import ensure_vectors, share_graph
+from shared.providers.mkdocs.embeddings import ensure_vectors, scan_stored, share_graph
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.kinds import configured
 from shared.providers.mkdocs.loading import fetch_index, store_prebuilt
@@ -93,7 +93,11 @@ async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site:
     if store.kind == "memory":
         return Step(state=StepState.SKIPPED, detail="no shared storage to keep them in")
     try:
-        cached = await store.read(index_name(settings.cache_file_name_template, site))
+        name = index_name(settings.cache_file_name_template, site)
+        stat = await store.stat(name)
+        if stat is not None and stat.digest is not None and await scan_stored(store, model, site, stat.digest):
+            return Step(state=StepState.CURRENT)  # decided from properties: nothing downloaded
+        cached = await store.read(name)
         if cached is None:
             return NO_STORED_INDEX
         index = await asyncio.to_thread(parse_index, site, cached.payload)
