@@ -85,11 +85,16 @@ def embedded_from(digest: str | None) -> str | None:
     return f"{digest}/{TEXTS_CODE}" if digest else None
 
 
+def _rows(index: SiteIndex) -> int:
+    """How many rows an index's vectors have: one per entry, one per page outline."""
+    return len(index.entries) + len({entry.page for entry in index.entries})
+
+
 def _current(found: SiteVectors, index: SiteIndex, digest: str | None) -> bool:
     """Whether `found` are this index's vectors: recorded as computed from this very copy by this code (and of its
     size), or else computed from exactly its texts (`SiteVectors.matches`: every text hashed again)."""
     if found.source is not None and found.source == embedded_from(digest):
-        return len(found.keys) == len(index.entries) + len({entry.page for entry in index.entries})
+        return len(found.keys) == _rows(index)
     return found.matches(index.entries)
 
 
@@ -129,8 +134,7 @@ async def read_scan(
     found = await asyncio.to_thread(ScanRows.loads, stored.payload, model.model_id)
     if found is None or found.source != embedded_from(digest):
         return None
-    pages = len({entry.page for entry in index.entries})
-    if len(found) != len(index.entries) + pages or len(found.hubness) != len(index.entries):
+    if len(found) != _rows(index) or len(found.hubness) != len(index.entries):
         return None
     return found
 
@@ -147,14 +151,19 @@ async def store_scan(
 ) -> bool:
     """Store the scan rows unless the ones stored are for the same index copy and code (decided from properties,
     or, when those were found `unreadable`, replaced all the same); True when written. Whoever writes last wins:
-    rows of another copy are never attached (`read_scan`)."""
+    rows of another copy are never attached (`read_scan`). Never raises: without them, instances read the
+    vectors, only slower."""
     name = scan_name(site, model.model_id)
-    existing = await store.stat(name)
-    if existing is not None and existing.origin_etag == scan.source and not unreadable:
+    try:
+        existing = await store.stat(name)
+        if existing is not None and existing.origin_etag == scan.source and not unreadable:
+            return False
+        payload = await asyncio.to_thread(scan.dumps, model.model_id)
+        entry = CachedIndex(payload, datetime.now(UTC), origin_etag=scan.source, entries=len(scan))
+        return await store.write(name, entry, expected_version=existing.version if existing else None) is not None
+    except StoreError as exc:
+        log.info("site %s: could not store the scan rows (%s)", site, exc)
         return False
-    payload = await asyncio.to_thread(scan.dumps, model.model_id)
-    entry = CachedIndex(payload, datetime.now(UTC), origin_etag=scan.source, entries=len(scan))
-    return await store.write(name, entry, expected_version=existing.version if existing else None) is not None
 
 
 async def compute_and_store(
@@ -191,10 +200,7 @@ async def compute_and_store(
     payload = await asyncio.to_thread(dumps)
     await saved.write(payload, len(vectors.keys))  # rows: the entries and the page outlines
     if scan is not None and not saved.lost:
-        try:
-            await store_scan(store, model, site, scan)
-        except StoreError as exc:  # instances read the vectors instead, only slower
-            log.info("site %s: could not store the scan rows (%s)", site, exc)
+        await store_scan(store, model, site, scan)
     return vectors
 
 
@@ -282,10 +288,7 @@ async def ensure_vectors(
     if current is not None and (digest is None or current.source == embedded_from(digest)):
         if digest is not None and await read_scan(store, model, site, index, digest=digest) is None:
             scan = await asyncio.to_thread(current.scan_rows, len(index.entries), embedded_from(digest) or "")
-            try:
-                await store_scan(store, model, site, scan, unreadable=True)
-            except StoreError as exc:  # instances read the vectors instead, only slower
-                log.info("site %s: could not store the scan rows (%s)", site, exc)
+            await store_scan(store, model, site, scan, unreadable=True)
         return current, False
     vectors = await compute_and_store(
         store,

@@ -73,6 +73,12 @@ class Quantized(NamedTuple):
     largest: npt.NDArray[np.float32]
     """Each row's largest magnitude: what 127 stands for in its column."""
 
+    def scaled_back(self, count: int) -> npt.NDArray[np.float32]:
+        """The first `count` rows as floats again (each within half a step of the row it was rounded from)."""
+        import numpy as np
+
+        return (self.columns[:, :count].T * (self.largest[:count, None] / _LIMIT)).astype(np.float32)
+
 
 def quantize(matrix: npt.NDArray[np.float32] | npt.NDArray[np.float16]) -> Quantized:
     """Rows (float32, or float16 as stored: the same result as their float32 values) rounded to int8 with one

@@ -523,17 +523,12 @@ class _Semantic:
 
         entries = len(order)
         stored = vectors.hubness
-        scanned = isinstance(vectors, ScanRows)
         rounded = vectors.quantized if isinstance(vectors, ScanRows) else quantize(vectors.matrix)
         if stored is not None and len(stored) == entries and parameters.hub_neighbours == DEFAULT.hub_neighbours:
             hubness = stored
-        elif scanned:
-            columns, largest = rounded
-            floats = (columns[:, :entries].T * (largest[:entries, None] / 127)).astype(np.float32)
+        else:  # from the float rows, or from the int8 ones scaled back when only those were stored
+            floats = rounded.scaled_back(entries) if isinstance(vectors, ScanRows) else vectors.matrix[:entries]
             hubness = neighbour_similarity(floats, parameters.hub_neighbours)
-        else:
-            assert isinstance(vectors, SiteVectors)
-            hubness = neighbour_similarity(vectors.matrix[:entries], parameters.hub_neighbours)
         correction = (parameters.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
         return cls(QuantizedRows(rounded), order, starts, correction, parameters)
 

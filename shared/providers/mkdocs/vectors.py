@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from shared.providers.mkdocs.index import IndexEntry, page_groups
 from shared.providers.mkdocs.parameters import DEFAULT
@@ -194,19 +194,8 @@ class SiteVectors:
             "hubness": len(hubness),
             "source": source,
         }
-        head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
         keys = "".join(self.keys).encode("ascii")
-        body = b"".join(
-            (
-                _MAGIC,
-                struct.pack("<I", len(head)),
-                head,
-                keys,
-                rounded.astype("<f2").tobytes(),
-                hubness.astype("<f4").tobytes(),
-            )
-        )
-        return body + hashlib.sha256(body).digest()
+        return _framed(_MAGIC, header, keys, rounded.astype("<f2").tobytes(), hubness.astype("<f4").tobytes())
 
     @classmethod
     def loads(cls, payload: bytes, model_id: str) -> SiteVectors | None:
@@ -216,15 +205,11 @@ class SiteVectors:
 
         if payload.startswith(b"{"):
             return _legacy(payload, model_id)
-        body, checksum = payload[:-32], payload[-32:]
-        if not body.startswith(_MAGIC) or hashlib.sha256(body).digest() != checksum:
-            return None
         try:
-            (size,) = struct.unpack_from("<I", body, len(_MAGIC))
-            start = len(_MAGIC) + 4 + size
-            header = json.loads(body[len(_MAGIC) + 4 : start])
-            if header.get("format") != FORMAT or header.get("model") != model_id:
+            framed = _unframed(payload, _MAGIC, FORMAT, model_id)
+            if framed is None:
                 return None
+            header, body, start = framed
             rows, dimensions, hubs, source = (header.get(key) for key in ("rows", "dimensions", "hubness", "source"))
             if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, hubs)):
                 return None
@@ -275,18 +260,13 @@ class ScanRows:
             "entries": len(self.hubness),
             "source": self.source,
         }
-        head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-        body = b"".join(
-            (
-                _SCAN_MAGIC,
-                struct.pack("<I", len(head)),
-                head,
-                columns.astype(np.int8).tobytes(),
-                largest.astype("<f4").tobytes(),
-                self.hubness.astype("<f4").tobytes(),
-            )
+        return _framed(
+            _SCAN_MAGIC,
+            header,
+            columns.astype(np.int8).tobytes(),
+            largest.astype("<f4").tobytes(),
+            self.hubness.astype("<f4").tobytes(),
         )
-        return body + hashlib.sha256(body).digest()
 
     @classmethod
     def loads(cls, payload: bytes, model_id: str) -> ScanRows | None:
@@ -295,15 +275,11 @@ class ScanRows:
         stay views of `payload` until the scan copies them."""
         import numpy as np
 
-        body, checksum = payload[:-32], payload[-32:]
-        if not body.startswith(_SCAN_MAGIC) or hashlib.sha256(body).digest() != checksum:
-            return None
         try:
-            (size,) = struct.unpack_from("<I", body, len(_SCAN_MAGIC))
-            start = len(_SCAN_MAGIC) + 4 + size
-            header = json.loads(body[len(_SCAN_MAGIC) + 4 : start])
-            if header.get("format") != SCAN_FORMAT or header.get("model") != model_id:
+            framed = _unframed(payload, _SCAN_MAGIC, SCAN_FORMAT, model_id)
+            if framed is None:
                 return None
+            header, body, start = framed
             rows, dimensions, entries, source = (header.get(key) for key in ("rows", "dimensions", "entries", "source"))
             if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, entries)):
                 return None
@@ -321,6 +297,29 @@ class ScanRows:
         if not (np.isfinite(largest).all() and (largest >= 0).all() and np.isfinite(hubness).all()):
             return None
         return cls(Quantized(columns.reshape(dimensions, rows), largest), hubness, source)
+
+
+def _framed(magic: bytes, header: dict[str, object], *parts: bytes) -> bytes:
+    """A stored layout: `magic`, the header's length (uint32, little-endian), the header (compact JSON), the parts,
+    then the SHA-256 of all that."""
+    head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    body = b"".join((magic, struct.pack("<I", len(head)), head, *parts))
+    return body + hashlib.sha256(body).digest()
+
+
+def _unframed(payload: bytes, magic: bytes, version: int, model_id: str) -> tuple[Any, bytes, int] | None:
+    """`_framed`'s header, the checked body and where its parts start; None when the checksum fails, or the payload
+    is of another layout, layout version or model. Raises ValueError, struct.error and the like on a header that does
+    not parse (the callers refuse those with everything else that does not add up)."""
+    body, checksum = payload[:-32], payload[-32:]
+    if not body.startswith(magic) or hashlib.sha256(body).digest() != checksum:
+        return None
+    (size,) = struct.unpack_from("<I", body, len(magic))
+    start = len(magic) + 4 + size
+    header = json.loads(body[len(magic) + 4 : start])
+    if header.get("format") != version or header.get("model") != model_id:
+        return None
+    return header, body, start
 
 
 SCAN_FORMAT = 1

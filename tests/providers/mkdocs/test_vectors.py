@@ -168,17 +168,7 @@ def test_scan_rows_attach_exactly_as_the_stored_vectors_do(encoder: MiniLM) -> N
     assert not np.array_equal(other.semantic.correction, from_rows.semantic.correction)
 
 
-def _scan_parts(payload: bytes) -> tuple[dict[str, Any], bytes]:
-    body = payload[:-32]
-    (size,) = struct.unpack_from("<I", body, len(b"docs-scan-rows\n"))
-    start = len(b"docs-scan-rows\n") + 4
-    return json.loads(body[start : start + size]), body[start + size :]
-
-
-def _scan_stored(header: dict[str, Any], rest: bytes) -> bytes:
-    head = json.dumps(header).encode()
-    body = b"docs-scan-rows\n" + struct.pack("<I", len(head)) + head + rest
-    return body + hashlib.sha256(body).digest()
+SCAN_MAGIC = b"docs-scan-rows\n"
 
 
 @pytest.mark.parametrize(
@@ -198,9 +188,9 @@ def test_scan_rows_in_another_layout_or_that_do_not_add_up_are_refused(
     vectors: SiteVectors, edit: dict[str, Any], cut: int
 ) -> None:
     payload = vectors.scan_rows(2, "abc/def").dumps(MODEL)
-    header, rest = _scan_parts(payload)
-    assert ScanRows.loads(_scan_stored(header, rest), MODEL) is not None
-    assert ScanRows.loads(_scan_stored(header | edit, rest[: len(rest) - cut]), MODEL) is None
+    header, rest = _parts(payload, SCAN_MAGIC)
+    assert ScanRows.loads(_stored(header, rest, SCAN_MAGIC), MODEL) is not None
+    assert ScanRows.loads(_stored(header | edit, rest[: len(rest) - cut], SCAN_MAGIC), MODEL) is None
     flipped = bytearray(payload)
     flipped[len(flipped) // 2] ^= 1
     assert ScanRows.loads(bytes(flipped), MODEL) is None
@@ -292,17 +282,18 @@ def test_vectors_apply_only_to_exactly_the_texts_they_embed(vectors: SiteVectors
     assert not loaded.matches(entries)
 
 
-def _stored(header: dict[str, Any], rest: bytes) -> bytes:
-    """A payload in the stored layout with this header and these bytes after it, checksummed."""
+def _stored(header: dict[str, Any], rest: bytes, magic: bytes = b"docs-vectors\n") -> bytes:
+    """A payload in the stored layout (the vectors', or the scan rows' with their `magic`) with this header and
+    these bytes after it, checksummed."""
     head = json.dumps(header).encode()
-    body = b"docs-vectors\n" + struct.pack("<I", len(head)) + head + rest
+    body = magic + struct.pack("<I", len(head)) + head + rest
     return body + hashlib.sha256(body).digest()
 
 
-def _parts(payload: bytes) -> tuple[dict[str, Any], bytes]:
+def _parts(payload: bytes, magic: bytes = b"docs-vectors\n") -> tuple[dict[str, Any], bytes]:
     body = payload[:-32]
-    (size,) = struct.unpack_from("<I", body, len(b"docs-vectors\n"))
-    start = len(b"docs-vectors\n") + 4
+    (size,) = struct.unpack_from("<I", body, len(magic))
+    start = len(magic) + 4
     return json.loads(body[start : start + size]), body[start + size :]
 
 
