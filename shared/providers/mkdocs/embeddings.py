@@ -87,7 +87,7 @@ def embedded_from(digest: str | None) -> str | None:
 
 def _rows(index: SiteIndex) -> int:
     """How many rows an index's vectors have: one per entry, one per page outline."""
-    return len(index.entries) + len({entry.page for entry in index.entries})
+    return len(index.entries) + len(index.pages)  # one page per distinct entry page
 
 
 def _current(found: SiteVectors, index: SiteIndex, digest: str | None) -> bool:

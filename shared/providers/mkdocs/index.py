@@ -85,12 +85,26 @@ class SiteIndex:
         return self._sections.get(page, [])
 
     @classmethod
-    def build(cls, site: str, entries: list[IndexEntry]) -> SiteIndex:
-        pages: dict[str, Page] = {}
-        for entry in entries:
-            if entry.page not in pages:
-                pages[entry.page] = Page(entry.page, entry.page_title)
-        index = cls(site, entries, list(pages.values()), page_chars=estimated_chars(entries))
+    def build(
+        cls,
+        site: str,
+        entries: list[IndexEntry],
+        *,
+        firsts: Sequence[int] | None = None,
+        page_chars: dict[str, int] | None = None,
+    ) -> SiteIndex:
+        """The index over `entries`; `firsts` (each page's first entry, pages in index order) and `page_chars`, when
+        a prebuilt ranker gives them (`artifact.loads`), spare two passes over every entry."""
+        if firsts is None:
+            first: dict[str, Page] = {}
+            for entry in entries:
+                if entry.page not in first:
+                    first[entry.page] = Page(entry.page, entry.page_title)
+            pages = list(first.values())
+        else:
+            pages = [Page(entries[number].page, entries[number].page_title) for number in firsts]
+        chars = page_chars if page_chars is not None else estimated_chars(entries)
+        index = cls(site, entries, pages, page_chars=chars)
         for page in index.pages:
             lookup = page.lookup
             index.by_key.setdefault(lookup.lower(), []).append(page)

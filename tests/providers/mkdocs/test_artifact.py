@@ -6,8 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import zlib
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,6 +80,12 @@ def test_only_a_ranker_built_with_the_default_parameters_is_prebuilt(built_origi
         artifact.dumps(other, parsed, index_digest="0" * 64, code="c1")
 
 
+def manifest(payload: bytes) -> dict[str, Any]:
+    _, length = struct.unpack_from("<8sI", payload)
+    loaded: dict[str, Any] = json.loads(payload[12 : 12 + length])
+    return loaded
+
+
 def rechecksummed(body: bytes) -> bytes:
     return body + hashlib.sha256(body).digest()
 
@@ -96,13 +105,28 @@ def with_manifest(payload: bytes, change: dict[str, object]) -> bytes:
     return rechecksummed(struct.pack("<8sI", magic, len(head)) + head + payload[12 + length : -32])
 
 
-def with_bytes(payload: bytes, array: str, data: bytes) -> bytes:
-    """The artifact with the start of one array overwritten (and the checksum made to fit again)."""
+def with_stream(payload: bytes, stream: bytes) -> bytes:
+    """The artifact with another zlib stream (and the checksum made to fit again)."""
     _, length = struct.unpack_from("<8sI", payload)
-    start = 12 + length + json.loads(payload[12 : 12 + length])["arrays"][array]["offset"]
-    body = bytearray(payload[:-32])
-    body[start : start + len(data)] = data
-    return rechecksummed(bytes(body))
+    return rechecksummed(payload[: 12 + length] + stream)
+
+
+def with_arrays(payload: bytes, edit: Callable[[bytearray], bytes]) -> bytes:
+    """The artifact with its inflated arrays edited and deflated again."""
+    _, length = struct.unpack_from("<8sI", payload)
+    return with_stream(payload, zlib.compress(edit(bytearray(zlib.decompress(payload[12 + length : -32])))))
+
+
+def with_bytes(payload: bytes, array: str, data: bytes) -> bytes:
+    """The artifact with the start of one array overwritten."""
+    _, length = struct.unpack_from("<8sI", payload)
+    start = json.loads(payload[12 : 12 + length])["arrays"][array]["offset"]
+
+    def overwritten(arrays: bytearray) -> bytes:
+        arrays[start : start + len(data)] = data
+        return bytes(arrays)
+
+    return with_arrays(payload, overwritten)
 
 
 def test_anything_but_this_index_and_this_codes_artifact_is_refused(built_origin: Path) -> None:
@@ -124,6 +148,23 @@ def test_anything_but_this_index_and_this_codes_artifact_is_refused(built_origin
         "a column of another length": (with_manifest(payload, {"arrays/entries.boost/shape": [1]}), digest, "c1"),
         "an unknown type": (with_manifest(payload, {"arrays/entries.boost/dtype": "nonsense"}), digest, "c1"),
         "no scalars": (with_manifest(payload, {"scalars": {}}), digest, "c1"),
+        "arrays that do not inflate": (with_stream(payload, b"not a zlib stream"), digest, "c1"),
+        "arrays past their stated size": (with_arrays(payload, lambda arrays: bytes(arrays) + b"\0" * 8), digest, "c1"),
+        "arrays short of it": (with_arrays(payload, lambda arrays: bytes(arrays[:-8])), digest, "c1"),
+        "a size out of bounds": (with_manifest(payload, {"size": artifact.MAX_ARRAY_BYTES + 1}), digest, "c1"),
+        "a posting naming a value that is not there": (
+            with_bytes(payload, "section_view.codes", b"\xff\xff"),
+            digest,
+            "c1",
+        ),
+        "a page represented by an entry not its own": (
+            with_bytes(payload, "pages.heads", struct.pack("<i", manifest(payload)["entries"] - 1)),
+            digest,
+            "c1",
+        ),
+        "a page past the entries": (with_bytes(payload, "pages.sections", struct.pack("<i", 10**6)), digest, "c1"),
+        "pages of no entries": (with_bytes(payload, "pages.offsets", struct.pack("<qq", 0, 0)), digest, "c1"),
+        "a page length missing": (with_manifest(payload, {"arrays/pages.chars/shape": [1]}), digest, "c1"),
     }
     for case, (candidate, index_digest, code) in cases.items():
         with pytest.raises(artifact.ArtifactError):
