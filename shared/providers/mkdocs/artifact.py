@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_groups
+from shared.providers.mkdocs.index import EntryColumns, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.ranking import Postings, Ranker, _Page, _View
@@ -176,29 +176,20 @@ def _loads(
         return np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=start).reshape(spec["shape"])
 
     count = int(manifest["entries"])
-    columns = {name: _unstrings(array(f"entries.{name}"), array(f"entries.{name}.offsets")) for name in _TEXT_FIELDS}
-    anchors = array("entries.anchor_set").tolist()
-    boosts = array("entries.boost").tolist()
-    if any(len(column) != count for column in columns.values()) or len(anchors) != count or len(boosts) != count:
-        raise ArtifactError("the entry columns disagree in length")
-    rows = zip(
-        columns["location"],
-        _shared(columns["page"]),  # one string per page, not one per entry
-        [anchor if has_anchor else None for anchor, has_anchor in zip(columns["anchor"], anchors, strict=True)],
-        columns["title"],
-        _shared(columns["page_title"]),
-        columns["text"],
-        boosts,
-        strict=True,
+    entries = EntryColumns(
+        {name: _text(array(f"entries.{name}")) for name in _TEXT_FIELDS},
+        {name: _bounds(array(f"entries.{name}.offsets")) for name in _TEXT_FIELDS},
+        array("entries.anchor_set").astype(bool).tolist(),
+        array("entries.boost").tolist(),
     )
-    entries = list(map(IndexEntry._make, rows))
+    if len(entries) != count:
+        raise ArtifactError("the entry columns disagree in length")
     groups = _groups(array, count)
-    firsts = [sections[0] for _, sections in groups]
     chars = array("pages.chars").tolist()
     if len(chars) != len(groups):
         raise ArtifactError("the page columns disagree in length")
-    page_chars = {entries[first].page: n for first, n in zip(firsts, chars, strict=True)}
-    index = SiteIndex.build(site, entries, firsts=firsts, page_chars=page_chars)
+    page_chars = {entries[sections[0]].page: n for (_, sections), n in zip(groups, chars, strict=True)}
+    index = SiteIndex.build(site, entries, groups=groups, page_chars=page_chars)
     raw = _text(array("vocabulary.terms"))
     terms = raw.split(_SEPARATOR) if raw else []
     if len(terms) != int(scalars["vocabulary.terms"]):
@@ -284,18 +275,12 @@ def _text(blob: npt.NDArray[np.uint8]) -> str:
         raise ArtifactError("undecodable text") from None
 
 
-def _unstrings(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> list[str]:
-    text = _text(blob)
-    bounds = offsets.tolist()
-    if bounds and (bounds[0] != 0 or bounds[-1] != len(text)):
-        raise ArtifactError("string offsets do not fit their text")
-    return [text[start:end] for start, end in pairwise(bounds)]
-
-
-def _shared(values: list[str]) -> list[str]:
-    """The same strings, each repeated value one object."""
-    seen: dict[str, str] = {}
-    return [seen.setdefault(value, value) for value in values]
+def _bounds(offsets: npt.NDArray[np.int64]) -> list[int]:
+    """A column's cut points, checked never to go backwards (`EntryColumns` checks the ends)."""
+    if len(offsets) > 1 and bool((np.diff(offsets) < 0).any()):
+        raise ArtifactError("string offsets go backwards")
+    bounds: list[int] = offsets.tolist()
+    return bounds
 
 
 def _unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:

@@ -7,9 +7,9 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, overload
 from urllib.parse import unquote
 
 from shared.errors import IndexFormatError
@@ -36,6 +36,87 @@ class IndexEntry(NamedTuple):
     page_title: str
     text: str
     boost: float
+
+
+class EntryColumns(Sequence[IndexEntry]):
+    """A site's entries as a prebuilt ranker stores them (`artifact.py`): each field of every entry in one string,
+    cut at each entry's bounds; an entry is cut out (once) when it is first asked for.
+
+    A cold instance loads every site before its first search, and that search asks for the entries it ranks and
+    answers, not all of them: cutting every field of every entry was a third of a forge-sized site's load."""
+
+    __slots__ = ("_anchored", "_boosts", "_bounds", "_columns", "_made", "_shared")
+
+    def __init__(
+        self,
+        columns: Mapping[str, str],
+        bounds: Mapping[str, list[int]],
+        anchored: list[bool],
+        boosts: list[float],
+    ) -> None:
+        """`columns`: each `IndexEntry` text field's string; `bounds`: its cut points, one per entry plus one, from 0
+        to its length, never decreasing (the caller's to check); ValueError when the counts do not fit together."""
+        count = len(boosts)
+        if len(anchored) != count or set(columns) != set(_FIELDS) or set(bounds) != set(_FIELDS):
+            raise ValueError("the entry columns disagree")
+        for name in _FIELDS:
+            cuts = bounds[name]
+            if len(cuts) != count + 1 or cuts[0] != 0 or cuts[-1] != len(columns[name]):
+                raise ValueError(f"the {name} column does not fit its bounds")
+        self._columns = [columns[name] for name in _FIELDS]
+        self._bounds = [bounds[name] for name in _FIELDS]
+        self._anchored = anchored
+        self._boosts = boosts
+        self._made: list[IndexEntry | None] = [None] * count
+        self._shared: dict[str, str] = {}
+        """Page paths and titles, one string each however many entries repeat them."""
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, key: int) -> IndexEntry: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[IndexEntry]: ...
+
+    def __getitem__(self, key: int | slice) -> IndexEntry | list[IndexEntry]:
+        if isinstance(key, slice):
+            return [self[number] for number in range(*key.indices(len(self)))]
+        made = self._made[key]
+        if made is None:
+            number = key % len(self._made)
+            made = self._made[number] = self._cut(number)
+        return made
+
+    def __iter__(self) -> Iterator[IndexEntry]:
+        return (self[number] for number in range(len(self._made)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return NotImplemented if not isinstance(other, Sequence) else False
+        return all(mine == theirs for mine, theirs in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable cache, compared by value
+
+    def _cut(self, number: int) -> IndexEntry:
+        location, page, anchor, title, page_title, text = (
+            column[cuts[number] : cuts[number + 1]] for column, cuts in zip(self._columns, self._bounds, strict=True)
+        )
+        shared = self._shared
+        return IndexEntry(
+            location,
+            shared.setdefault(page, page),
+            anchor if self._anchored[number] else None,
+            title,
+            shared.setdefault(page_title, page_title),
+            text,
+            self._boosts[number],
+        )
+
+
+_FIELDS = ("location", "page", "anchor", "title", "page_title", "text")
+"""`IndexEntry`'s text fields, in its order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,46 +146,54 @@ class SiteIndex:
     and leaf)."""
 
     site: str
-    entries: list[IndexEntry]
+    entries: Sequence[IndexEntry]
+    """A list when parsed here; `EntryColumns` when loaded from a prebuilt ranker."""
     pages: list[Page]
     by_key: dict[str, list[Page]] = field(default_factory=dict)
     by_leaf: dict[str, list[Page]] = field(default_factory=dict)
     top_dirs: frozenset[str] = frozenset()
     page_chars: dict[str, int] = field(default_factory=dict)
     """Each page's estimated Markdown length (`estimated_chars`)."""
-    _sections: dict[str, list[tuple[str, str]]] | None = None
+    members: dict[str, list[int]] | None = None
+    """Each page's entry numbers in index order, when known (`page_groups`): a page's entries without a pass over
+    all of them."""
+
+    def entries_of(self, page: str) -> list[IndexEntry]:
+        """The page's entries in index order."""
+        if self.members is None:
+            grouped: dict[str, list[int]] = {}
+            for number, entry in enumerate(self.entries):
+                grouped.setdefault(entry.page, []).append(number)
+            self.members = grouped
+        return [self.entries[number] for number in self.members.get(page, [])]
 
     def sections(self, page: str) -> list[tuple[str, str]]:
         """The page's section entries in index order, as (anchor, title): what its headings' anchors are."""
-        if self._sections is None:
-            grouped: dict[str, list[tuple[str, str]]] = {}
-            for entry in self.entries:
-                if entry.anchor is not None:
-                    grouped.setdefault(entry.page, []).append((entry.anchor, entry.title))
-            self._sections = grouped
-        return self._sections.get(page, [])
+        return [(entry.anchor, entry.title) for entry in self.entries_of(page) if entry.anchor is not None]
 
     @classmethod
     def build(
         cls,
         site: str,
-        entries: list[IndexEntry],
+        entries: Sequence[IndexEntry],
         *,
-        firsts: Sequence[int] | None = None,
+        groups: Sequence[tuple[int, list[int]]] | None = None,
         page_chars: dict[str, int] | None = None,
     ) -> SiteIndex:
-        """The index over `entries`; `firsts` (each page's first entry, pages in index order) and `page_chars`, when
-        a prebuilt ranker gives them (`artifact.loads`), spare two passes over every entry."""
-        if firsts is None:
+        """The index over `entries`; `groups` (`page_groups`) and `page_chars`, when a prebuilt ranker gives them
+        (`artifact.loads`), spare the passes over every entry."""
+        members = None
+        if groups is None:
             first: dict[str, Page] = {}
             for entry in entries:
                 if entry.page not in first:
                     first[entry.page] = Page(entry.page, entry.page_title)
             pages = list(first.values())
         else:
-            pages = [Page(entries[number].page, entries[number].page_title) for number in firsts]
+            pages = [Page(entries[sections[0]].page, entries[sections[0]].page_title) for _, sections in groups]
+            members = {page.path: sections for page, (_, sections) in zip(pages, groups, strict=True)}
         chars = page_chars if page_chars is not None else estimated_chars(entries)
-        index = cls(site, entries, pages, page_chars=chars)
+        index = cls(site, entries, pages, page_chars=chars, members=members)
         for page in index.pages:
             lookup = page.lookup
             index.by_key.setdefault(lookup.lower(), []).append(page)

@@ -420,9 +420,7 @@ class MkDocsProvider:
         if loaded is None:
             return ""
         parts: list[str] = []
-        for entry in loaded.index.entries:
-            if entry.page != path:
-                continue
+        for entry in loaded.index.entries_of(path):
             heading = "#" if entry.anchor is None else "##"
             text = " ".join(entry.text.split())
             parts.append(f"{heading} {entry.title}\n\n{text}" if text else f"{heading} {entry.title}")

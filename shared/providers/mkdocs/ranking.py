@@ -250,7 +250,7 @@ class _Page:
 class Ranker:
     """A site's pages, ready to rank; build once per loaded index."""
 
-    entries: list[IndexEntry]
+    entries: Sequence[IndexEntry]
     pages: list[_Page]
     page_view: _View
     section_view: _View
@@ -577,7 +577,7 @@ def _title_index(view: _View, pages: list[_Page]) -> Postings:
     return builder.pack(len(pages))
 
 
-def _pages(entries: list[IndexEntry]) -> list[_Page]:
+def _pages(entries: Sequence[IndexEntry]) -> list[_Page]:
     """Pages in index order with their entries; the first page entry seen represents the page."""
     pages = []
     for head, sections in page_groups(entries):
@@ -586,7 +586,7 @@ def _pages(entries: list[IndexEntry]) -> list[_Page]:
 
 
 def _page_doc(
-    page: _Page, entries: list[IndexEntry], titles: list[list[str]], bodies: list[list[str]]
+    page: _Page, entries: Sequence[IndexEntry], titles: list[list[str]], bodies: list[list[str]]
 ) -> list[list[str]]:
     """The page view's fields of one page: title, section headings, body."""
     headings = [term for n in page.sections if entries[n].anchor is not None for term in titles[n]]

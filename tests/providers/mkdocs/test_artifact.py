@@ -53,15 +53,19 @@ def test_a_loaded_artifact_ranks_exactly_as_the_built_ranker(built_origin: Path,
 
     index, loaded = artifact.loads(payload, site=site, index_digest=digest, code="c1", kinds=WEIGHTS)
 
-    assert index.entries == parsed.entries and index.pages == parsed.pages and index.by_key == parsed.by_key
-    assert index.page_chars == parsed.page_chars
+    # Searched first, while its entries are cut out only as they are asked for (`EntryColumns`).
     for query in QUERIES:
         expected = [
             (hit.entry.location, hit.score, hit.breadcrumb, hit.preview_source) for hit in ranker.search(query, 10)
         ]
         got = [(hit.entry.location, hit.score, hit.breadcrumb, hit.preview_source) for hit in loaded.search(query, 10)]
         assert got == expected, query
+    for page in parsed.pages:
+        assert index.sections(page.path) == parsed.sections(page.path)
+        assert index.entries_of(page.path) == parsed.entries_of(page.path)
     assert [hit.entry for hit in loaded.listing()] == [hit.entry for hit in ranker.listing()]
+    assert index.entries == parsed.entries and index.pages == parsed.pages and index.by_key == parsed.by_key
+    assert index.page_chars == parsed.page_chars
 
 
 def test_the_page_kind_rules_are_the_loaders_not_the_artifacts(built_origin: Path) -> None:

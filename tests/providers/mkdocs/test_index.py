@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
-from shared.providers.mkdocs.index import parse_index
+import pytest
+
+from shared.providers.mkdocs.index import EntryColumns, IndexEntry, parse_index
 
 
 def index_of(*docs: dict[str, Any]) -> bytes:
@@ -42,3 +45,44 @@ def test_odd_values_are_read_as_what_they_must_mean() -> None:
     )
     titles = {entry.location: (entry.title, entry.text, entry.boost) for entry in index.entries}
     assert titles == {"a/": ("2024", "", 0.0), "b/": ("", "", 0.0), "c/": ("", "1.5", 1.0)}
+
+
+def stored(entries: list[IndexEntry]) -> tuple[dict[str, str], dict[str, list[int]], list[bool], list[float]]:
+    """The entries as a prebuilt ranker stores them: each field in one string, cut at each entry's bounds."""
+    columns, bounds = {}, {}
+    for name in ("location", "page", "anchor", "title", "page_title", "text"):
+        values = [getattr(entry, name) or "" for entry in entries]
+        columns[name] = "".join(values)
+        bounds[name] = list(itertools.accumulate((len(value) for value in values), initial=0))
+    return columns, bounds, [entry.anchor is not None for entry in entries], [entry.boost for entry in entries]
+
+
+def test_entry_columns_give_the_entries_they_were_made_from_one_string_per_page() -> None:
+    docs = [
+        {"location": "a/", "title": "A", "text": "intro"},
+        {"location": "a/#one", "title": "One", "text": "first"},
+        {"location": "a/#", "title": "Empty anchor", "text": ""},
+        {"location": "b/", "title": "B", "text": "bee", "boost": 2},
+    ]
+    entries = list(parse_index("s", json.dumps({"docs": docs})).entries)
+    columns = EntryColumns(*stored(entries))
+
+    assert len(columns) == 4 and columns[3] == entries[3] and columns[-1] == entries[3]
+    assert columns[1:3] == entries[1:3] and list(columns) == entries and columns == entries
+    assert columns[2].anchor == "" and columns[0].anchor is None  # an empty anchor is not a missing one
+    assert columns[0].page is columns[1].page and columns[0] is columns[0]  # cut once, page strings shared
+    assert columns != entries[:3] and columns != "abcd"
+    with pytest.raises(IndexError):
+        columns[4]
+
+
+def test_entry_columns_refuse_bounds_that_do_not_fit_their_strings() -> None:
+    entries = list(parse_index("s", json.dumps({"docs": [{"location": "a/", "title": "A", "text": "x"}]})).entries)
+    columns, bounds, anchored, boosts = stored(entries)
+    for broken in ({**bounds, "text": [0, 5]}, {**bounds, "title": [0]}, {**bounds, "page": [1, 3]}):
+        with pytest.raises(ValueError):
+            EntryColumns(columns, broken, anchored, boosts)
+    with pytest.raises(ValueError):
+        EntryColumns(columns, bounds, [False, True], boosts)
+    with pytest.raises(ValueError):
+        EntryColumns({**columns, "extra": ""}, bounds, anchored, boosts)
