@@ -11,9 +11,9 @@ tokens and scores: another build never serves it), the inflated size, and each a
 the inflated bytes. The trailing SHA-256 covers everything before it; inflating stops at the size the manifest
 states. Arrays:
 
-    entries     location, page, anchor, title, page_title, text: UTF-8 blobs with int64 offsets (in characters of
-                the decoded text, so a column decodes once and is sliced); `anchor_set`
-                (uint8) tells a null anchor from an empty one; `boost` (float64)
+    entries     location, page, anchor, title, page_title, text: UTF-8 blobs with int64 offsets (in bytes: each
+                entry's field is decoded from its slice when the entry is first asked for, `EntryColumns`);
+                `anchor_set` (uint8) tells a null anchor from an empty one; `boost` (float64)
     pages       the ranker's pages in index order: `heads` (the entry that represents each), `sections` (every
                 page's entries, page after page) with `offsets` (one per page, plus one), and `chars` (each page's
                 estimated Markdown length): what would otherwise take three passes over every entry
@@ -57,7 +57,7 @@ from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.ranking import Postings, Ranker, _Page, _View
 
 MAGIC = b"DOCRANK\x01"
-FORMAT = 3
+FORMAT = 4
 MAX_ARRAY_BYTES = 256 * 1024 * 1024
 """The most an artifact may inflate to: four times the largest index an instance reads (`fetch.MAX_INDEX_BYTES`),
 whose arrays are about one and a half times its bytes."""
@@ -176,9 +176,10 @@ def _loads(
         return np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=start).reshape(spec["shape"])
 
     count = int(manifest["entries"])
+    columns = {name: _column(array(f"entries.{name}"), array(f"entries.{name}.offsets")) for name in _TEXT_FIELDS}
     entries = EntryColumns(
-        {name: _text(array(f"entries.{name}")) for name in _TEXT_FIELDS},
-        {name: _bounds(array(f"entries.{name}.offsets")) for name in _TEXT_FIELDS},
+        {name: column for name, (column, _) in columns.items()},
+        {name: bounds for name, (_, bounds) in columns.items()},
         array("entries.anchor_set").astype(bool).tolist(),
         array("entries.boost").tolist(),
     )
@@ -263,9 +264,11 @@ def _groups(array: Any, count: int) -> list[tuple[int, list[int]]]:
 
 
 def _strings(values: Sequence[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The values' UTF-8, one after the other, and where each begins (one offset per value, plus one)."""
+    encoded = [value.encode("utf-8", "surrogatepass") for value in values]
     offsets = np.zeros(len(values) + 1, dtype=np.int64)
-    np.cumsum([len(value) for value in values], out=offsets[1:])
-    return np.frombuffer("".join(values).encode("utf-8", "surrogatepass"), dtype=np.uint8), offsets
+    np.cumsum([len(value) for value in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
 
 
 def _text(blob: npt.NDArray[np.uint8]) -> str:
@@ -275,12 +278,20 @@ def _text(blob: npt.NDArray[np.uint8]) -> str:
         raise ArtifactError("undecodable text") from None
 
 
-def _bounds(offsets: npt.NDArray[np.int64]) -> list[int]:
-    """A column's cut points, checked never to go backwards (`EntryColumns` checks the ends)."""
+def _column(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> tuple[bytes, list[int]]:
+    """A column's UTF-8 and its cut points, checked: the whole decodes, and every cut falls between characters and
+    never goes backwards, so each entry's slice decodes too (`EntryColumns` checks the ends).
+
+    Kept as UTF-8, not decoded: a Python string takes the width of its widest character, so one emoji in forge's
+    text made the whole column four bytes a character (12 MB, about 90 MB at eight times the sample corpus)."""
+    _text(blob)  # the whole column decodes
     if len(offsets) > 1 and bool((np.diff(offsets) < 0).any()):
         raise ArtifactError("string offsets go backwards")
+    inside = offsets[(offsets >= 0) & (offsets < len(blob))]
+    if len(inside) and bool(((blob[inside] & 0xC0) == 0x80).any()):  # a UTF-8 continuation byte
+        raise ArtifactError("a string offset falls inside a character")
     bounds: list[int] = offsets.tolist()
-    return bounds
+    return blob.tobytes(), bounds
 
 
 def _unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:

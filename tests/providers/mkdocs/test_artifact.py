@@ -30,6 +30,8 @@ from tests.support.stores import CountingStore
 
 QUERIES = ["install the agent", "webhook retries", "metrics retention", "authentication token", "handbook chapter"]
 WEIGHTS = PathWeights.parse(DEFAULT)
+CUT_AT_1 = struct.pack("<qq", 0, 1)
+"""The first two offsets of a column, the second inside a two-byte first character."""
 
 
 def index_bytes(built_origin: Path, site: str) -> bytes:
@@ -168,6 +170,11 @@ def test_anything_but_this_index_and_this_codes_artifact_is_refused(built_origin
         ),
         "a page past the entries": (with_bytes(payload, "pages.sections", struct.pack("<i", 10**6)), digest, "c1"),
         "pages of no entries": (with_bytes(payload, "pages.offsets", struct.pack("<qq", 0, 0)), digest, "c1"),
+        "a cut inside a character": (
+            with_bytes(with_bytes(payload, "entries.text", "\u00e9".encode() * 8), "entries.text.offsets", CUT_AT_1),
+            digest,
+            "c1",
+        ),
         "a page length missing": (with_manifest(payload, {"arrays/pages.chars/shape": [1]}), digest, "c1"),
     }
     for case, (candidate, index_digest, code) in cases.items():
