@@ -3,13 +3,12 @@
 The warm-up stores one beside each index version (`shared.cache.ranking_name`); an instance with warm storage loads
 it instead of parsing the index JSON and building the ranker. The layout, little-endian, no pickle:
 
-    MAGIC (8 bytes) | manifest length (uint32) | manifest (UTF-8 JSON) | zlib stream | SHA-256 (32)
+    MAGIC (8 bytes) | manifest length (uint32) | manifest (UTF-8 JSON) | arrays (`size` bytes) | SHA-256 (32)
 
-The zlib stream inflates to the arrays (`size` bytes), each 8-byte aligned. The manifest names the format, the
-index version it was built from (the index's SHA-256), the code that built it (a digest of the modules that decide
-tokens and scores: another build never serves it), the inflated size, and each array's dtype, shape and offset in
-the inflated bytes. The trailing SHA-256 covers everything before it; inflating stops at the size the manifest
-states. Arrays:
+The manifest names the format, the index version it was built from (the index's SHA-256), the code that built it
+(a digest of the modules that decide tokens and scores: another build never serves it), the arrays' size, and each
+array's dtype, shape and offset among them (each 8-byte aligned). The trailing SHA-256 covers everything before
+it. Arrays:
 
     entries     location, page, anchor, title, page_title, text: UTF-8 blobs with int64 offsets (in bytes: each
                 entry's field is decoded from its slice when the entry is first asked for, `EntryColumns`);
@@ -28,8 +27,9 @@ states. Arrays:
 Why this shape: a cold instance downloads and loads every site's artifact before its first search, and at eight
 times the sample corpus that was the largest part of its work. A site's postings hold a few thousand distinct
 values among a hundred thousand postings, so a value is named in two bytes rather than written in eight, and put
-back exactly (`distinct[codes]`, the same floats); deflated, an artifact is about a quarter of its arrays (forge:
-1.5 MB, was 7.5 MB, its index JSON 3.5 MB). zlib inflates without holding the GIL, beside the other sites' loads.
+back exactly (`distinct[codes]`, the same floats): forge's artifact is 5.5 MB (7.5 MB in format 2, its index JSON
+3.5 MB). Deflating it (zlib) made it 1.5 MB, but inflating a small site's took longer than parsing its JSON: the
+smallest sample site then loaded in 5.1 to 5.6 times its `json.loads`, over the 5 times allowed.
 
 What depends on configuration (the page-kind rules) is not stored: `Ranker.assemble` works it out on load, with
 the default ranking parameters, the only ones an artifact is built with (their code is in the digest). An
@@ -43,7 +43,6 @@ import array as pyarray
 import hashlib
 import json
 import struct
-import zlib
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
@@ -51,17 +50,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shared.providers.mkdocs.index import EntryColumns, SiteIndex, page_groups
+from shared.providers.mkdocs.index import EntryColumns, IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.ranking import Postings, Ranker, _Page, _View
 
 MAGIC = b"DOCRANK\x01"
 FORMAT = 4
-MAX_ARRAY_BYTES = 256 * 1024 * 1024
-"""The most an artifact may inflate to: four times the largest index an instance reads (`fetch.MAX_INDEX_BYTES`),
-whose arrays are about one and a half times its bytes."""
-_LEVEL = 6
 _SMALL = 65_536
 """What a uint16 can number: documents and distinct values up to this many are stored in two bytes."""
 _HEADER = struct.Struct("<8sI")
@@ -133,7 +128,7 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
     }
     head = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     head += b" " * ((-(_HEADER.size + len(head))) % _ALIGN)
-    body = _HEADER.pack(MAGIC, len(head)) + head + zlib.compress(b"".join(chunks), _LEVEL)
+    body = _HEADER.pack(MAGIC, len(head)) + head + b"".join(chunks)
     return body + hashlib.sha256(body).digest()
 
 
@@ -154,14 +149,15 @@ def loads(
 def _loads(
     payload: bytes, *, site: str, index_digest: str, code: str, kinds: PathWeights | None
 ) -> tuple[SiteIndex, Ranker]:
-    manifest, stream = _checked(payload)
+    manifest, data = _checked(payload)
     if manifest.get("format") != FORMAT or manifest.get("code") != code:
         raise ArtifactError("built by another version of the ranking code")
     if manifest.get("index") != index_digest or manifest.get("site") != site:
         raise ArtifactError("built from another index version")
     table: dict[str, dict[str, Any]] = manifest["arrays"]
     scalars: dict[str, int] = manifest["scalars"]
-    data = _inflated(stream, int(manifest["size"]))  # freed once loaded: everything kept is decoded or copied
+    if int(manifest["size"]) != len(data):
+        raise ArtifactError("the arrays are not the size stated")
 
     def array(name: str) -> npt.NDArray[Any]:
         spec = table.get(name)
@@ -189,8 +185,16 @@ def _loads(
     chars = array("pages.chars").tolist()
     if len(chars) != len(groups):
         raise ArtifactError("the page columns disagree in length")
-    page_chars = {entries[sections[0]].page: n for (_, sections), n in zip(groups, chars, strict=True)}
-    index = SiteIndex.build(site, entries, groups=groups, page_chars=page_chars)
+    cut: dict[int, IndexEntry] = {}  # the entries a load needs (each page's first and representative), cut once
+
+    def entry(number: int) -> IndexEntry:
+        found = cut.get(number)
+        if found is None:
+            found = cut[number] = entries[number]
+        return found
+
+    paged = [(entry(sections[0]), sections, length) for (_, sections), length in zip(groups, chars, strict=True)]
+    index = SiteIndex.build(site, entries, paged=paged)
     raw = _text(array("vocabulary.terms"))
     terms = raw.split(_SEPARATOR) if raw else []
     if len(terms) != int(scalars["vocabulary.terms"]):
@@ -203,7 +207,7 @@ def _loads(
         for name in ("page_view", "section_view", "titles")
     )
     views = _View.of(page_view.documents, page_view), _View.of(section_view.documents, section_view)
-    pages = [_Page(entries[head], sections) for head, sections in groups]
+    pages = [_Page(entry(head), sections) for head, sections in groups]
     return index, Ranker.assemble(index, kinds, views[0], views[1], titles, pages)
 
 
@@ -223,23 +227,6 @@ def _checked(payload: bytes) -> tuple[dict[str, Any], memoryview]:
     if not isinstance(manifest, dict):
         raise ArtifactError("unreadable manifest")
     return manifest, memoryview(body)[_HEADER.size + length :]
-
-
-def _inflated(stream: memoryview, size: int) -> bytes:
-    """The stream inflated to exactly `size` bytes; never more than the manifest states is inflated, however the
-    stream was made."""
-    if not 0 <= size <= MAX_ARRAY_BYTES:
-        raise ArtifactError("the arrays' size is out of bounds")
-    inflater = zlib.decompressobj()
-    try:
-        data = inflater.decompress(stream, size)
-        if not inflater.eof:
-            inflater.decompress(inflater.unconsumed_tail, 1)
-    except zlib.error:
-        raise ArtifactError("the arrays do not inflate") from None
-    if len(data) != size or not inflater.eof or inflater.unused_data:
-        raise ArtifactError("the arrays do not inflate to the size stated")
-    return data
 
 
 def _numbering(count: int) -> type[np.unsignedinteger[Any]] | type[np.signedinteger[Any]]:

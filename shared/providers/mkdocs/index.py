@@ -170,22 +170,23 @@ class SiteIndex:
         site: str,
         entries: Sequence[IndexEntry],
         *,
-        groups: Sequence[tuple[int, list[int]]] | None = None,
-        page_chars: dict[str, int] | None = None,
+        paged: Sequence[tuple[IndexEntry, list[int], int]] | None = None,
     ) -> SiteIndex:
-        """The index over `entries`; `groups` (`page_groups`) and `page_chars`, when a prebuilt ranker gives them
-        (`artifact.loads`), spare the passes over every entry."""
+        """The index over `entries`. `paged` (each page's first entry, all its entry numbers and its estimated
+        Markdown length, pages in index order), when a prebuilt ranker gives it (`artifact.loads`), spares the
+        passes over every entry."""
         members = None
-        if groups is None:
+        if paged is None:
             first: dict[str, Page] = {}
             for entry in entries:
                 if entry.page not in first:
                     first[entry.page] = Page(entry.page, entry.page_title)
             pages = list(first.values())
+            chars = estimated_chars(entries)
         else:
-            pages = [Page(entries[sections[0]].page, entries[sections[0]].page_title) for _, sections in groups]
-            members = {page.path: sections for page, (_, sections) in zip(pages, groups, strict=True)}
-        chars = page_chars if page_chars is not None else estimated_chars(entries)
+            pages = [Page(entry.page, entry.page_title) for entry, _, _ in paged]
+            members = {entry.page: numbers for entry, numbers, _ in paged}
+            chars = {entry.page: length for entry, _, length in paged}
         index = cls(site, entries, pages, page_chars=chars, members=members)
         for page in index.pages:
             lookup = page.lookup
