@@ -11,7 +11,7 @@ array's dtype, shape and offset among them (each 8-byte aligned). The trailing S
 it. Arrays:
 
     entries     location, page, anchor, title, page_title, text: UTF-8 blobs with int64 offsets (in bytes: each
-                entry's field is decoded from its slice when the entry is first asked for, `EntryColumns`);
+                entry's field is decoded from its slice whenever the entry is asked for, `EntryColumns`);
                 `anchor_set` (uint8) tells a null anchor from an empty one; `boost` (float64)
     pages       the ranker's pages in index order: `heads` (the entry that represents each), `sections` (every
                 page's entries, page after page) with `offsets` (one per page, plus one), and `chars` (each page's
