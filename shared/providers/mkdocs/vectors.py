@@ -210,9 +210,10 @@ class SiteVectors:
             if framed is None:
                 return None
             header, body, start = framed
-            rows, dimensions, hubs, source = (header.get(key) for key in ("rows", "dimensions", "hubness", "source"))
-            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, hubs)):
+            counts, source = _counts(header, "rows", "dimensions", "hubness"), header.get("source")
+            if counts is None:
                 return None
+            rows, dimensions, hubs = counts
             if dimensions < 1 or rows < 0 or not 0 <= hubs <= rows or not isinstance(source, str | None):
                 return None
             keys_end = start + rows * _KEY_CHARS
@@ -280,9 +281,10 @@ class ScanRows:
             if framed is None:
                 return None
             header, body, start = framed
-            rows, dimensions, entries, source = (header.get(key) for key in ("rows", "dimensions", "entries", "source"))
-            if not all(isinstance(n, int) and not isinstance(n, bool) for n in (rows, dimensions, entries)):
+            counts, source = _counts(header, "rows", "dimensions", "entries"), header.get("source")
+            if counts is None:
                 return None
+            rows, dimensions, entries = counts
             if dimensions < 1 or not 0 < entries <= rows or not isinstance(source, str):
                 return None
             columns_end = start + rows * dimensions
@@ -320,6 +322,14 @@ def _unframed(payload: bytes, magic: bytes, version: int, model_id: str) -> tupl
     if header.get("format") != version or header.get("model") != model_id:
         return None
     return header, body, start
+
+
+def _counts(header: Any, *names: str) -> tuple[int, ...] | None:
+    """These header fields as integers, or None when any is missing or not one (a JSON `true` included)."""
+    values = tuple(header.get(name) for name in names)
+    if not all(isinstance(value, int) and not isinstance(value, bool) for value in values):
+        return None
+    return values
 
 
 SCAN_FORMAT = 1
