@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import importlib
 import json
@@ -35,7 +36,6 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -197,8 +197,12 @@ class MiniLM:
     def load(cls, record: ModelRecord = MINILM, *, lanes: int = 1) -> MiniLM:
         """Read, check and load the model; raises EmbeddingUnavailableError when that is impossible.
 
-        `lanes` > 1: each run is single-threaded and `encode` keeps that many runs in flight (bulk work); 1: one
-        run at a time on onnxruntime's default threads (queries).
+        Every run is single-threaded; `lanes` > 1: `encode` keeps that many runs in flight (bulk work), 1: one
+        run at a time (queries). A query's run shares the machine with the search it is for (`begin_query`: the
+        lexical part runs meanwhile on the event loop's thread) and with other requests; onnxruntime's own threads
+        would compete with both, and keep spinning on a core after each run while the scan and the lexical part
+        wait for it: on 2 cores, at eight times the sample corpus, that made searches about 3 ms slower over HTTP
+        than a single-threaded run with the lexical part beside it (`tools/scale.py`).
         """
         try:
             import onnxruntime  # type: ignore[import-untyped]  # ships no type hints
@@ -219,8 +223,7 @@ class MiniLM:
             # onnxruntime's CPU arena keeps the largest batch's buffers for the process lifetime: measured over 1,500
             # forge entries, RSS after embedding 400 MB with it, 262 MB without, the same speed and queries.
             options.enable_cpu_mem_arena = False
-            if lanes > 1:
-                options.intra_op_num_threads = 1
+            options.intra_op_num_threads = 1
             session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except EmbeddingUnavailableError:
@@ -305,6 +308,11 @@ def _retrieved(load: asyncio.Future[Encoder]) -> None:
     """A load's failure is reported to whoever awaits it; never logged as an exception nobody retrieved."""
     if not load.cancelled():
         load.exception()
+
+
+def _query_vector(encoder: Encoder, text: str) -> npt.NDArray[np.float32]:
+    vector: npt.NDArray[np.float32] = encoder.encode([text], query=True)[0]
+    return vector
 
 
 def load_bulk() -> MiniLM:
@@ -392,10 +400,22 @@ class EmbeddingModel:
 
     async def encode_query(self, text: str) -> npt.NDArray[np.float32]:
         """One text's vector, off the event loop and beside any bulk work (never queued behind a whole site)."""
+        return await self.begin_query(text)
+
+    def begin_query(self, text: str) -> asyncio.Future[npt.NDArray[np.float32]]:
+        """`encode_query`, already running on a worker thread when this returns if the encoder is loaded (else once
+        it is): the caller's event loop thread can do other work meanwhile, such as the lexical part of the search
+        the vector is for. Cancelling the future drops the vector, not the run."""
+        encoder = self._encoder
+        if encoder is None:
+            return asyncio.ensure_future(self._loaded_query(text))
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()  # as `asyncio.to_thread` does: the caller's trace span goes along
+        return loop.run_in_executor(None, context.run, _query_vector, encoder, text)
+
+    async def _loaded_query(self, text: str) -> npt.NDArray[np.float32]:
         encoder = await self.ready()
-        vectors = await asyncio.to_thread(partial(encoder.encode, [text], query=True))
-        vector: npt.NDArray[np.float32] = vectors[0]
-        return vector
+        return await asyncio.to_thread(_query_vector, encoder, text)
 
     async def bulk(self, work: Callable[[Encoder], T]) -> T:
         """Run `work(encoder)` on the bulk lane, after any bulk work queued before it; cancelling a queued call

@@ -17,7 +17,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
 from shared.providers.mkdocs.quantized import QueryParts, split_query
@@ -108,15 +108,18 @@ class Federation:
         number, that site's `Scored`, the page's number in it), each site's `Scored` holding its pages among them.
 
         The same pages, scores and order as ranking each site with `Ranker.score` and merging by score (ties in
-        site order, then each site's own order)."""
+        site order, then each site's own order). `lexical` then `ranked`, for a caller with nothing to do between."""
+        return self.ranked(self.lexical(wanted), say, limit, vector, missing)
+
+    def lexical(self, wanted: Query) -> Lexical | None:
+        """Everything of a query's ranking that needs no query vector (postings, titles, boosts, site fit): what a
+        search computes while the query is being embedded (`ranked` takes it with the vector). None when nothing can
+        be found (no sites, or no words but stop words)."""
         import numpy as np
 
         rankers = self.rankers
-        if not wanted.words or limit < 1 or not rankers:
-            return []
-        semantic = vector is not None and say > 0 and self.correction is not None
-        # The similarity scan starts first, on the scanner thread, and runs while this thread does the lexical part.
-        scan = _Scan([part.rows.similarities for part in self.semantics if part], vector) if semantic else None
+        if not wanted.words or not rankers:
+            return None
         pages = self.page_base[-1]
         # Each query term's number in each site's vocabulary (one lookup per site and term, for all three views).
         terms = list(dict.fromkeys((*wanted.words, *wanted.joined)))
@@ -126,15 +129,32 @@ class Federation:
         titled = [[1.0] * len(terms)] * len(rankers)
         coverage = _gathered([ranker.titles for ranker in rankers], numbers, titled, self.page_base, pages)[0]
         boosts = self._boosts(wanted)
-        prior = boosts * (1 + coverage)
         sections = self._coordinated(numbers, words, page=False)
         best = np.maximum.reduceat(sections[self.order], self.starts)
         fits = np.array([_site_fit(one, site[:words]) for one, site in zip(rankers, numbers, strict=True)])
+        return Lexical(scores, boosts, boosts * (1 + coverage), sections, best, fits)
+
+    def ranked(
+        self,
+        lexical: Lexical | None,
+        say: float,
+        limit: int,
+        vector: npt.NDArray[np.float32] | None = None,
+        missing: Sequence[frozenset[str]] = (),
+    ) -> list[tuple[int, Scored, int]]:
+        """`score`, from the query's `lexical` part (of this federation) and its vector, if any."""
+        import numpy as np
+
+        if lexical is None or limit < 1:
+            return []
+        rankers = self.rankers
+        scores, boosts, prior, sections, best, fits = lexical
+        pages = self.page_base[-1]
         candidates = np.flatnonzero(scores)
         credits = None
         cosines = None
-        if scan is not None:
-            close, closeness, cosines = self._close_pages(scan.products())
+        if vector is not None and say > 0 and self.correction is not None:
+            close, closeness, cosines = self._close_pages(self._products(vector))
             if len(close):
                 credits = np.zeros(pages)
                 credits[close] = closeness * say * boosts[close] * self.credit_scale[close]
@@ -160,6 +180,10 @@ class Federation:
             if len(kept) == limit:
                 break
         return self._scored(kept, sections, cosines)
+
+    def _products(self, vector: npt.NDArray[np.float32]) -> list[npt.NDArray[np.float32]]:
+        """Every site's similarities with the query vector (`_Scan`), in site order."""
+        return _Scan([part.rows.similarities for part in self.semantics if part], vector).products()
 
     def _coordinated(self, numbers: list[list[int]], words: int, *, page: bool) -> npt.NDArray[np.float64]:
         """`Postings.coordinated` of every site's page (or section) view, end to end."""
@@ -242,6 +266,22 @@ class Federation:
         blended = (1 - share) * best + share * outlines.astype(np.float64)
         close = np.flatnonzero(blended > threshold)
         return close, self.parameters.weight * (blended[close] - threshold), cosines
+
+
+class Lexical(NamedTuple):
+    """A query's lexical part over a federation's sites (`Federation.lexical`), every array end to end."""
+
+    scores: npt.NDArray[np.float64]
+    """Every page's coordinated page-view score."""
+    boosts: npt.NDArray[np.float64]
+    prior: npt.NDArray[np.float64]
+    """Boost times one plus title coverage."""
+    sections: npt.NDArray[np.float64]
+    """Every entry's coordinated section-view score."""
+    best: npt.NDArray[np.float64]
+    """Every page's best section score."""
+    fits: npt.NDArray[np.float64]
+    """Every site's fit to the query's words."""
 
 
 class _Scan:

@@ -94,7 +94,6 @@ class MkDocsProvider:
         if self._registry.embedding is not None:
             await self._registry.looked_up([entry.index.site for entry in loaded])
             loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]  # a swap meanwhile
-        vector = await self._query_vector(query, loaded)
         wanted = analyze_query(query)
         floor = self._settings.search.min_score
         # All sites are scored in one pass; hits (best section, breadcrumb, preview) are built only for those returned.
@@ -102,8 +101,17 @@ class MkDocsProvider:
         missing = [self._registry.missing(entry) for entry in loaded]
         sites = tuple(entry.index.site for entry in loaded)
         federation = self._federation(sites, rankers)
+        # The query is embedded on a worker thread while this one does the lexical part, which needs no vector.
+        embedding = self._query_vector(query, rankers)
+        try:
+            lexical = federation.lexical(wanted)
+        except BaseException:
+            if embedding is not None:
+                embedding.cancel()
+            raise
+        vector = await self._awaited_vector(embedding)
         say = semantic_say(query, wanted, federation.parameters)
-        found = federation.score(wanted, say, limit, vector, missing)
+        found = federation.ranked(lexical, say, limit, vector, missing)
         return Found(
             (
                 self._result(loaded[site], scored.hit(number), query)
@@ -126,19 +134,28 @@ class MkDocsProvider:
             self._federations[key] = federation
         return federation
 
-    async def _query_vector(self, query: str, loaded: list[LoadedSite]) -> npt.NDArray[np.float32] | None:
-        """The query's embedding when every site searched ranks semantically; None ranks them all lexically.
+    def _query_vector(self, query: str, rankers: list[Ranker]) -> asyncio.Future[npt.NDArray[np.float32]] | None:
+        """The query's embedding, begun now (`EmbeddingModel.begin_query`), when every site searched ranks
+        semantically; None ranks them all lexically.
 
         Scores merged across sites are always of one kind: while any searched site has no vectors attached (being
         computed, unavailable, failed) the whole answer is lexical. A just-loaded site's stored vectors get a
         short, bounded wait before this (`SiteRegistry.looked_up`); vectors being computed are never waited for.
-        If embedding the query fails, the search is lexical rather than empty.
         """
         model = self._registry.embedding
-        if model is None or not loaded or any(_ranker(entry).semantic is None for entry in loaded):
+        if model is None or not rankers or any(ranker.semantic is None for ranker in rankers):
+            return None
+        return model.begin_query(query)
+
+    @staticmethod
+    async def _awaited_vector(
+        embedding: asyncio.Future[npt.NDArray[np.float32]] | None,
+    ) -> npt.NDArray[np.float32] | None:
+        """The begun embedding's vector; None (a lexical ranking, rather than an empty answer) if embedding failed."""
+        if embedding is None:
             return None
         try:
-            return await model.encode_query(query)
+            return await embedding
         except Exception as exc:  # ranking lexically beats answering nothing
             log.warning("embedding the query failed (%s); this search is ranked lexically", type(exc).__name__)
             return None

@@ -40,10 +40,12 @@ from shared.providers.mkdocs.embeddings import (
     read_stored,
     store_scan,
 )
+from shared.providers.mkdocs.federation import Federation, Lexical
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.quantized import split_query
 from shared.providers.mkdocs.sites import SiteRegistry
+from shared.providers.mkdocs.text import Query
 from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts, entry_text, page_outline, text_key
 from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
@@ -338,6 +340,48 @@ async def test_a_failing_query_embedding_answers_lexically_not_empty(settings: D
         response = await composed.service.search("install", limit=5)
 
     assert [result.location for result in response.results] == lexical
+
+
+class WaitsForTheLexicalPart(WordEncoder):
+    """Embeds a query only once the search's lexical part has run (or gives up after a while)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lexical_ran = threading.Event()
+        self.overlapped: list[bool] = []
+
+    def encode(
+        self, texts: Sequence[str], *, stop: threading.Event | None = None, query: bool = False
+    ) -> npt.NDArray[np.float32]:
+        if query:
+            self.overlapped.append(self.lexical_ran.wait(5))
+        return super().encode(texts, stop=stop, query=query)
+
+
+async def test_the_lexical_part_is_ranked_while_the_query_is_being_embedded(
+    settings: DocumentationSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query's embedding is begun before the lexical part and awaited after it: the two run side by side, and
+    the answer is the one ranked with the vector."""
+    encoder = WaitsForTheLexicalPart()
+    async with compose(settings, embedding=model_of(encoder), store=MemoryIndexStore()) as composed:
+        await composed.service.search("*", limit=25)
+        await settled(composed)
+        encoder.lexical_ran.set()
+        expected = await composed.service.search("install the agent", limit=5)
+        encoder.lexical_ran.clear()
+        lexical = Federation.lexical
+
+        def lexical_then_signal(self: Federation, wanted: Query) -> Lexical | None:
+            found = lexical(self, wanted)
+            encoder.lexical_ran.set()
+            return found
+
+        monkeypatch.setattr(Federation, "lexical", lexical_then_signal)
+        response = await composed.service.search("install the agent", limit=5)
+
+    assert encoder.overlapped == [True, True]
+    assert response.results == expected.results and response.results
 
 
 # -- the shared blob store
