@@ -89,6 +89,12 @@ class Federation:
             parameters,
         )
 
+    @property
+    def array_bytes(self) -> int:
+        """The size of the largest arrays a query makes (one float64 per entry of every site), several of them made
+        and freed per query: worth keeping on the heap (`memory.heap_for`)."""
+        return 8 * self.entry_base[-1]
+
     def current(self, rankers: Sequence[Ranker]) -> bool:
         """Whether this was built from exactly these rankers, with the embeddings they hold now."""
         return len(rankers) == len(self.rankers) and all(

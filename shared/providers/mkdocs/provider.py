@@ -19,7 +19,7 @@ from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urljoin
 
-from shared import reading
+from shared import memory, reading
 from shared.errors import NoSiteLoadedError, OriginError, ProviderDeclinedError, ResolutionError
 from shared.fetch import MAX_PAGE_BYTES, OriginClient, Response
 from shared.models import Document, Found, Reason, Resolution, Rule, SearchResult, SiteAnswer, SiteSearched
@@ -128,6 +128,7 @@ class MkDocsProvider:
         federation = self._federations.get(key)
         if federation is None or not federation.current(rankers):
             federation = Federation.of(rankers)
+            memory.heap_for(federation.array_bytes)
             self._federations.pop(key, None)
             while len(self._federations) >= FEDERATIONS:
                 self._federations.pop(next(iter(self._federations)))
