@@ -310,8 +310,12 @@ def _retrieved(load: asyncio.Future[Encoder]) -> None:
         load.exception()
 
 
-def _query_vector(encoder: Encoder, text: str) -> npt.NDArray[np.float32]:
+def _query_then(encoder: Encoder, text: str, then: Callable[[npt.NDArray[np.float32]], T]) -> T:
     vector: npt.NDArray[np.float32] = encoder.encode([text], query=True)[0]
+    return then(vector)
+
+
+def _same(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return vector
 
 
@@ -400,22 +404,23 @@ class EmbeddingModel:
 
     async def encode_query(self, text: str) -> npt.NDArray[np.float32]:
         """One text's vector, off the event loop and beside any bulk work (never queued behind a whole site)."""
-        return await self.begin_query(text)
+        return await self.begin_query(text, _same)
 
-    def begin_query(self, text: str) -> asyncio.Future[npt.NDArray[np.float32]]:
-        """`encode_query`, already running on a worker thread when this returns if the encoder is loaded (else once
-        it is): the caller's event loop thread can do other work meanwhile, such as the lexical part of the search
-        the vector is for. Cancelling the future drops the vector, not the run."""
+    def begin_query(self, text: str, then: Callable[[npt.NDArray[np.float32]], T]) -> asyncio.Future[T]:
+        """`then` of the text's vector (`encode_query`), both already running on a worker thread when this returns
+        if the encoder is loaded (else once it is): the caller's event loop thread can do other work meanwhile, such
+        as the lexical part of the search the vector is for, and what uses the vector (the search's scan) follows
+        it on the same thread. Cancelling the future drops the answer, not the run."""
         encoder = self._encoder
         if encoder is None:
-            return asyncio.ensure_future(self._loaded_query(text))
+            return asyncio.ensure_future(self._loaded_query(text, then))
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()  # as `asyncio.to_thread` does: the caller's trace span goes along
-        return loop.run_in_executor(None, context.run, _query_vector, encoder, text)
+        return loop.run_in_executor(None, context.run, _query_then, encoder, text, then)
 
-    async def _loaded_query(self, text: str) -> npt.NDArray[np.float32]:
+    async def _loaded_query(self, text: str, then: Callable[[npt.NDArray[np.float32]], T]) -> T:
         encoder = await self.ready()
-        return await asyncio.to_thread(_query_vector, encoder, text)
+        return await asyncio.to_thread(_query_then, encoder, text, then)
 
     async def bulk(self, work: Callable[[Encoder], T]) -> T:
         """Run `work(encoder)` on the bulk lane, after any bulk work queued before it; cancelling a queued call

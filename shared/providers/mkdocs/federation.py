@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    Products = list[npt.NDArray[np.float32]]
+    """Every site's similarities with a query vector, in site order (`Federation.scan`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Federation:
@@ -114,8 +117,10 @@ class Federation:
         number, that site's `Scored`, the page's number in it), each site's `Scored` holding its pages among them.
 
         The same pages, scores and order as ranking each site with `Ranker.score` and merging by score (ties in
-        site order, then each site's own order). `lexical` then `ranked`, for a caller with nothing to do between."""
-        return self.ranked(self.lexical(wanted), say, limit, vector, missing)
+        site order, then each site's own order). `lexical`, `scan` and `ranked`, for a caller with nothing to do
+        between them."""
+        products = self.scan(vector) if vector is not None and say > 0 else None
+        return self.ranked(self.lexical(wanted), say, limit, products, missing)
 
     def lexical(self, wanted: Query) -> Lexical | None:
         """Everything of a query's ranking that needs no query vector (postings, titles, boosts, site fit): what a
@@ -145,10 +150,10 @@ class Federation:
         lexical: Lexical | None,
         say: float,
         limit: int,
-        vector: npt.NDArray[np.float32] | None = None,
+        products: Products | None = None,
         missing: Sequence[frozenset[str]] = (),
     ) -> list[tuple[int, Scored, int]]:
-        """`score`, from the query's `lexical` part (of this federation) and its vector, if any."""
+        """`score`, from the query's `lexical` part and the `scan` of its vector, if any (both of this federation)."""
         import numpy as np
 
         if lexical is None or limit < 1:
@@ -159,8 +164,8 @@ class Federation:
         candidates = np.flatnonzero(scores)
         credits = None
         cosines = None
-        if vector is not None and say > 0 and self.correction is not None:
-            close, closeness, cosines = self._close_pages(self._products(vector))
+        if products is not None and say > 0:
+            close, closeness, cosines = self._close_pages(products)
             if len(close):
                 credits = np.zeros(pages)
                 credits[close] = closeness * say * boosts[close] * self.credit_scale[close]
@@ -187,8 +192,11 @@ class Federation:
                 break
         return self._scored(kept, sections, cosines)
 
-    def _products(self, vector: npt.NDArray[np.float32]) -> list[npt.NDArray[np.float32]]:
-        """Every site's similarities with the query vector (`_Scan`), in site order."""
+    def scan(self, vector: npt.NDArray[np.float32]) -> Products | None:
+        """Every site's similarities with the query vector (`_Scan`), in site order, for `ranked`; None unless every
+        site ranks semantically. Blocking, but onnxruntime lets go of the GIL: call it on any thread."""
+        if self.correction is None:
+            return None
         return _Scan([part.rows.similarities for part in self.semantics if part], vector).products()
 
     def _coordinated(self, numbers: list[list[int]], words: int, *, page: bool) -> npt.NDArray[np.float64]:

@@ -40,8 +40,7 @@ from shared.providers.mkdocs.text import analyze_query
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+    from shared.providers.mkdocs.federation import Products
 
 log = logging.getLogger(__name__)
 
@@ -101,17 +100,17 @@ class MkDocsProvider:
         missing = [self._registry.missing(entry) for entry in loaded]
         sites = tuple(entry.index.site for entry in loaded)
         federation = self._federation(sites, rankers)
-        # The query is embedded on a worker thread while this one does the lexical part, which needs no vector.
-        embedding = self._query_vector(query, rankers)
+        say = semantic_say(query, wanted, federation.parameters)
+        # The query is embedded, and its vector scanned, on a worker thread while this one does the lexical part.
+        scanning = self._scan(query, say, federation)
         try:
             lexical = federation.lexical(wanted)
         except BaseException:
-            if embedding is not None:
-                embedding.cancel()
+            if scanning is not None:
+                scanning.cancel()
             raise
-        vector = await self._awaited_vector(embedding)
-        say = semantic_say(query, wanted, federation.parameters)
-        found = federation.ranked(lexical, say, limit, vector, missing)
+        products = await self._scanned(scanning)
+        found = federation.ranked(lexical, say, limit, products, missing)
         return Found(
             (
                 self._result(loaded[site], scored.hit(number), query)
@@ -135,30 +134,31 @@ class MkDocsProvider:
             self._federations[key] = federation
         return federation
 
-    def _query_vector(self, query: str, rankers: list[Ranker]) -> asyncio.Future[npt.NDArray[np.float32]] | None:
-        """The query's embedding, begun now (`EmbeddingModel.begin_query`), when every site searched ranks
-        semantically; None ranks them all lexically.
+    def _scan(self, query: str, say: float, federation: Federation) -> asyncio.Future[Products | None] | None:
+        """The query's embedding and its scan (`Federation.scan`), begun now (`EmbeddingModel.begin_query`), when
+        the query is to be ranked by meaning and every site searched ranks semantically; None ranks them all
+        lexically.
 
         Scores merged across sites are always of one kind: while any searched site has no vectors attached (being
         computed, unavailable, failed) the whole answer is lexical. A just-loaded site's stored vectors get a
         short, bounded wait before this (`SiteRegistry.looked_up`); vectors being computed are never waited for.
         """
         model = self._registry.embedding
-        if model is None or not rankers or any(ranker.semantic is None for ranker in rankers):
+        if model is None or say <= 0 or federation.correction is None:
             return None
-        return model.begin_query(query)
+        return model.begin_query(query, federation.scan)
 
     @staticmethod
-    async def _awaited_vector(
-        embedding: asyncio.Future[npt.NDArray[np.float32]] | None,
-    ) -> npt.NDArray[np.float32] | None:
-        """The begun embedding's vector; None (a lexical ranking, rather than an empty answer) if embedding failed."""
-        if embedding is None:
+    async def _scanned(scanning: asyncio.Future[Products | None] | None) -> Products | None:
+        """The begun scan's products; None (a lexical ranking, rather than an empty answer) if it failed."""
+        if scanning is None:
             return None
         try:
-            return await embedding
+            return await scanning
         except Exception as exc:  # ranking lexically beats answering nothing
-            log.warning("embedding the query failed (%s); this search is ranked lexically", type(exc).__name__)
+            log.warning(
+                "embedding or scanning the query failed (%s); this search is ranked lexically", type(exc).__name__
+            )
             return None
 
     async def _load_sites(self, site: str | None) -> tuple[list[LoadedSite], dict[str, SiteSearched]]:
