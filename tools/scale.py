@@ -7,11 +7,13 @@ Per size: the warm-up's time (`python -m shared warm`: fetch, build, prebuilt ra
 search on a fresh process over warm storage and whether it was ranked semantically, the time until every site
 ranks semantically, resident memory after start-up and after `--requests` mixed requests (search, get, list; 50
 clients), HTTP p50 of searches ranked by meaning (hybrid) and, in a second fresh process with
-`Search__Semantic=false`, lexically; then the growth ratios between the smallest and the largest size. The cold
-figures are taken one size after the other; the one-client p50s with every size's instance up, asking them in turn,
-so that a shared machine's drift during the run (minutes apart, it moved p50s by a third) weighs on all sizes alike.
-Copies are byte-for-byte the same pages under another site name: nothing here may rely on that (each copy is its
-own index, prebuilt ranker and vectors).
+`Search__Semantic=false`, lexically; the same p50s in process (`tools/inprocess.py`: no HTTP), with the query
+encoder's own p50 and what a search adds to it; then the growth ratios between the smallest and the largest size.
+The cold figures are taken one size after the other; the one-client p50s with every size's instance up, asking
+them in turn, so that a shared machine's drift during the run (minutes apart, it moved p50s by a third) weighs on
+all sizes alike (the in-process ones: each size in a fresh process, in turn, three times). Copies are byte-for-byte
+the same pages under another site name: nothing here may rely on that (each copy is its own index, prebuilt ranker
+and vectors).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from tools.static_origin import StaticOrigin  # noqa: E402
 
 SEQUENTIAL = 200
 """Searches sent one at a time after the load, for p50s that measure the work rather than the queue."""
+IN_PROCESS_ROUNDS = 3
+"""Fresh in-process measurements per size and mode (`in_process`), the sizes in turn."""
 DIRECTORY_SITES = ("forge", "iac-azure-modules", "iac-okta-modules")
 ROOTED = {"cloud-foundations": "/search/search_index.json"}
 
@@ -134,6 +138,23 @@ async def alternating(bases: list[str]) -> list[float]:
     return [round(statistics.median(measured) * 1000, 1) for measured in times]
 
 
+def in_process(envs: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Each size's search p50 in process (`tools/inprocess.py`, a fresh process each time), and the query encoder's:
+    the sizes measured in turn, `IN_PROCESS_ROUNDS` times, each figure the median of its rounds."""
+    measured: list[list[dict[str, Any]]] = [[] for _ in envs]
+    for _ in range(IN_PROCESS_ROUNDS):
+        for one, env in enumerate(envs):
+            command = [sys.executable, str(REPO / "tools" / "inprocess.py")]
+            child = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+            if child.returncode != 0:
+                raise SystemExit(f"in-process measurement failed: {child.stderr[-2000:]}")
+            measured[one].append(json.loads(child.stdout.strip().splitlines()[-1]))
+    return [
+        {key: round(statistics.median(run[key] for run in runs), 2) for key in runs[0] if key != "searches"}
+        for runs in measured
+    ]
+
+
 def _p50(summary: dict[str, Any], kind: str) -> float | None:
     measured = summary.get(kind)
     return measured.get("p50_ms") if isinstance(measured, dict) else None
@@ -192,6 +213,8 @@ def measure(corpus: Path, sizes: list[int], requests: int, scratch: Path) -> lis
                     bases.append(base)
                 for measured, p50 in zip(runs, asyncio.run(alternating(bases)), strict=True):
                     measured[mode]["search_p50_ms_one_client"] = p50
+            for measured, found in zip(runs, in_process([measured[key] for measured in runs]), strict=True):
+                measured[mode]["in_process"] = found
     for measured in runs:
         del measured["env"], measured["lexical_env"]
     return runs
@@ -221,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         "hybrid_http_p50_one_client": ratio(("hybrid", "search_p50_ms_one_client")),
         "lexical_http_p50_one_client": ratio(("lexical", "search_p50_ms_one_client")),
         "hybrid_http_p50_50_clients": ratio(("hybrid", "search_p50_ms")),
+        "hybrid_in_process_p50": ratio(("hybrid", "in_process", "search_p50_ms")),
+        "lexical_in_process_p50": ratio(("lexical", "in_process", "search_p50_ms")),
         "rss_after_requests": ratio(("hybrid", "rss_mb_after_requests")),
     }
     report: dict[str, Any] = {"measured_at": datetime.now().astimezone().isoformat(timespec="seconds"), "runs": runs}
