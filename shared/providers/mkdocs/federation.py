@@ -13,14 +13,12 @@ with the same parameters (`parameters.py`), or one score would not mean what ano
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.quantized import QueryParts, split_query
+from shared.providers.mkdocs.quantized import split_query
 from shared.providers.mkdocs.ranking import Postings, Ranker, Scored, _Semantic, coordinate, site_fit
 from shared.providers.mkdocs.text import Query
 
@@ -193,11 +191,15 @@ class Federation:
         return self._scored(kept, sections, cosines)
 
     def scan(self, vector: npt.NDArray[np.float32]) -> Products | None:
-        """Every site's similarities with the query vector (`_Scan`), in site order, for `ranked`; None unless every
-        site ranks semantically. Blocking, but onnxruntime lets go of the GIL: call it on any thread."""
+        """Every site's similarities with the query vector, in site order, for `ranked`; None unless every site
+        ranks semantically. Blocking (one onnxruntime run per site, each letting go of the GIL): the provider calls
+        it on the thread that embedded the query, while the event loop's thread ranks lexically. A second thread
+        taking sites beside it was slower (0.3 to 0.7 ms at 8x in process): the two contended for the GIL with
+        the lexical part between runs."""
         if self.correction is None:
             return None
-        return _Scan([part.rows.similarities for part in self.semantics if part], vector).products()
+        query = split_query(vector)  # once for every site
+        return [part.rows.similarities(query) for part in self.semantics if part is not None]
 
     def _coordinated(self, numbers: list[list[int]], words: int, *, page: bool) -> npt.NDArray[np.float64]:
         """`Postings.coordinated` of every site's page (or section) view, end to end."""
@@ -266,7 +268,7 @@ class Federation:
     def _close_pages(
         self, products: list[npt.NDArray[np.float32]]
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
-        """`_Semantic.close_pages` of every site, end to end, from each site's products with the query (`_Scan`)."""
+        """`_Semantic.close_pages` of every site, end to end, from each site's products with the query (`scan`)."""
         import numpy as np
 
         assert self.correction is not None
@@ -296,39 +298,6 @@ class Lexical(NamedTuple):
     """Every page's best section score."""
     fits: npt.NDArray[np.float64]
     """Every site's fit to the query's words."""
-
-
-class _Scan:
-    """One query's similarity scan over every site's rows (`QuantizedRows.similarities`), begun on the scanner thread
-    as soon as it is made, while the caller ranks lexically; `products` joins in on the sites not yet taken.
-
-    The scan is memory-bound and onnxruntime lets go of the GIL, so it runs beside the lexical part (mostly Python, on
-    the event loop's thread) instead of after it; both threads take the next site from one counter, so neither waits
-    while the other has work. Every site's products are the same floats whichever thread computed them.
-    """
-
-    def __init__(
-        self,
-        scans: Sequence[Callable[[QueryParts], npt.NDArray[np.float32]]],
-        query: npt.NDArray[np.float32] | None,
-    ) -> None:
-        assert query is not None
-        self._scans, self._query = scans, split_query(query)  # once for every site
-        self._products: list[Any] = [None] * len(scans)
-        self._next = itertools.count()  # its `next` is atomic: each site is taken by exactly one thread
-        self._helper = _scanner().submit(self._take)
-
-    def _take(self) -> None:
-        for number in self._next:
-            if number >= len(self._scans):
-                return
-            self._products[number] = self._scans[number](self._query)
-
-    def products(self) -> list[npt.NDArray[np.float32]]:
-        """Every site's products, in site order, once both threads are done."""
-        self._take()
-        self._helper.result()
-        return self._products
 
 
 def _gathered(
@@ -367,13 +336,3 @@ def _site_fit(ranker: Ranker, words: Sequence[int]) -> float:
     last = len(offsets) - 1
     frequencies = [offsets[n + 1] - offsets[n] if 0 <= n < last else 0 for n in words]
     return site_fit(frequencies, ranker.page_view.documents, ranker.parameters)
-
-
-_SCANNER: list[ThreadPoolExecutor] = []
-
-
-def _scanner() -> ThreadPoolExecutor:
-    """The one thread that scans beside the caller (`_Scan`), started on first use."""
-    if not _SCANNER:
-        _SCANNER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="scan"))
-    return _SCANNER[0]

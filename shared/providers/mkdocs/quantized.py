@@ -130,7 +130,7 @@ def _session(columns: npt.NDArray[np.int8]) -> Any:
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
     options.enable_cpu_mem_arena = False  # the products are a few hundred KB a query: nothing worth keeping
-    options.intra_op_num_threads = 1  # the callers run sites side by side (`federation._Scan`)
+    options.intra_op_num_threads = 1  # a query's sites are scanned one after the other on its thread
     options.add_external_initializers([_ROWS], [onnxruntime.OrtValue.ortvalue_from_numpy(columns)])
     model = scan_model(dimensions, rows)
     return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])

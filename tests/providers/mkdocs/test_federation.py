@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
-from shared.providers.mkdocs.federation import Federation, _Scan
+from shared.providers.mkdocs.federation import Federation
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.quantized import QueryParts
+from shared.providers.mkdocs.quantized import split_query
 from shared.providers.mkdocs.ranking import Ranker, semantic_say
 from shared.providers.mkdocs.text import analyze_query
 from shared.providers.mkdocs.vectors import SiteVectors
@@ -176,27 +174,14 @@ def test_no_sites_and_no_terms_find_nothing() -> None:
     assert Federation.of(_sites()).score(analyze_query("the of and"), 1.0, 10) == []
 
 
-def test_the_scan_is_shared_by_two_threads_and_each_site_is_scanned_once() -> None:
-    """Site 0 is scanned only once site 1 has been, so a scan taken by one thread alone would never finish."""
-    other_ran, calls = threading.Event(), []
-
-    def waits(query: QueryParts) -> npt.NDArray[np.float32]:
-        calls.append(0)
-        assert other_ran.wait(10)
-        return np.full(3, 0, np.float32)
-
-    def lets_go(query: QueryParts) -> npt.NDArray[np.float32]:
-        calls.append(1)
-        other_ran.set()
-        return np.full(3, 1, np.float32)
-
-    def plain(query: QueryParts) -> npt.NDArray[np.float32]:
-        calls.append(2)
-        assert isinstance(query, QueryParts)  # split once, before the threads take sites
-        return np.full(3, 2, np.float32)
-
-    query = np.ones(3, dtype=np.float32)
-    products = _Scan([waits, lets_go, plain, plain], query).products()
-
-    assert [list(product) for product in products] == [[0, 0, 0], [1, 1, 1], [2, 2, 2], [2, 2, 2]]
-    assert sorted(calls) == [0, 1, 2, 2]
+def test_the_scan_gives_each_site_its_own_similarities_and_nothing_while_a_site_is_lexical() -> None:
+    rankers = _sites()
+    assert Federation.of(rankers).scan(np.ones(8, np.float32)) is None  # no site has vectors yet
+    vector = _attach_random(rankers)
+    products = Federation.of(rankers).scan(vector)
+    assert products is not None and len(products) == len(rankers)
+    for one, product in zip(rankers, products, strict=True):
+        assert one.semantic is not None
+        assert np.array_equal(product, one.semantic.rows.similarities(split_query(vector)))
+    rankers[1] = _sites()[1]  # one site without vectors: the whole answer is lexical
+    assert Federation.of(rankers).scan(vector) is None
