@@ -114,21 +114,29 @@ def _window_start(text: str, units: _Units, terms: list[str], budget: int) -> in
 
 
 def _best_candidate(hits: list[tuple[int, int, int]], units: _Units, budget: int) -> tuple[int, int] | None:
-    """(first start, last end) of the earliest window holding the most distinct terms."""
+    """(first start, last end) of the earliest window holding the most distinct terms: a window starts at a hit and
+    counts the first hit of each term that ends within the budget (the last end among those); none can beat one
+    holding every term, so the search stops at the first that does."""
     best: tuple[int, int] | None = None
     best_count = 0
+    everything = len({number for _, _, number in hits})
+    starts = [units.offset(start) for start, _, _ in hits]
+    ends = [units.offset(end) for _, end, _ in hits]
     for i, (start, _, _) in enumerate(hits):
-        limit = units.offset(start) + budget
+        limit = starts[i] + budget
         seen: set[int] = set()
         last_end = start
-        for hit_start, hit_end, number in hits[i:]:
-            if units.offset(hit_start) >= limit:
+        for j in range(i, len(hits)):
+            if starts[j] >= limit:
                 break
-            if units.offset(hit_end) <= limit and number not in seen:
+            number = hits[j][2]
+            if ends[j] <= limit and number not in seen:
                 seen.add(number)
-                last_end = max(last_end, hit_end)
+                last_end = max(last_end, hits[j][1])
         if len(seen) > best_count:
             best, best_count = (start, last_end), len(seen)
+            if best_count == everything:
+                break
     return best
 
 

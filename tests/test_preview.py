@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from shared.preview import ELLIPSIS, make_preview
+from shared.preview import ELLIPSIS, _best_candidate, _occurrences, _terms, _Units, make_preview
 
 
 def utf16_len(text: str) -> int:
@@ -140,3 +142,36 @@ def test_rejects_a_budget_below_one() -> None:
 def test_custom_budget() -> None:
     preview = make_preview(filler(50), "", max_length=20)
     assert utf16_len(body(preview)) <= 20
+
+
+def _reference_best(hits: list[tuple[int, int, int]], units: _Units, budget: int) -> tuple[int, int] | None:
+    """The window choice as the contract states it, every candidate tried (no early stop)."""
+    best, best_count = None, 0
+    for i, (start, _, _) in enumerate(hits):
+        limit = units.offset(start) + budget
+        seen: set[int] = set()
+        last_end = start
+        for hit_start, hit_end, number in hits[i:]:
+            if units.offset(hit_start) >= limit:
+                break
+            if units.offset(hit_end) <= limit and number not in seen:
+                seen.add(number)
+                last_end = max(last_end, hit_end)
+        if len(seen) > best_count:
+            best, best_count = (start, last_end), len(seen)
+    return best
+
+
+WORDS = ["sync", "window", "ingress", "tls", "x", "to", "é", "😀", "policy", "Rbac"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(WORDS), max_size=200).map(" ".join),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+    budget=st.sampled_from([8, 40, 120, 200]),
+)
+def test_the_window_is_the_earliest_with_the_most_distinct_terms(text: str, query: str, budget: int) -> None:
+    units = _Units(text)
+    hits = _occurrences(text, _terms(query))
+    assert _best_candidate(hits, units, budget) == _reference_best(hits, units, budget)
