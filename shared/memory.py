@@ -3,7 +3,8 @@
 Embedding a site allocates and frees activations batch after batch and tokenizes every entry at once; building a
 ranker allocates and drops its working lists. glibc keeps what was freed as heap for later use, so without help
 the process stays at its high-water mark: measured over the sample corpus, the model plus every site's vectors
-need 132 MB, yet the process kept 264 MB after embedding them. Two standard glibc controls fix that:
+need 132 MB, yet the process kept 264 MB after embedding them. Standard glibc controls fix that, and keep a
+search's own arrays cheap:
 
 - `tune()`: a fixed mmap threshold (256 KB). glibc otherwise raises it after each large free, so the next
   batch's activations come from the heap and fragment it; with it fixed they are mapped and unmapped whole.
