@@ -25,6 +25,7 @@ read from any instance behind the same storage.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -211,7 +212,12 @@ class Refresher:
         settings, store = self._settings, self._store
         outcome = await warm_site(self._client, settings, store, site, embedding=self._embedding, check=check)
         if not outcome.failed:
-            self._registry.check_soon(site)  # this instance serves the new version now, not at its next check
+            # This instance serves the new version before the refresh is reported done, so the caller's next search
+            # here finds it (not at the next check interval); a check slower than the per-site wait finishes in the
+            # background, as any request's would.
+            self._registry.check_soon(site)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._registry.checked(site), settings.search.site_wait_seconds)
         log.info("refresh %s: %s", site, outcome.outcome)
         return outcome
 

@@ -324,7 +324,8 @@ class SiteRegistry:
             self._ready(site)
 
     async def checked(self, site: str) -> None:
-        """Wait for the site's load or store check running in the background, if any (tests and tools use it)."""
+        """Wait for the site's load or store check running in the background, if any (a publish refresh waits for
+        the check it started; tests and tools use it too)."""
         slot = self._sites.get(site)
         if slot is not None and slot.load is not None:
             await asyncio.wait([slot.load])
