@@ -166,6 +166,28 @@ async def store_scan(
         return False
 
 
+async def repair_scan(
+    store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex, vectors: SiteVectors, digest: str
+) -> bool:
+    """Store this index copy's scan rows, from its `vectors`, where the stored ones are missing or are this copy's
+    but unreadable (`read_scan` refused them): what an instance that had to read the vectors instead does, so the
+    next cold instance reads the rows again. The warm-up cannot see such rows (it decides from properties). Rows of
+    another copy are left to the warm-up. True when written; never raises."""
+    source = embedded_from(digest) or ""
+    try:
+        existing = await store.stat(scan_name(site, model.model_id))
+    except StoreError as exc:
+        log.info("site %s: could not check the stored scan rows (%s)", site, exc)
+        return False
+    if existing is not None and existing.origin_etag != source:
+        return False
+    scan = await asyncio.to_thread(vectors.scan_rows, len(index.entries), source)
+    written = await store_scan(store, model, site, scan, unreadable=existing is not None)
+    if written:
+        log.info("site %s: stored scan rows were %s; stored again", site, "unreadable" if existing else "missing")
+    return written
+
+
 async def compute_and_store(
     store: IndexStore,
     model: EmbeddingModel,
@@ -440,6 +462,8 @@ class EmbeddingJobs:
                 )
             assert loaded.ranker is not None  # jobs start only for indexes with their search structures
             await asyncio.to_thread(loaded.ranker.attach, vectors)  # compares every entry with every other
+            if scan is None and stored.current is not None and loaded.digest is not None:
+                await repair_scan(self._store, model, site, loaded.index, stored.current, loaded.digest)
         except asyncio.CancelledError:
             job.stop.set()
             raise

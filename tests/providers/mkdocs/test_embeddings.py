@@ -38,6 +38,7 @@ from shared.providers.mkdocs.embeddings import (
     ensure_vectors,
     read_scan,
     read_stored,
+    repair_scan,
     store_scan,
 )
 from shared.providers.mkdocs.federation import Federation, Lexical
@@ -467,33 +468,33 @@ async def test_vectors_record_the_index_copy_they_were_computed_from_and_older_o
     assert encoder.texts == 0
 
 
-async def test_recorded_vectors_without_scan_rows_are_served_and_the_warm_up_stores_the_rows(
+async def test_an_instance_that_reads_the_vectors_for_want_of_rows_stores_the_rows_again(
     settings: DocumentationSettings,
 ) -> None:
-    """Vectors stored by the previous version have no scan rows beside them: an instance attaches the vectors
-    themselves, and the warm-up stores the rows without embedding anything; the next instance reads the rows
-    alone."""
+    """Scan rows that are unreadable (the properties of this copy's rows, bad bytes: the warm-up, deciding from
+    properties, cannot tell): an instance attaches the vectors themselves, then stores the rows without embedding
+    anything; the next instance reads the rows alone, and the warm-up has nothing to store."""
     store = CountingStore(MemoryIndexStore())
     async with registry_over(settings, store, model_of(WordEncoder())) as first:
         before = await load_embedded(first)
-    stored_rows = await store.inner.stat(SCAN)
-    assert stored_rows is not None
-    unreadable = CachedIndex(b"", datetime.now(UTC), origin_etag=stored_rows.origin_etag)  # as if there were none
-    assert await store.inner.write(SCAN, unreadable, expected_version=stored_rows.version) is not None
+    existing = await store.inner.stat(SCAN)
+    assert existing is not None
+    garbage = CachedIndex(b"not scan rows", datetime.now(UTC), origin_etag=existing.origin_etag)
+    assert await store.inner.write(SCAN, garbage, expected_version=existing.version) is not None
     encoder = CountingEncoder()
 
     store.names.clear()
     async with registry_over(settings, store, model_of(encoder)) as second:
         served = await load_embedded(second)
         assert second.health()[SITE].semantic == "ready" and served.ranker.semantic is not None
-    assert ("read", VECTORS) in store.names
-
-    _, computed = await ensure_vectors(store, model_of(encoder), SITE, served.index, digest=served.digest)
-    assert computed is False and encoder.texts == 0
+    assert ("read", VECTORS) in store.names and encoder.texts == 0
+    assert [name for name in store.names if name == ("write", SCAN)] == [("write", SCAN)]  # once
     rows = await read_scan(store, model_of(encoder), SITE, served.index, digest=served.digest)
     assert rows is not None and rows.source == embedded_from(served.digest)
+
+    store.names.clear()
     assert (await ensure_vectors(store, model_of(encoder), SITE, served.index, digest=served.digest))[1] is False
-    assert [name for name in store.names if name == ("write", SCAN)] == [("write", SCAN)]  # once
+    assert ("write", SCAN) not in store.names
 
     store.names.clear()
     async with registry_over(settings, store, model_of(encoder)) as third:
@@ -501,6 +502,18 @@ async def test_recorded_vectors_without_scan_rows_are_served_and_the_warm_up_sto
     assert ("read", VECTORS) not in store.names and encoder.texts == 0
     assert before.ranker.semantic is not None and again.ranker.semantic is not None
     np.testing.assert_array_equal(again.ranker.semantic.correction, served.ranker.semantic.correction)
+
+
+async def test_scan_rows_of_another_copy_are_left_to_the_warm_up(published_index: SiteIndex) -> None:
+    store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
+    vectors = SiteVectors.compute(WordEncoder(), published_index.entries)
+    other = vectors.scan_rows(len(published_index.entries), embedded_from("cd" * 32) or "")
+    await store_scan(store, model, SITE, other)
+    before = await store.stat(SCAN)
+
+    assert await repair_scan(store, model, SITE, published_index, vectors, digest) is False
+    after = await store.stat(SCAN)
+    assert before is not None and after is not None and after.version == before.version
 
 
 async def test_scan_rows_of_another_index_copy_are_never_attached(published_index: SiteIndex) -> None:
