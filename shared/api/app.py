@@ -10,8 +10,6 @@ from enum import Enum
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from shared import __version__
 from shared.api.admin import install_admin_routes
@@ -20,6 +18,7 @@ from shared.api.errors import install_error_handlers, internal_error
 from shared.api.inbound import InboundCheck
 from shared.api.limits import ConcurrencyLimit
 from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
+from shared.api.named import NamedRoute
 from shared.api.rest import install_routes
 from shared.api.signin import metadata_routes
 from shared.compose import checked, compose, process_embedding
@@ -114,15 +113,6 @@ def create_app(
         # Messages from the Server" and "Session Management").
         app.router.routes.append(NamedRoute(path, endpoint, methods=["POST"], include_in_schema=False))
     return app
-
-
-class NamedRoute(Route):
-    """A plain Starlette route that records itself as the match (`scope["route"]`), as FastAPI's own routes do, so
-    the access log names it (`POST /api/mcp`) instead of `(unmatched)`."""
-
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        scope["route"] = self
-        await super().handle(scope, receive, send)
 
 
 def _install_access_log(app: FastAPI) -> None:

@@ -23,9 +23,9 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 from starlette.types import Scope
 
+from shared.api.named import NamedRoute
 from shared.settings import DocumentationSettings
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -74,7 +74,7 @@ def challenge(settings: DocumentationSettings, scope: Scope, *, error: str | Non
     return "Bearer " + ", ".join(parts)
 
 
-def metadata_routes(settings: DocumentationSettings) -> list[Route]:
+def metadata_routes(settings: DocumentationSettings) -> list[NamedRoute]:
     """The two metadata documents, open to everyone; absent (404) while sign-in is off."""
 
     async def document(request: Request) -> JSONResponse:
@@ -86,5 +86,6 @@ def metadata_routes(settings: DocumentationSettings) -> list[Route]:
         return JSONResponse(metadata(settings, request.scope), headers={"Cache-Control": "public, max-age=3600"})
 
     return [
-        Route(path, document, methods=["GET"], include_in_schema=False) for path in (WELL_KNOWN, WELL_KNOWN + MCP_PATH)
+        NamedRoute(path, document, methods=["GET"], include_in_schema=False)
+        for path in (WELL_KNOWN, WELL_KNOWN + MCP_PATH)
     ]

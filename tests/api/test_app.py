@@ -123,7 +123,7 @@ async def test_an_unexpected_failure_is_a_500_logged_with_its_type_never_its_tex
     assert "unhandled RuntimeError at" in caplog.text and "SECRET-77a" not in caplog.text
 
 
-async def test_the_access_log_names_the_mcp_route(caplog: pytest.LogCaptureFixture) -> None:
+async def test_the_access_log_names_the_mcp_and_metadata_routes(caplog: pytest.LogCaptureFixture) -> None:
     app = create_app(load_settings(SETTINGS), providers=(FakeProvider("fake", 0, results=1, document=True),))
     with caplog.at_level(logging.INFO, logger="shared"):
         async with (
@@ -134,9 +134,13 @@ async def test_the_access_log_names_the_mcp_route(caplog: pytest.LogCaptureFixtu
                 await http.post("/api/mcp", json=INITIALIZE, headers=MCP_HEADERS),
                 await http.post("/api/mcp/", json=INITIALIZE, headers=MCP_HEADERS),
                 await http.get("/api/mcp", headers=MCP_HEADERS),
+                await http.get("/.well-known/oauth-protected-resource"),
+                await http.get("/.well-known/oauth-protected-resource/api/mcp"),
             ]
 
-    assert [answer.status_code for answer in answers] == [200, 200, 405]
+    assert [answer.status_code for answer in answers] == [200, 200, 405, 404, 404]  # sign-in is off: no metadata
     logged = " ".join(record.getMessage() for record in caplog.records if record.name == "shared.api.app")
     assert "POST /api/mcp 200" in logged and "POST /api/mcp/ 200" in logged and "GET /api/mcp 405" in logged
+    assert "GET /.well-known/oauth-protected-resource 404" in logged
+    assert "GET /.well-known/oauth-protected-resource/api/mcp 404" in logged
     assert "(unmatched)" not in logged
