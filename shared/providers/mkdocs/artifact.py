@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shared.providers.mkdocs.index import EntryColumns, IndexEntry, SiteIndex, page_groups
+from shared.providers.mkdocs.index import TEXT_FIELDS, EntryColumns, IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.ranking import Postings, Ranker, _Page, _View
@@ -61,7 +61,6 @@ _SMALL = 65_536
 """What a uint16 can number: documents and distinct values up to this many are stored in two bytes."""
 _HEADER = struct.Struct("<8sI")
 _ALIGN = 8
-_TEXT_FIELDS = ("location", "page", "anchor", "title", "page_title", "text")
 _SEPARATOR = "\x00"
 
 
@@ -76,7 +75,7 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
         raise ValueError("a prebuilt ranker is built with the default ranking parameters")
     arrays: dict[str, npt.NDArray[Any]] = {}
     entries = index.entries
-    for name in _TEXT_FIELDS:
+    for name in TEXT_FIELDS:
         values = [getattr(entry, name) or "" for entry in entries]
         arrays[f"entries.{name}"], arrays[f"entries.{name}.offsets"] = _strings(values)
     arrays["entries.anchor_set"] = np.array([entry.anchor is not None for entry in entries], dtype=np.uint8)
@@ -172,7 +171,7 @@ def _loads(
         return np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=start).reshape(spec["shape"])
 
     count = int(manifest["entries"])
-    columns = {name: _column(array(f"entries.{name}"), array(f"entries.{name}.offsets")) for name in _TEXT_FIELDS}
+    columns = {name: _column(array(f"entries.{name}"), array(f"entries.{name}.offsets")) for name in TEXT_FIELDS}
     entries = EntryColumns(
         {name: column for name, (column, _) in columns.items()},
         {name: bounds for name, (_, bounds) in columns.items()},

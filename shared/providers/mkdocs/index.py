@@ -61,14 +61,14 @@ class EntryColumns(Sequence[IndexEntry]):
         to its length, never decreasing and never inside a character (the caller's to check: `artifact._column`);
         ValueError when the counts do not fit together."""
         count = len(boosts)
-        if len(anchored) != count or set(columns) != set(_FIELDS) or set(bounds) != set(_FIELDS):
+        if len(anchored) != count or set(columns) != set(TEXT_FIELDS) or set(bounds) != set(TEXT_FIELDS):
             raise ValueError("the entry columns disagree")
-        for name in _FIELDS:
+        for name in TEXT_FIELDS:
             cuts = bounds[name]
             if len(cuts) != count + 1 or cuts[0] != 0 or cuts[-1] != len(columns[name]):
                 raise ValueError(f"the {name} column does not fit its bounds")
-        self._columns = [columns[name] for name in _FIELDS]
-        self._bounds = [bounds[name] for name in _FIELDS]
+        self._columns = [columns[name] for name in TEXT_FIELDS]
+        self._bounds = [bounds[name] for name in TEXT_FIELDS]
         self._anchored = anchored
         self._boosts = boosts
 
@@ -109,8 +109,8 @@ class EntryColumns(Sequence[IndexEntry]):
         )
 
 
-_FIELDS = ("location", "page", "anchor", "title", "page_title", "text")
-"""`IndexEntry`'s text fields, in its order."""
+TEXT_FIELDS = ("location", "page", "anchor", "title", "page_title", "text")
+"""`IndexEntry`'s text fields, in its order (a prebuilt ranker stores each as a column: `artifact.py`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +155,7 @@ class SiteIndex:
     def entries_of(self, page: str) -> list[IndexEntry]:
         """The page's entries in index order."""
         if self.members is None:
-            grouped: dict[str, list[int]] = {}
-            for number, entry in enumerate(self.entries):
-                grouped.setdefault(entry.page, []).append(number)
-            self.members = grouped
+            self.members = _members(self.entries)
         return [self.entries[number] for number in self.members.get(page, [])]
 
     def sections(self, page: str) -> list[tuple[str, str]]:
@@ -204,13 +201,18 @@ def page_groups(entries: Sequence[IndexEntry]) -> list[tuple[int, list[int]]]:
     The representative is the page's first page entry (no anchor), or its first entry when it has none. The
     ranker's pages and the embedded page outlines (`vectors.py`) are both this grouping, so their rows line up.
     """
+    return [
+        (next((n for n in sections if entries[n].anchor is None), sections[0]), sections)
+        for sections in _members(entries).values()
+    ]
+
+
+def _members(entries: Sequence[IndexEntry]) -> dict[str, list[int]]:
+    """Each page's entry numbers in index order, pages in index order."""
     grouped: dict[str, list[int]] = {}
     for number, entry in enumerate(entries):
         grouped.setdefault(entry.page, []).append(number)
-    return [
-        (next((n for n in sections if entries[n].anchor is None), sections[0]), sections)
-        for sections in grouped.values()
-    ]
+    return grouped
 
 
 CHARS_PER_INDEXED_CHAR = 1.1
