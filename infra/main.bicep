@@ -397,7 +397,7 @@ var storageServices = refreshOnPublish ? [
 resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
   name: empty(resourceGroupName) ? '${abbrs.resourcesResourceGroups}${environmentName}' : resourceGroupName
   location: location
-  tags: semanticFitsInstance ? tags : fail('instanceMemoryMB ${instanceMemoryMB} cannot hold semantic matching: use 2048 or 4096, or set searchSemantic false (Forge__Documentation__Search__Semantic=false).')
+  tags: semanticFitsInstance ? tags : fail('instanceMemoryMB ${instanceMemoryMB} cannot hold semantic matching: use 2048 or 4096, or set searchSemantic false (azd: DOCS_FORGE_DOCUMENTATION_SEARCH_SEMANTIC=false).')
 }
 
 module identity 'app/identity.bicep' = {

@@ -11,6 +11,11 @@ rewrites local.settings.sample.json, the marked part of infra/main.bicep and the
 infra/main.parameters.json; tests/infra/test_settings_artifacts.py fails while a committed one differs. The tables
 below say what the deployment does beyond a parameter named after each setting, with the setting's default: a value
 it wires itself, a default the spec ships instead, a setting it never sets.
+
+azd reads each setting's parameter from a variable of its own, `DOCS_` and the setting's path in upper snake case
+(`Forge__Documentation__Origin` -> `DOCS_FORGE_DOCUMENTATION_ORIGIN`), never from the setting's own name: azd falls
+back on the process environment for a variable its environment lacks, and a shell set up to run the service locally
+exports the settings themselves (an origin on 127.0.0.1, tokens), which must not reach a deployment.
 """
 
 from __future__ import annotations
@@ -207,6 +212,12 @@ class Setting:
         return _camel("".join(self.name.split("__")))
 
     @property
+    def azd_variable(self) -> str:
+        """The azd variable its parameter reads: `Forge__Documentation__Cache__Container` ->
+        `DOCS_FORGE_DOCUMENTATION_CACHE_CONTAINER`."""
+        return azd_variable(self.key)
+
+    @property
     def secret(self) -> bool:
         return SecretStr in (self.field.annotation, *get_args(self.field.annotation))
 
@@ -273,6 +284,21 @@ def _section(field: FieldInfo) -> type[BaseModel] | None:
 
 def _camel(name: str) -> str:
     return name[0].lower() + name[1:]
+
+
+AZD_PREFIX = "DOCS_"
+"""What every setting's azd variable starts with, before the setting's path."""
+
+_WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def azd_variable(key: str) -> str:
+    """A setting's azd variable: `DOCS_` and each segment of its path in upper snake case."""
+    return AZD_PREFIX + "_".join(_WORD.sub("_", segment).upper() for segment in key.split("__"))
+
+
+SETTING_VARIABLES = azd_variable(PREFIX.rstrip("_")) + "_"
+"""What the azd variable of every setting starts with (`DOCS_FORGE_DOCUMENTATION_`)."""
 
 
 # --- local.settings.sample.json ---------------------------------------------------------------------------------
@@ -393,11 +419,16 @@ def azd_default(value: str) -> str:
     return json.dumps(value)[1:-1].replace("}", "\\u007d").replace("$", "\\u0024")
 
 
+def _is_setting_entry(value: str) -> bool:
+    """An entry the generator writes: a setting's variable, or (before the rename) the setting's own name."""
+    return value.startswith(("${" + SETTING_VARIABLES, "${" + PREFIX))
+
+
 def main_parameters(text: str, model: type[BaseModel] = DocumentationSettings) -> str:
     """infra/main.parameters.json with the settings' entries regenerated after the deployment's own."""
-    own = [(name, value) for name, value in _ENTRY.findall(text) if not value.startswith("${" + PREFIX)]
+    own = [(name, value) for name, value in _ENTRY.findall(text) if not _is_setting_entry(value)]
     entries = own + [
-        (setting.parameter, f"${{{setting.key}={azd_default(setting.deployed_default)}}}")
+        (setting.parameter, f"${{{setting.azd_variable}={azd_default(setting.deployed_default)}}}")
         for setting in settings(model)
         if has_parameter(setting)
     ]

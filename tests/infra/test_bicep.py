@@ -22,7 +22,7 @@ import yaml
 from pycep import BicepParser
 
 from shared.settings import PREFIX, load_settings
-from tools.settings_artifacts import NOT_DEPLOYED, SHIPPED, WIRED, Setting, settings
+from tools.settings_artifacts import NOT_DEPLOYED, SHIPPED, WIRED, Setting, azd_variable, settings
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -455,7 +455,22 @@ def test_main_parameters_json_maps_every_parameter_to_an_azd_variable_with_its_d
         assert azd_parameters({reference["name"]: "x"})[name] == "x"
     for setting in set(deployed_settings()) - set(WIRED):
         if parameter_for(setting) in mapped:
-            assert AZD_REFERENCE.fullmatch(mapped[parameter_for(setting)]["value"])["name"] == setting, setting
+            assert AZD_REFERENCE.fullmatch(mapped[parameter_for(setting)]["value"])["name"] == azd_variable(setting)
+
+
+def test_no_azd_variable_is_named_like_a_service_setting() -> None:
+    """azd fills a parameter from the process environment when its own environment lacks the variable, and a shell
+    set up to run the service locally exports the settings themselves (`Forge__Documentation__Origin` on 127.0.0.1,
+    tokens): no variable azd reads may be a setting's name, in any case (Windows' environment ignores case), or look
+    like one (`__`). Each setting has its own `DOCS_FORGE_DOCUMENTATION_...` variable instead."""
+    names = [AZD_REFERENCE.fullmatch(value)["name"] for value in raw_parameter_values().values()]
+    model = {key.lower() for key in model_settings()}
+    for name in names:
+        assert re.fullmatch(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*", name), f"{name}: upper snake case, no `__`"
+        assert name.lower() not in model and not name.lower().startswith("forge"), name
+    expected = {azd_variable(key) for key in model_settings() if parameter_for(key) in raw_parameter_values()}
+    assert expected <= set(names)
+    assert len(set(names)) == len(names), "two parameters read the same variable"
 
 
 def test_azure_yaml_requires_an_azd_that_leaves_unset_parameters_to_their_defaults() -> None:

@@ -29,6 +29,7 @@ from tests.infra.test_bicep import (
     raw_parameter_values,
     resources,
 )
+from tools.settings_artifacts import azd_variable
 
 ENTRA_APP = INFRA / "app" / "entra-app.bicep"
 VS_CODE = "aebc6443-996d-45c2-90f0-388ff96faa56"
@@ -117,8 +118,8 @@ def test_each_sign_in_setting_is_the_registrations_with_the_option_and_its_param
     settings = deployed_settings()
     for name, (on, off) in DERIVED.items():
         assert settings[name] == conditional("entraAuth", on, off), name
-        # The parameter is the setting's own azd variable, as every other setting's is.
-        assert AZD_REFERENCE.fullmatch(raw_parameter_values()[off])["name"] == name
+        # The parameter reads the setting's own azd variable, as every other setting's does.
+        assert AZD_REFERENCE.fullmatch(raw_parameter_values()[off])["name"] == azd_variable(name)
     # Authority and Resource are the parameters themselves (tests/infra/test_bicep.py checks their defaults).
     assert settings[f"{PREFIX}Auth__Authority"] == "authAuthority"
     assert settings[f"{PREFIX}Auth__Resource"] == "authResource"

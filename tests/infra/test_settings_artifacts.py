@@ -10,7 +10,17 @@ from pycep import BicepParser
 from pydantic import Field, SecretStr
 
 from shared.settings import DocumentationSettings, RemoteSettings
-from tools.settings_artifacts import MAIN, PARAMETERS, generated, main_bicep, main_parameters, sample_settings, stale
+from tools.settings_artifacts import (
+    MAIN,
+    PARAMETERS,
+    SETTING_VARIABLES,
+    azd_variable,
+    generated,
+    main_bicep,
+    main_parameters,
+    sample_settings,
+    stale,
+)
 
 
 def test_the_committed_artefacts_are_what_the_settings_model_generates() -> None:
@@ -66,8 +76,8 @@ def test_a_new_setting_reaches_every_artefact_from_its_field_alone(tmp_path: Pat
     assert parsed["variables"]["coreSettings"]["value"]["Forge__Documentation__PageBudget"] == "pageBudget"
 
     parameters = json.loads(main_parameters(PARAMETERS.read_text(encoding="utf-8"), _WithTwoMore))["parameters"]
-    assert parameters["pageBudget"] == {"value": "${Forge__Documentation__PageBudget=40}"}
-    assert parameters["remoteClientSecret"] == {"value": "${Forge__Documentation__Remote__ClientSecret=}"}
+    assert parameters["pageBudget"] == {"value": "${DOCS_FORGE_DOCUMENTATION_PAGE_BUDGET=40}"}
+    assert parameters["remoteClientSecret"] == {"value": "${DOCS_FORGE_DOCUMENTATION_REMOTE_CLIENT_SECRET=}"}
 
 
 def test_the_generator_leaves_what_is_not_the_settings_as_it_is() -> None:
@@ -77,6 +87,26 @@ def test_the_generator_leaves_what_is_not_the_settings_as_it_is() -> None:
     assert bicep.split("// END generated settings")[1] == committed.split("// END generated settings")[1]
     own = json.loads(PARAMETERS.read_text(encoding="utf-8"))["parameters"]
     regenerated = json.loads(parameters)["parameters"]
-    assert {name: own[name] for name in own if "Forge__" not in own[name]["value"]} == {
-        name: regenerated[name] for name in regenerated if "Forge__" not in regenerated[name]["value"]
+    assert {name: own[name] for name in own if SETTING_VARIABLES not in own[name]["value"]} == {
+        name: regenerated[name] for name in regenerated if SETTING_VARIABLES not in regenerated[name]["value"]
     }
+
+
+def test_an_environment_written_before_the_rename_is_regenerated_under_the_new_names() -> None:
+    """The generator recognises its own entries under the setting's own name too, so it replaces them rather than
+    keeping them as the deployment's own (which would leave a `Forge__...` azd variable behind)."""
+    text = PARAMETERS.read_text(encoding="utf-8").replace(
+        "${DOCS_FORGE_DOCUMENTATION_ORIGIN=", "${Forge__Documentation__Origin="
+    )
+    regenerated = json.loads(main_parameters(text))["parameters"]
+    assert regenerated["origin"] == {"value": "${DOCS_FORGE_DOCUMENTATION_ORIGIN=https://docs.saif.com}"}
+    assert "Forge__" not in json.dumps(regenerated)
+
+
+def test_a_settings_azd_variable_is_docs_and_its_path_in_upper_snake_case() -> None:
+    assert azd_variable("Forge__Documentation__Origin") == "DOCS_FORGE_DOCUMENTATION_ORIGIN"
+    assert azd_variable("Forge__Documentation__AiSearch__MkDocsSitePrefix") == (
+        "DOCS_FORGE_DOCUMENTATION_AI_SEARCH_MK_DOCS_SITE_PREFIX"
+    )
+    assert azd_variable("Forge__Documentation__Auth__TenantId") == "DOCS_FORGE_DOCUMENTATION_AUTH_TENANT_ID"
+    assert azd_variable("Forge__Documentation__Remote__FunctionsKey") == "DOCS_FORGE_DOCUMENTATION_REMOTE_FUNCTIONS_KEY"
