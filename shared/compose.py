@@ -119,13 +119,14 @@ class Composition:
         return sorted({site for blob in blobs for site in published_sites(self.settings, blob)})
 
     def health(self) -> Health:
-        """Overall status, providers in chain order, the cache store and the embedding model, without I/O.
+        """Overall status, providers in chain order, the cache store and the embedding model, without waiting on I/O.
 
         The status rolls up the providers' (`roll_up`): `unavailable` when one is and none is `ok` (nothing can be
         searched: MkDocs down and AI Search or the remote failing too), `degraded` when any is not `ok`, the cache
         store is failing (every instance then loads from the origin) or a secret is unresolved, else `ok`.
         """
         providers = self.service.health()
+        self.store.probe()  # in the background: a stalled store shows in the next health a few seconds on
         cache = self.store.describe()
         pending = self.settings.unresolved_secrets()
         statuses = [entry.health.status for entry in providers.values()]

@@ -24,6 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -167,6 +168,19 @@ class Azurite:
     def _failure(self, what: str) -> str:
         output = "\n".join(self._output) or "(no output)"
         return f"Azurite {what} within {self._startup_timeout:g}s. Its output:\n{output}"
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Azurite stalled inside the block (SIGSTOP): connections are still accepted by the system, never answered;
+        it answers again (SIGCONT) when the block ends, however it ends."""
+        process = self._process
+        if process is None:
+            raise AzuriteError("Azurite is not running")
+        _signal_group(process, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            _signal_group(process, signal.SIGCONT)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Terminate the process group, escalating to SIGKILL after `timeout`; safe to call twice."""

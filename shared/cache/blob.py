@@ -12,12 +12,18 @@ records when the origin last vouched for the copy and with which validators:
     sha256               the payload's digest, so an unchanged copy is never downloaded or rebuilt again
 
 A storage account that cannot be reached fails fast (short timeouts, no connect retries) and then is not asked
-again for a cool-down period, so requests keep being answered from the origin without waiting on storage.
+again for a cool-down period, so requests keep being answered from the origin without waiting on storage. One that
+accepts connections and never answers (a stalled account) fails the same way after `ANSWER_TIMEOUT`: every call,
+on a request's path or in the background, gives up once storage has sent nothing for that long (a large download
+that keeps sending is not cut), so a stall costs one short wait (about the per-site wait), then the cool-down.
+Health hears of a stall within seconds even with no call under way: asked while storage has not been heard from for
+`PROBE_AFTER` seconds, the store asks it in the background (`probe`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -46,10 +52,16 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-CONNECT_TIMEOUT = 3.0
-READ_TIMEOUT = 15.0
+CONNECT_TIMEOUT = 2.0
+ANSWER_TIMEOUT = 2.0
+"""Seconds storage may go without sending a byte once asked (the SDK's read timeout): past it the call fails and the
+store is skipped for the cool-down. About `Search__SiteWaitSeconds`, so a stalled account costs a request no more
+than a slow site does."""
 OPERATION_TIMEOUT = 30.0
+"""The most one call may take in all (a large upload to an account that stopped reading is bounded only by this)."""
 COOL_DOWN_SECONDS = 30.0
+PROBE_AFTER = 5.0
+"""Seconds without hearing from storage after which health asks it again in the background."""
 
 UNKNOWN, OK, UNREACHABLE, ERROR = "unknown", "ok", "unreachable", "error"
 
@@ -78,6 +90,9 @@ class BlobIndexStore:
         self._cool_down = cool_down
         self._clock = clock
         self._unreachable_until = 0.0
+        self._heard = float("-inf")
+        """On `clock`: when a call last ended, answered or not."""
+        self._probing: asyncio.Task[None] | None = None
         self._status = UNKNOWN
         self._detail = "not contacted yet"
 
@@ -193,11 +208,36 @@ class BlobIndexStore:
         try:
             result = await asyncio.wait_for(call(), self._operation_timeout)
         except (AzureError, OSError, TimeoutError) as exc:
-            self._unreachable_until = self._clock() + self._cool_down
+            self._heard = self._clock()
+            self._unreachable_until = self._heard + self._cool_down
             self._record(*_diagnose(exc))
             raise StoreError(f"index cache {operation} failed: {type(exc).__name__}") from exc
+        self._heard = self._clock()
         self._record(OK, "shared by every instance")
         return result
+
+    def probe(self) -> None:
+        """Ask storage in the background whether it still answers, when nothing was heard from it for PROBE_AFTER
+        seconds and it is not cooling down; health calls it, so a stalled account shows within seconds."""
+        now = self._clock()
+        if now - self._heard < PROBE_AFTER or now < self._unreachable_until:
+            return
+        if self._probing is not None and not self._probing.done():
+            return
+        try:
+            self._probing = asyncio.get_running_loop().create_task(self._probe(), name="index cache probe")
+        except RuntimeError:  # no loop (a synchronous caller): the next call tells
+            return
+
+    async def _probe(self) -> None:
+        container = self._client.get_container_client(self._container)
+
+        async def properties() -> None:
+            with contextlib.suppress(ResourceNotFoundError):  # no container yet is an answer too
+                await container.get_container_properties()
+
+        with contextlib.suppress(StoreError):
+            await self._guarded("probe", properties)
 
     def _record(self, status: str, detail: str) -> None:
         if status != self._status:
@@ -217,6 +257,9 @@ class BlobIndexStore:
         }
 
     async def aclose(self) -> None:
+        if self._probing is not None:
+            self._probing.cancel()
+            await asyncio.gather(self._probing, return_exceptions=True)
         await self._client.close()
         if self._credential is not None:
             await self._credential.close()
@@ -271,7 +314,9 @@ def _stat(etag: str, metadata: dict[str, str]) -> CacheStat:
 
 def client_options(*, proxy: bool) -> dict[str, Any]:
     """The storage client's options. The SDK's defaults (20 s connect, 60 s read, ten retries from a 15 s back-off)
-    would hold a request for minutes when storage is down; the origin is the fallback, so fail fast and let it answer.
+    would hold a request for minutes when storage is down; the origin is the fallback, so fail fast and let it answer:
+    a connection or a silence longer than two seconds fails the call, and a silence is not retried (one retry for
+    whatever else may be passing).
 
     The SDK's aiohttp session reads the environment (a netrc lookup and the proxy variables, two worker-thread hops
     per request: about 0.3 s of a cold instance's start at eight times the sample corpus) only when a `proxy` is
@@ -279,7 +324,7 @@ def client_options(*, proxy: bool) -> dict[str, Any]:
     """
     return {
         "connection_timeout": CONNECT_TIMEOUT,
-        "read_timeout": READ_TIMEOUT,
-        "retry_policy": LinearRetry(backoff=1, random_jitter_range=1, retry_total=1, retry_connect=0),
+        "read_timeout": ANSWER_TIMEOUT,
+        "retry_policy": LinearRetry(backoff=1, random_jitter_range=1, retry_total=1, retry_connect=0, retry_read=0),
         "use_env_settings": proxy,
     }

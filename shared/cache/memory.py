@@ -54,6 +54,9 @@ class MemoryIndexStore:
             return None
         return await self.write(name, replace(current, fetched_at=fetched_at), expected_version=expected_version)
 
+    def probe(self) -> None:
+        """Nothing to ask: the process holds it."""
+
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "shared": False, "status": self._status, "detail": self._detail}
 

@@ -89,6 +89,10 @@ class IndexStore(Protocol):
     def describe(self) -> dict[str, object]:
         """What health reports about the store, from what it last saw; never does I/O."""
 
+    def probe(self) -> None:
+        """Ask the store in the background, without waiting, whether it still answers, when it has not been heard
+        from for a while (health calls it before `describe`, so a stalled store shows within seconds)."""
+
     async def aclose(self) -> None: ...
 
 

@@ -5,6 +5,7 @@ origin would have given a different one), never by a measured time."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -19,6 +20,7 @@ from shared.settings import DocumentationSettings
 from tests.support.providers import FakeProvider
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
+from tools.azurite import Azurite
 from tools.static_origin import StaticOrigin
 
 
@@ -178,3 +180,44 @@ def test_a_site_whose_index_hangs_costs_its_own_results_not_the_answer(static_or
     assert second.json()["results"] and second.json()["sites"]["gamma-docs"]["state"] == "loading"
     assert health["gamma-docs"]["state"] == "loading"
     assert len(static_origin.requests_for("/gamma-docs/search/search_index.json")) == 1  # one load, not one a search
+
+
+def test_a_stalled_store_holds_no_request_and_health_and_the_hook_say_so(static_origin: StaticOrigin) -> None:
+    """Azurite stopped (SIGSTOP): it accepts connections and never answers. Requests whose store checks are due
+    answer from the indexes in hand well before their deadline, health says the store is unreachable, and a publish
+    refresh reports the store's failure instead of waiting it out."""
+    with Azurite() as own:
+        settings = fixture_settings(
+            static_origin.url,
+            {"AzureWebJobsStorage": own.connection_string},
+            SearchIndexOverrides=ROOTED_OVERRIDE,
+            Search__Semantic="false",
+            Cache__CheckIntervalSeconds="0",  # a store check rides on every request
+            Refresh__Tokens="publish-secret",
+            RequestTimeoutSeconds="20",
+        )
+        app = create_app(settings, embedding=None)
+        with UvicornServer(app) as server, httpx.Client(base_url=server.url, timeout=60) as api:
+            location = api.get("/api/docs/search", params={"q": "install"}).json()["results"][0]["location"]
+            assert api.get("/api/docs/get", params={"location": location}).status_code == 200
+            with own.paused():
+                answers = []
+                for query in ("install", "metrics", "ingress"):
+                    for path, params in (("search", {"q": query}), ("get", {"location": location})):
+                        started = time.monotonic()
+                        response = api.get(f"/api/docs/{path}", params=params)
+                        answers.append((path, response.status_code, time.monotonic() - started))
+                deadline = time.monotonic() + 10
+                while (cache := api.get("/api/health").json()["cache"])["status"] != "unreachable":
+                    assert time.monotonic() < deadline, cache
+                started = time.monotonic()
+                hook = api.post(
+                    "/api/admin/refresh", json={"sites": ["alpha"]}, headers={"Authorization": "Bearer publish-secret"}
+                )
+                hooked = time.monotonic() - started
+
+    # The deadline is 20 s; a stalled store cost each request its 30 s storage timeout before.
+    assert all(status == 200 and seconds < 10 for _, status, seconds in answers), answers
+    assert hook.status_code == 200 and hooked < 10, (hook.status_code, hooked)
+    outcome = hook.json()["sites"]["alpha"]
+    assert outcome["outcome"] == "failed" and "storage" in outcome["reason"]

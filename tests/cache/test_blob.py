@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.cache import CachedIndex, MemoryIndexStore, index_name, open_store, store_newest, vectors_name
-from shared.cache.blob import BlobIndexStore
+from shared.cache.blob import OPERATION_TIMEOUT, PROBE_AFTER, BlobIndexStore
 from shared.errors import StoreError
 from shared.settings import PREFIX, load_settings
 from tests.support.stores import closed_port
@@ -282,5 +283,53 @@ async def test_an_unreachable_account_fails_fast_and_health_says_so() -> None:
         ticks[0] = 31.0
         with pytest.raises(StoreError, match="ServiceRequestError"):  # asked again afterwards
             await store.write("s", entry(b"x"), expected_version=None)
+    finally:
+        await store.aclose()
+
+
+@pytest.fixture
+def own_azurite() -> Iterator[Azurite]:
+    """An Azurite of this test's own, to stall without stalling every other test's."""
+    with Azurite() as own:
+        yield own
+
+
+async def test_a_stalled_account_costs_one_short_wait_then_is_skipped(own_azurite: Azurite) -> None:
+    store = BlobIndexStore.from_connection_string(own_azurite.connection_string, "stalled-cache", source="test")
+    try:
+        await store.write("s", entry(b"x"), expected_version=None)
+        with own_azurite.paused():  # it accepts connections and never answers
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(StoreError, match="Timeout"):
+                await store.stat("s")
+            # A few times the answer timeout, never the operation's 30 s: the request it rides on answers.
+            assert loop.time() - started < OPERATION_TIMEOUT / 3
+            assert store.describe()["status"] == "unreachable"
+            started = loop.time()
+            with pytest.raises(StoreError, match="cool-down"):  # skipped, no second wait
+                await store.read("s")
+            assert loop.time() - started < 1
+    finally:
+        await store.aclose()
+
+
+async def test_health_hears_of_a_stall_within_seconds_with_no_call_under_way(own_azurite: Azurite) -> None:
+    ticks = [0.0]
+    store = BlobIndexStore.from_connection_string(
+        own_azurite.connection_string, "stalled-cache", source="test", clock=lambda: ticks[0]
+    )
+    try:
+        await store.write("s", entry(b"x"), expected_version=None)
+        store.probe()  # heard from just now: nothing asked
+        assert store.describe()["status"] == "ok"
+        with own_azurite.paused():
+            ticks[0] = PROBE_AFTER + 1
+            store.probe()
+            store.probe()  # one probe at a time
+            deadline = time.monotonic() + OPERATION_TIMEOUT / 3
+            while store.describe()["status"] != "unreachable":
+                assert time.monotonic() < deadline, store.describe()
+                await asyncio.sleep(0.05)
     finally:
         await store.aclose()

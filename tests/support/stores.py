@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections import Counter
 from datetime import datetime
@@ -41,8 +42,31 @@ class CountingStore:
     def describe(self) -> dict[str, object]:
         return self.inner.describe()
 
+    def probe(self) -> None:
+        self.inner.probe()
+
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class StallingStore(CountingStore):
+    """A real store that, once `stalled`, never answers a read or a property check (until cancelled)."""
+
+    def __init__(self, inner: IndexStore) -> None:
+        super().__init__(inner)
+        self.stalled = False
+
+    async def read(self, name: str) -> CachedIndex | None:
+        await self._stall()
+        return await super().read(name)
+
+    async def stat(self, name: str) -> CacheStat | None:
+        await self._stall()
+        return await super().stat(name)
+
+    async def _stall(self) -> None:
+        if self.stalled:
+            await asyncio.Event().wait()
 
 
 def closed_port() -> int:

@@ -254,9 +254,19 @@ class SiteRegistry:
     async def get(self, site: str) -> LoadedSite | None:
         """The site's loaded index, loading it on first use; None when the site failed to load.
 
-        A loaded site is returned at once unless its store check is due; then one request checks while the others
-        keep being answered from the index in hand.
+        A loaded site is returned at once unless its store check is due; then the check runs in the background (one
+        per site, however many requests ask) and this request waits for it at most `Search__SiteWaitSeconds`, as a
+        search does (`within`), before it is answered from the index in hand: a slow or stalled store, or a newer
+        copy being built, never holds it longer.
         """
+        slot = self._sites[site]
+        if slot.served is not None and slot.failure is None and slot.check_due(self._clock()):
+            await asyncio.wait([self._ready(site)], timeout=self._settings.search.site_wait_seconds)
+            return slot.served
+        return await self._settle(site)
+
+    async def _settle(self, site: str) -> LoadedSite | None:
+        """The site's first load, retry or due store check, behind its gate; the index to serve afterwards."""
         slot = self._sites[site]
         if slot.failure is not None:
             return None if slot.gate.locked() else await self._retry(slot)  # one request retries, none waits
@@ -289,7 +299,8 @@ class SiteRegistry:
         if all(future.done() for future in pending.values()):  # the usual case: every site loaded, nothing to wait on
             return {site: _result(future) for site, future in pending.items()}
         done, waiting = await asyncio.wait(pending.values(), timeout=seconds)
-        while waiting and not any(_result(future) is not None for future in done):
+        held = any(self._sites[site].served is not None for site in sites)  # a check, not a cold load
+        while waiting and not held and not any(_result(future) is not None for future in done):
             more, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             done |= more
         ready: dict[str, LoadedSite | None] = {}
@@ -310,7 +321,7 @@ class SiteRegistry:
             return answered
         task = slot.load
         if task is None or task.done():
-            task = slot.loading(asyncio.create_task(self.get(site), name=f"load {site}"))
+            task = slot.loading(asyncio.create_task(self._settle(site), name=f"load {site}"))
         return task
 
     def check_soon(self, site: str) -> None:

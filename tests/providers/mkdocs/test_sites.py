@@ -6,6 +6,7 @@ server, Azurite behind the Azure SDK, and the registry between them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -17,13 +18,13 @@ from asgi_lifespan import LifespanManager
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.cache import CachedIndex, IndexStore, store_newest
+from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, store_newest
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.sites import SiteRegistry, SiteState
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
-from tests.support.stores import CountingStore, closed_port
+from tests.support.stores import CountingStore, StallingStore, closed_port
 from tools.azurite import Azurite, connection_string
 from tools.static_origin import StaticOrigin
 
@@ -269,6 +270,25 @@ async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_an
     # One property check each for the index, its prebuilt ranker and its missing-pages record (there are none);
     # one index download.
     assert (counting_store.calls["stat"], counting_store.calls["read"]) == (3, 1)
+
+
+async def test_a_check_on_a_store_that_never_answers_holds_a_request_no_longer_than_the_site_wait(
+    static_origin: StaticOrigin, client: OriginClient
+) -> None:
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__SiteWaitSeconds="0.2")
+    store = StallingStore(MemoryIndexStore())
+    clock = Clock()
+    registry = SiteRegistry(settings, client, store, clock=clock)
+    first = await registry.get(SITE)
+    others = await registry.within(settings.sites, 5)
+    store.stalled = True
+    clock.now += settings.cache.check_interval_seconds
+
+    # Each answered from the index in hand after the site wait, however long the store takes; nothing is built.
+    assert await asyncio.wait_for(registry.get(SITE), 5) is first
+    held = await asyncio.wait_for(registry.within(settings.sites, 0.2), 5)
+    assert held == {site: loaded for site, loaded in others.items() if loaded is not None}
+    await registry.aclose()
 
 
 async def test_an_unchanged_blob_costs_one_property_check_and_no_download(
