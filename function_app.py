@@ -21,11 +21,11 @@ export_telemetry(settings)  # before anything records: only with APPLICATIONINSI
 # One model per worker process, shared by requests and the timer: the timer can fire before the first request
 # runs the ASGI lifespan, and both must queue their bulk embedding on the same lane.
 embedding = process_embedding(settings)
-api = create_app(settings, embedding=embedding)
 # With Entra sign-in the app is the gate: an OAuth client finds where to sign in from the app's own 401 challenge
 # (RFC 9728 metadata), which a Functions-key 401 from the host would hide, and per-user tokens replace the key
 # every user would otherwise paste into mcp.json. Without it, the Functions key stays the gate.
 auth_level = func.AuthLevel.ANONYMOUS if settings.auth.enabled else func.AuthLevel.FUNCTION
+api = create_app(settings, embedding=embedding, gated_by_host=auth_level == func.AuthLevel.FUNCTION)
 app = func.AsgiFunctionApp(app=api, http_auth_level=auth_level)
 _starting = asyncio.Lock()
 

@@ -23,6 +23,7 @@ Lower-level errors (aiohttp, the Azure SDK, onnxruntime) are translated into the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,7 +43,20 @@ class ConfigurationError(DocsError):
 
 
 class InvalidRequestError(DocsError):
-    """Caller input that the service refuses with a clear reason."""
+    """Caller input that the service refuses with a clear reason; `argument` is the one it names (its REST name,
+    which the message starts with), so a protocol that calls it otherwise can say it in its own words."""
+
+    def __init__(self, message: str, *, argument: str | None = None) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+    def named(self, names: Mapping[str, str]) -> InvalidRequestError:
+        """The same refusal with the argument called by its name in `names` (MCP's `query` for REST's `q`)."""
+        name = names.get(self.argument or "")
+        text = str(self)
+        if name is None or self.argument is None or not text.startswith(self.argument):
+            return self
+        return InvalidRequestError(name + text[len(self.argument) :], argument=name)
 
 
 class ResolutionError(DocsError):

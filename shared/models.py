@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pydantic.alias_generators import to_camel
 
 NO_PROVIDER = "none"
@@ -215,3 +215,15 @@ class Document(_Wire):
     outline: list[OutlineEntry] | None = Field(
         default=None, description="The page's (or the section's) headings, with `view=outline`; otherwise null."
     )
+    _fresh_for: float = PrivateAttr(default=0.0)
+
+    @property
+    def fresh_for(self) -> float:
+        """Seconds this copy stays as fresh as a new read would be (what a client may cache it for): the provider's
+        own freshness for the page; 0 when it cannot tell. Not part of the wire form; parts keep their page's."""
+        return self._fresh_for
+
+    def fresh_until(self, seconds: float) -> Document:
+        """This document, saying it stays fresh for `seconds`."""
+        self._fresh_for = max(0.0, seconds)
+        return self

@@ -58,24 +58,36 @@ def _refuse_control(name: str, value: str, *, allow_whitespace: bool = False) ->
     for char in value:
         allowed = char == "\t" or (allow_whitespace and is_whitespace(char))
         if unicodedata.category(char) in categories and not allowed:
-            raise InvalidRequestError(f"{name} must not contain control characters")
+            raise InvalidRequestError(f"{name} must not contain control characters", argument=name)
 
 
 def check_query(query: str | None) -> str:
     """The query with its surrounding whitespace trimmed. Line breaks and other whitespace are whitespace (agents
     paste multi-line error messages); any other control character is refused."""
     if query is None or not split_whitespace(query):
-        raise InvalidRequestError("q is required and must not be blank")
+        raise InvalidRequestError("q is required and must not be blank", argument="q")
     if len(query) > MAX_QUERY_LENGTH:
-        raise InvalidRequestError(f"q must be at most {MAX_QUERY_LENGTH} characters")
+        raise InvalidRequestError(f"q must be at most {MAX_QUERY_LENGTH} characters", argument="q")
     _refuse_control("q", query, allow_whitespace=True)
     return _TRIM.sub("", query)
 
 
 def check_limit(limit: int) -> int:
     if not MIN_LIMIT <= limit <= MAX_LIMIT:
-        raise InvalidRequestError(f"limit must be between {MIN_LIMIT} and {MAX_LIMIT}")
+        raise InvalidRequestError(f"limit must be between {MIN_LIMIT} and {MAX_LIMIT}", argument="limit")
     return limit
+
+
+WHOLE_NUMBER = re.compile("[0-9]{1,15}")
+"""The one spelling of a number a caller may send as text: ASCII digits only. `str.isdigit` admits superscripts
+and other scripts' digits that `int` then refuses or reads; pydantic's lax `int` admits signs, spaces and `_`."""
+
+
+def whole_number(name: str, value: str) -> int:
+    """`value` as a whole number, or InvalidRequestError naming `name`: nothing but ASCII digits is read as one."""
+    if not WHOLE_NUMBER.fullmatch(value):
+        raise InvalidRequestError(f"{name} must be a whole number (digits 0-9)", argument=name)
+    return int(value)
 
 
 def check_location(location: str | None, origin: str) -> str:

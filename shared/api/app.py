@@ -40,18 +40,22 @@ def create_app(
     *,
     embedding: EmbeddingModel | _Default | None = _Default.FROM_SETTINGS,
     providers: tuple[DocumentationProvider, ...] = (),
+    gated_by_host: bool = False,
 ) -> FastAPI:
     """The ASGI app. Settings are read here, at start-up, so invalid configuration fails before any request.
 
     `embedding` is the process's model, shared with the warm-up timer where the host has one; by default the app
     builds its own from the settings. `providers` are added to the configured ones (tests pass fakes here).
+    `gated_by_host` says the host checks callers before the app sees them (the Functions key): with it, or with the
+    app's own checks (`Inbound__Tokens`, Entra sign-in), nothing is cacheable by a shared cache.
     The service itself is composed when the lifespan starts and closed when it ends; both hosts run it
     (uvicorn at start-up, `AsgiFunctionApp` on the first request). So is the MCP server over it, whose session
     manager runs once per app instance.
     """
     settings = checked(settings or load_settings())
     redaction.install()
-    endpoint = McpEndpoint()
+    endpoint = McpEndpoint(seconds=settings.request_timeout_seconds)
+    gated = gated_by_host or bool(settings.inbound.tokens) or settings.auth.enabled
     verifier = EntraVerifier(settings.auth) if settings.auth.enabled else None
     own_hosts = (*((settings.website_hostname,) if settings.website_hostname else ()), *settings.mcp.allowed_hosts)
 
@@ -67,6 +71,7 @@ def create_app(
                     composition.service,
                     budget_chars=settings.mcp.answer_budget_chars,
                     seconds=settings.request_timeout_seconds,
+                    gated=gated,
                 )
                 server.streamable_http_app(
                     streamable_http_path=MCP_PATH,
@@ -103,7 +108,11 @@ def create_app(
     app.add_middleware(InboundCheck, settings=settings, verifier=verifier)
     app.add_middleware(ConcurrencyLimit, limit=settings.inbound.max_concurrent_per_client)
     declared = {site.lower(): site for provider in providers for site in provider.sites}
-    install_routes(app, [*settings.sites, *(site for key, site in declared.items() if not settings.site_named(key))])
+    install_routes(
+        app,
+        [*settings.sites, *(site for key, site in declared.items() if not settings.site_named(key))],
+        gated=gated,
+    )
     install_admin_routes(app, settings, verifier)
     app.router.routes.extend(metadata_routes(settings))
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.

@@ -1,4 +1,5 @@
-"""MCP answers that fit an agent's context: a page read within `Mcp__AnswerBudgetChars`, with the way on in its text.
+"""MCP answers that fit an agent's context: a page read or a search within `Mcp__AnswerBudgetChars`, with the way on
+in its text.
 
 Agents' hosts cap what a tool may answer (one warns at about 10,000 tokens and refuses past 25,000; another cuts
 tool output at about 10 KB), and an MCP answer carries the Markdown twice: in its text and in its structured
@@ -86,6 +87,24 @@ def fit(build: Callable[[int], CallToolResult], budget: int) -> CallToolResult:
             break
         chars, answer = scaled, build(scaled)
     return best if best is not None else answer
+
+
+def fit_count(
+    build: Callable[[int], CallToolResult], count: int, budget: int, *, keep_at_least: int = 0
+) -> CallToolResult:
+    """The answer with as many of its `count` items as keep it within `budget` (the first ones: items are best
+    first), but never fewer than `keep_at_least`; `build(n)` makes the answer with the first `n`."""
+    whole = build(count)
+    if size(whole) <= budget:
+        return whole
+    low, high = min(keep_at_least, count), count - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size(build(middle)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return build(low)
 
 
 def continuation(

@@ -12,29 +12,38 @@ No `from __future__ import annotations` here: the SDK reads the tools' annotatio
 in `search_docs`' schema is built from the service's sites in `build_server`'s scope.
 """
 
+import json
 import logging
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from mcp.server.lowlevel.helper_types import ReadResourceContents
+import anyio
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INVALID_PARAMS,
     CallToolResult,
     InputRequiredResult,
+    ReadResourceRequestParams,
+    ReadResourceResult,
     TextContent,
+    TextResourceContents,
     ToolAnnotations,
 )
-from pydantic import AnyUrl, Field, ValidationError, WithJsonSchema
-from starlette.types import Receive, Scope, Send
+from pydantic import Field, ValidationError, WithJsonSchema
+from starlette.responses import JSONResponse
+from starlette.types import Message, Receive, Scope, Send
 
 from shared import __version__, reading
-from shared.api import budget, resources
+from shared.api import budget, caching, envelope, resources
 from shared.api.errors import answer, tool_error, where, within
-from shared.error_body import ErrorBody
+from shared.error_body import ErrorBody, encode
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchResponse, SiteAnswer, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
@@ -89,6 +98,9 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
+ARGUMENT_NAMES = {"q": "query"}
+"""REST parameter names the tools call otherwise: a refusal names the argument the caller actually sent."""
+
 ALIASES = {
     "search_docs": {"q": "query", "question": "query", "max_results": "limit", "top_k": "limit", "k": "limit"},
     "get_doc": {"path": "location", "url": "location", "page": "location"},
@@ -109,37 +121,71 @@ def with_aliases(arguments: dict[str, Any], aliases: dict[str, str]) -> dict[str
     return renamed
 
 
+class SearchAnswer(SearchResponse):
+    """`search_docs`' structured content: the search, and how many results were left out to fit the answer."""
+
+    left_out: int = Field(
+        default=0,
+        description="Results that matched but were left out to keep the answer within its size budget: ask with a "
+        "smaller `limit`, or narrow with `site`, to see them whole.",
+    )
+
+
 class DocsServer(MCPServer[Any]):
     """The SDK's server, with the arguments checked before a tool runs and pages readable as resources.
 
     The names models reach for (`q`, `path`, `max_results`...) are read as the declared ones (`ALIASES`); any other
     argument the tool does not take is refused, naming those it does (silently ignored, a wrong guess would cost
     the agent a useless answer); a value of the wrong type is refused naming the argument, never echoing the value
-    (the SDK's own message quotes it).
+    (the SDK's own message quotes it). An unknown tool is JSON-RPC `-32602`, as the specification has it.
+
+    It claims only what it does, in both protocol revisions: no prompts, no subscriptions (`subscriptions/listen`
+    and `resources/subscribe` are `-32601` at once: a stateless instance has nothing to notify, and an open event
+    stream would hold a client's request past every deadline), no list-change notifications. Lists and discover
+    carry the caching hints of `shared.api.caching`; a page read carries its own.
     """
 
-    def __init__(self, service: DocumentationService, *, budget: int, seconds: float) -> None:
+    def __init__(self, service: DocumentationService, *, budget: int, seconds: float, gated: bool) -> None:
+        listed = CacheHint(ttl_ms=caching.DEPLOYMENT_TTL_SECONDS * 1000, scope=caching.scope(gated))
         super().__init__(
-            name="documentation", title="Documentation retrieval", version=__version__, instructions=INSTRUCTIONS
+            name="documentation",
+            title="Documentation retrieval",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            subscriptions=False,
+            cache_hints={
+                "server/discover": listed,
+                "tools/list": listed,
+                "resources/templates/list": listed,
+                "resources/list": listed,
+            },
         )
-        self.service, self.budget, self.seconds = service, budget, seconds
+        self.service, self.seconds, self.scope = service, seconds, caching.scope(gated)
+        self.budget = budget - envelope_chars()
+        """What the answer itself may take: the budget less what the SDK adds to it as it is sent."""
+        # The SDK serves prompts whether or not a server has any; without them no `prompts` capability is claimed
+        # and a prompts call is "method not found" (no internal error and ERROR log line for an unknown name).
+        handlers = self._lowlevel_server._request_handlers
+        for method in ("prompts/list", "prompts/get"):
+            handlers.pop(method, None)
+        self._lowlevel_server.add_request_handler("resources/read", ReadResourceRequestParams, self._read)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         tool = next((tool for tool in await self.list_tools() if tool.name == name), None)
-        if tool is not None:
-            accepted = list(tool.input_schema.get("properties", {}))
-            try:
-                arguments = with_aliases(arguments, ALIASES.get(name, {}))
-            except InvalidRequestError as exc:
-                return failure(exc)
-            unknown = sorted(set(arguments) - set(accepted))
-            if unknown:
-                named = ", ".join(f"`{argument}`" for argument in unknown)
-                return failure(
-                    InvalidRequestError(f"{name} takes no argument {named}; it takes: {', '.join(accepted)}")
-                )
+        if tool is None:
+            tools = ", ".join(tool.name for tool in await self.list_tools())
+            raise MCPError(INVALID_PARAMS, f"no such tool; the tools are: {tools}")
+        accepted = list(tool.input_schema.get("properties", {}))
+        try:
+            arguments = with_aliases(arguments, ALIASES.get(name, {}))
+        except InvalidRequestError as exc:
+            return failure(exc)
+        unknown = sorted(set(arguments) - set(accepted))
+        if unknown:
+            named = ", ".join(f"`{argument}`" for argument in unknown)
+            return failure(InvalidRequestError(f"{name} takes no argument {named}; it takes: {', '.join(accepted)}"))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -147,17 +193,43 @@ class DocsServer(MCPServer[Any]):
                 return failure(InvalidRequestError(_invalid_arguments(exc.__cause__)))
             raise
 
-    async def read_resource(
-        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
-    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
-        """`docs://{site}/{path}` as the page's Markdown within the budget (`shared.api.resources`)."""
-        return await resources.read_page(self.service, str(uri), budget_chars=self.budget, seconds=self.seconds)
+    async def _read(self, _: ServerRequestContext[Any], params: ReadResourceRequestParams) -> ReadResourceResult:
+        """`docs://{site}/{path}` as the page's Markdown within the budget (`shared.api.resources`), fresh for as
+        long as the service's own copy of the page."""
+        uri = str(params.uri)
+        read = await resources.read_page(self.service, uri, budget_chars=self.budget, seconds=self.seconds)
+        contents = [
+            TextResourceContents(uri=uri, text=str(item.content), mime_type=item.mime_type, _meta=item.meta)
+            for item in read.contents
+        ]
+        return ReadResourceResult(contents=contents, ttl_ms=read.fresh_seconds * 1000, cache_scope=self.scope)
 
 
-def build_server(service: DocumentationService, *, budget_chars: int, seconds: float) -> MCPServer[Any]:
+def envelope_chars() -> int:
+    """The most the SDK adds to an answer after the server built it, at the longest: the 2026-07-28 `resultType`
+    and `serverInfo` stamp, and the caching hints of a read (a JSON-RPC `result` carries nothing else of its own)."""
+    added = {
+        "resultType": "complete",
+        "ttlMs": caching.DEPLOYMENT_TTL_SECONDS * 1000,
+        "cacheScope": "private",
+        "_meta": {
+            "io.modelcontextprotocol/serverInfo": {
+                "name": "documentation",
+                "title": "Documentation retrieval",
+                "version": __version__,
+            }
+        },
+    }
+    return len(json.dumps(added)) + 2 * len(added)  # each key's separator and comma in the answer's own object
+
+
+def build_server(
+    service: DocumentationService, *, budget_chars: int, seconds: float, gated: bool = False
+) -> MCPServer[Any]:
     """The MCP server with both tools over `service`, and its pages as resources; `site` lists the service's
-    sites in the input schema."""
-    server = DocsServer(service, budget=budget_chars, seconds=seconds)
+    sites in the input schema. `gated`: a caller credential is checked, so nothing is cached for other callers."""
+    server = DocsServer(service, budget=budget_chars, seconds=seconds, gated=gated)
+    fits = server.budget
     # The schema tells agents the ranges and the sites; the service itself checks them (case-insensitively for
     # sites), so a wrong value comes back as a `bad_request` tool error naming what is accepted.
     limit_schema = {"type": "integer", "minimum": MIN_LIMIT, "maximum": MAX_LIMIT, "default": 10}
@@ -177,13 +249,11 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
         site: Annotated[
             str | None, Field(description="Search only this documentation site."), WithJsonSchema(site_schema)
         ] = None,
-    ) -> Annotated[CallToolResult, SearchResponse]:
+    ) -> Annotated[CallToolResult, SearchAnswer]:
         async def answer() -> CallToolResult:
             response = await within(service.search(query, limit=limit, site=site), seconds)
-            links = [resources.resource_link(hit) for hit in response.results]
-            return CallToolResult(
-                content=[TextContent(type="text", text=render_search(response, site)), *links],
-                structured_content=response.model_dump(mode="json", by_alias=True),
+            return budget.fit_count(
+                lambda kept: search_answer(response, kept, site), len(response.results), fits, keep_at_least=1
             )
 
         return await _guarded(answer())
@@ -228,8 +298,8 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
             document = await within(service.get(location, outline=read.needs_outline), seconds)
             selection = reading.select(document, read)
             if read.view is View.OUTLINE:
-                return budget.outline_answer(selection, budget_chars)
-            return budget.read_answer(selection, read, budget_chars)
+                return budget.outline_answer(selection, fits)
+            return budget.read_answer(selection, read, fits)
 
         return await _guarded(answer())
 
@@ -247,8 +317,8 @@ def build_server(service: DocumentationService, *, budget_chars: int, seconds: f
         the metadata and continuation this function's plain text cannot carry."""
         query = "&".join(f"{k}={v}" for k, v in (("offset", offset), ("maxChars", maxChars)) if v is not None)
         uri = f"docs://{site}/{quote(path, safe='/%')}" + (f"?{query}" if query else "")
-        contents = await resources.read_page(service, uri, budget_chars=budget_chars, seconds=seconds)
-        return str(contents[0].content)
+        read = await resources.read_page(service, uri, budget_chars=fits, seconds=seconds)
+        return str(read.contents[0].content)
 
     # The SDK derives each output schema from the return annotation; it has no public way to widen it.
     for tool in server._tool_manager.list_tools():
@@ -291,15 +361,29 @@ async def _guarded(answer: Awaitable[CallToolResult]) -> CallToolResult:
 def failure(exc: BaseException) -> CallToolResult:
     """A tool error an agent can read (the reason code first, then what it means and what to do next) and a
     program can parse: the REST API's error body as structured content."""
+    if isinstance(exc, InvalidRequestError):
+        exc = exc.named(ARGUMENT_NAMES)
     _, body = answer(exc)
     return CallToolResult(
         content=[TextContent(type="text", text=tool_error(exc))], structured_content=body, is_error=True
     )
 
 
+def search_answer(response: SearchResponse, kept: int, site: str | None) -> CallToolResult:
+    """The first `kept` results as the tool's answer: the text, a resource link per result, and the structured
+    content saying how many were left out."""
+    shown = SearchAnswer(**response.model_dump(), left_out=len(response.results) - kept)
+    shown = shown.model_copy(update={"results": response.results[:kept]})
+    links = [resources.resource_link(hit) for hit in shown.results]
+    return CallToolResult(
+        content=[TextContent(type="text", text=render_search(shown, site)), *links],
+        structured_content=shown.model_dump(mode="json", by_alias=True),
+    )
+
+
 def render_search(response: SearchResponse, site: str | None = None) -> str:
     """What an agent reads: one block per hit (title, location, breadcrumb, size, preview); for no hit, which sites
-    were searched and what to try next."""
+    were searched and what to try next; what was left out to fit the answer, and how to see it."""
     if not response.results:
         states = response.sites or {}
         searched = [name for name, site in states.items() if site.state == SiteAnswer.SEARCHED]
@@ -324,6 +408,14 @@ def render_search(response: SearchResponse, site: str | None = None) -> str:
             lines.append(f"   section: {' > '.join(hit.breadcrumb)}{anchor}")
         if hit.preview_text:
             lines.append(f"   {hit.preview_text}")
+    left_out = response.left_out if isinstance(response, SearchAnswer) else 0
+    if left_out:
+        shown = len(response.results)
+        narrow = "" if site else ", or narrow the search with `site`"
+        lines.append(
+            f"\n[{left_out} more result(s) matched but were left out to keep this answer within its size budget: "
+            f"ask with limit={shown} for these {shown} whole{narrow}.]"
+        )
     if fresh := freshness(response):
         lines.append(f"\n{fresh}")
     lines.append(
@@ -357,16 +449,43 @@ def ago(when: datetime, now: datetime | None = None) -> str:
 
 
 class McpEndpoint:
-    """`/api/mcp` (and `/api/mcp/`, never redirected) handed to the session manager the lifespan started."""
+    """`/api/mcp` (and `/api/mcp/`, never redirected) handed to the session manager the lifespan started, once its
+    body is known to be one JSON-RPC message of bounded size (`shared.api.envelope`); no request outlives the
+    request deadline (and a little grace for the answer to go out): one that has not begun its answer by then is
+    answered `504`."""
 
-    def __init__(self) -> None:
+    GRACE_SECONDS = 2.0
+
+    def __init__(self, *, seconds: float = 30.0) -> None:
         self.server: MCPServer[Any] | None = None
+        self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.server is None:
-            from starlette.responses import JSONResponse
-
-            body = {"error": {"code": "starting", "message": "the MCP endpoint is not started"}}
+            body = encode("starting", "the MCP endpoint is not started")
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
-        await self.server.session_manager.handle_request(scope, receive, send)
+        if scope.get("method") == "POST":
+            try:
+                raw = await envelope.read_body(scope, receive)
+            except envelope.TooLarge:
+                await envelope.too_large()(scope, receive, send)
+                return
+            if (refused := envelope.refusal(raw)) is not None:
+                await refused(scope, receive, send)
+                return
+            receive = envelope.replaying(raw, receive)
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        with anyio.move_on_after(self.seconds + self.GRACE_SECONDS) as deadline:
+            await self.server.session_manager.handle_request(scope, receive, sending)
+        if deadline.cancelled_caught:
+            log.warning("an MCP request outlived the request deadline and was ended")
+            if not started:
+                body = encode("timeout", "no answer within the request deadline")
+                await JSONResponse(body, status_code=504)(scope, receive, send)

@@ -11,6 +11,7 @@ something else.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
@@ -20,12 +21,13 @@ from mcp.shared.uri_template import UriTemplate
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ResourceLink
 
 from shared import reading
-from shared.api import budget
+from shared.api import budget, caching
 from shared.api.errors import answer, tool_error, where, within
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchResult
 from shared.reading import check_read
 from shared.service import DocumentationService
+from shared.validation import whole_number
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +68,15 @@ def resource_link(hit: SearchResult) -> ResourceLink:
     )
 
 
-async def read_page(
-    service: DocumentationService, uri: str, *, budget_chars: int, seconds: float
-) -> list[ReadResourceContents]:
+@dataclass(frozen=True, slots=True)
+class PageRead:
+    """A page read as resource contents, and how long a client may keep them (`caching.fresh_seconds`)."""
+
+    contents: list[ReadResourceContents]
+    fresh_seconds: int
+
+
+async def read_page(service: DocumentationService, uri: str, *, budget_chars: int, seconds: float) -> PageRead:
     """The page at `uri` as resource contents; an MCPError carrying the REST error body when it cannot be read
     (`-32602` for a bad URI, `-32002` for a page that does not exist, `-32603` otherwise)."""
     try:
@@ -82,9 +90,7 @@ async def read_page(
         raise MCPError(INTERNAL_ERROR, tool_error(exc), data=answer(exc)[1]) from None
 
 
-async def _read(
-    service: DocumentationService, uri: str, *, budget_chars: int, seconds: float
-) -> list[ReadResourceContents]:
+async def _read(service: DocumentationService, uri: str, *, budget_chars: int, seconds: float) -> PageRead:
     matched = TEMPLATE.match(uri)
     if matched is None or not matched.get("site"):
         raise InvalidRequestError("a page's URI is docs://{site}/{path}, with ?offset= and ?maxChars= optional")
@@ -118,13 +124,11 @@ async def _read(
     note = (head + tail).strip()
     if note:
         contents.append(ReadResourceContents(content=note, mime_type="text/plain", meta={"continuation": True}))
-    return contents
+    return PageRead(contents, caching.fresh_seconds(document))
 
 
 def _number(matched: dict[str, Any], name: str) -> int | None:
     value = matched.get(name)
     if value in (None, ""):
         return None
-    if not str(value).isdigit() or len(str(value)) > 9:
-        raise InvalidRequestError(f"{name} must be a whole number")
-    return int(value)
+    return whole_number(name, str(value))

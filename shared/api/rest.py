@@ -8,10 +8,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from shared import __version__
+from shared.api import caching
 from shared.api.errors import ServiceNotStarted, within
 from shared.compose import Composition
 from shared.error_body import ErrorBody
@@ -19,7 +20,14 @@ from shared.errors import InvalidRequestError
 from shared.models import Document, SearchResponse, View
 from shared.providers.base import Status
 from shared.reading import MAX_OFFSET, MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
-from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT, QUERY_PATTERN
+from shared.validation import (
+    MAX_LIMIT,
+    MAX_LOCATION_LENGTH,
+    MAX_QUERY_LENGTH,
+    MIN_LIMIT,
+    QUERY_PATTERN,
+    whole_number,
+)
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -93,18 +101,32 @@ def _known(*accepted: str) -> Callable[[Request], None]:
     return check
 
 
+def _whole_numbers(*names: str) -> Callable[[Request], None]:
+    """Numeric parameters spelt only with ASCII digits (`validation.whole_number`): the lax parse below would read
+    `+5`, ` 5` or `1_000` as numbers."""
+
+    def check(request: Request) -> None:
+        for name in names:
+            value = request.query_params.get(name)
+            if value is not None:
+                whole_number(name, value)
+
+    return check
+
+
 Composed = Annotated[Composition, Depends(composition)]
 
 
-def install_routes(app: FastAPI, sites: Sequence[str]) -> None:
-    """The routes; `sites` (every site some provider serves) is what `site` may name, stated in the document."""
+def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -> None:
+    """The routes; `sites` (every site some provider serves) is what `site` may name, stated in the document; `gated`
+    (a caller credential is checked) makes every cacheable answer `private`."""
 
     @app.get(
         "/api/docs/search",
         response_model=SearchResponse,
         responses=SEARCH_ERRORS,
         tags=["docs"],
-        dependencies=[Depends(_single_valued), Depends(_known("q", "limit", "site"))],
+        dependencies=[Depends(_single_valued), Depends(_known("q", "limit", "site")), Depends(_whole_numbers("limit"))],
     )
     async def search(
         composed: Composed,
@@ -133,10 +155,16 @@ def install_routes(app: FastAPI, sites: Sequence[str]) -> None:
         response_model=Document,
         responses=GET_ERRORS,
         tags=["docs"],
-        dependencies=[Depends(_single_valued), Depends(_known("location", "section", "offset", "maxChars", "view"))],
+        dependencies=[
+            Depends(_single_valued),
+            Depends(_known("location", "section", "offset", "maxChars", "view")),
+            Depends(_whole_numbers("offset", "maxChars")),
+        ],
     )
     async def get(
         composed: Composed,
+        request: Request,
+        response: Response,
         location: Annotated[
             str,
             Query(
@@ -175,11 +203,18 @@ def install_routes(app: FastAPI, sites: Sequence[str]) -> None:
             View | None,
             Query(description="`outline`: the headings with their sizes (`outline`) instead of the content."),
         ] = None,
-    ) -> Document:
+    ) -> Document | Response:
         """Fetch one page as Markdown with front matter; `resolution` says how the location resolved. Without
-        `section`, `offset`, `maxChars` or `view` the whole page comes back."""
+        `section`, `offset`, `maxChars` or `view` the whole page comes back. The answer carries a weak `ETag` (from
+        `contentHash` and what was asked; `If-None-Match` with it is answered `304`) and a `Cache-Control` `max-age`
+        no longer than the service's own freshness for the page (`private` when callers are checked)."""
         read = check_read(section=section, offset=offset, max_chars=max_chars, view=view)
-        return await within(composed.service.read(location, read), composed.settings.request_timeout_seconds)
+        document = await within(composed.service.read(location, read), composed.settings.request_timeout_seconds)
+        headers = {"ETag": caching.etag(document, read), "Cache-Control": caching.cache_control(document, gated=gated)}
+        if caching.matches(request.headers.get("if-none-match"), headers["ETag"]):
+            return Response(status_code=304, headers=headers)
+        response.headers.update(headers)
+        return document
 
     @app.get(
         "/api/health",

@@ -118,7 +118,8 @@ async def test_a_failed_get_is_a_tool_error_naming_its_reason(
     [
         ({"query": "install", "limit": 0}, "bad_request: limit must be between 1 and 50"),
         ({"query": "install", "site": "nowhere"}, "bad_request: site must be one of: alpha"),
-        ({"query": "   "}, "bad_request: q is required"),
+        ({"query": "   "}, "bad_request: query is required and must not be blank"),
+        ({"query": "a\x01b"}, "bad_request: query must not contain control characters"),
         ({"query": "install", "limit": "many"}, "limit"),
         ({}, "bad_request: query is required"),
         ({"phrase": "install"}, "search_docs takes no argument `phrase`; it takes: query, limit, site"),
@@ -128,6 +129,7 @@ async def test_a_failed_get_is_a_tool_error_naming_its_reason(
         "limit out of range",
         "unknown site",
         "blank query",
+        "control characters in the query",
         "limit not a number",
         "no query",
         "a guessed name",
@@ -150,7 +152,7 @@ async def test_an_empty_search_says_what_it_means(server: UvicornServer) -> None
     assert not result.is_error and result.structured_content is not None
     answer = dict(result.structured_content)
     sites = answer.pop("sites")
-    assert answer == {"query": "sourdough starter hydration", "provider": "none", "results": []}
+    assert answer == {"query": "sourdough starter hydration", "provider": "none", "results": [], "leftOut": 0}
     assert {site: stood["state"] for site, stood in sites.items()} == {site: "searched" for site in PUBLISHED_SITES} | {
         "missing-docs": "unpublished"
     }

@@ -1,15 +1,29 @@
-// The official TypeScript MCP SDK client reading a long page the way an agent's host does: the tools, the page in
-// parts (each answer checked by the SDK against the tool's output schema), a section, the outline, a tool error,
-// and the page again through the resource a search result links. Prints one JSON report on stdout.
-// Usage: node tests/support/mcp_client.mjs <mcp-url> <location> <query>
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+// The official TypeScript MCP clients reading a long page the way an agent's host does: the tools, the page in
+// parts (each answer checked by the SDK against the tool's output schema), a section, the outline, tool errors, a
+// search at the largest limit, and the page again through the resource a search result links. Prints one JSON
+// report on stdout.
+// Usage: node tests/support/mcp_client.mjs <sdk: v1|v2> <era: legacy|auto> <mcp-url> <location> <query>
+//   v1: @modelcontextprotocol/sdk 1.x (the 2025-11-25 handshake only)
+//   v2: @modelcontextprotocol/client 2.x; `auto` probes with server/discover and speaks 2026-07-28 when offered.
+const [sdk, era, url, location, query] = process.argv.slice(2);
 
-const [url, location, query] = process.argv.slice(2);
-const client = new Client({ name: "typescript-sdk-test", version: "1.0.0" });
+const { Client, StreamableHTTPClientTransport } =
+  sdk === "v2"
+    ? await import("@modelcontextprotocol/client")
+    : {
+        Client: (await import("@modelcontextprotocol/sdk/client/index.js")).Client,
+        StreamableHTTPClientTransport: (await import("@modelcontextprotocol/sdk/client/streamableHttp.js"))
+          .StreamableHTTPClientTransport,
+      };
+
+const options = sdk === "v2" ? { versionNegotiation: { mode: era } } : {};
+const client = new Client({ name: `typescript-${sdk}-test`, version: "1.0.0" }, options);
 await client.connect(new StreamableHTTPClientTransport(new URL(url)));
 
-const tools = (await client.listTools()).tools.map((tool) => tool.name);
+const version = client.getNegotiatedProtocolVersion?.() ?? null;
+const capabilities = client.getServerCapabilities();
+const listed = await client.listTools();
+const tools = listed.tools.map((tool) => tool.name);
 
 async function readInParts(args) {
   const parts = [];
@@ -25,13 +39,26 @@ async function readInParts(args) {
   return { joined: parts.join(""), parts: parts.length, sizes };
 }
 
+async function failure(call) {
+  try {
+    await call();
+    return { thrown: false };
+  } catch (error) {
+    return { thrown: true, code: error.code ?? null };
+  }
+}
+
 const page = await readInParts({ location });
 const section = await readInParts({ location, section: "chapter-5-capacity" });
 const outline = await client.callTool({ name: "get_doc", arguments: { location, view: "outline" } });
 const missing = await client.callTool({ name: "get_doc", arguments: { location: "no/such/page-xyz" } });
 const unknownArgument = await client.callTool({ name: "get_doc", arguments: { loc: location } });
+const blank = await client.callTool({ name: "search_docs", arguments: { query: "   " } });
+const unknownTool = await failure(() => client.callTool({ name: "no_such_tool", arguments: {} }));
+const prompts = await failure(() => client.getPrompt({ name: "no-such-prompt" }));
 
 const found = await client.callTool({ name: "search_docs", arguments: { query } });
+const widest = await client.callTool({ name: "search_docs", arguments: { query: "*", limit: 25 } });
 const link = found.content.find((block) => block.type === "resource_link" && block.name === location);
 const resourceParts = [];
 let uri = link.uri;
@@ -44,12 +71,18 @@ const templates = (await client.listResourceTemplates()).resourceTemplates.map((
 
 console.log(
   JSON.stringify({
+    version,
+    capabilities,
     tools,
     page,
     section,
     outline: outline.structuredContent.outline.map((entry) => entry.anchor),
     missing: { isError: missing.isError, structured: missing.structuredContent },
     unknownArgument: { isError: unknownArgument.isError, text: unknownArgument.content[0].text },
+    blank: { isError: blank.isError, text: blank.content[0].text },
+    unknownTool,
+    prompts,
+    search: { results: widest.structuredContent.results.length, leftOut: widest.structuredContent.leftOut },
     link: { uri: link.uri, mimeType: link.mimeType },
     resource: { joined: resourceParts.join(""), parts: resourceParts.length, mimeType: "text/markdown" },
     templates,

@@ -58,6 +58,10 @@ class PageCache:
         cached = self.kept(site, page)
         return cached if cached is not None and self._clock() - cached.stored < FRESH_SECONDS else None
 
+    def fresh_for(self, cached: CachedPage) -> float:
+        """Seconds `cached` will still be served as it is (0 once it is revalidated on every read)."""
+        return max(0.0, FRESH_SECONDS - (self._clock() - cached.stored))
+
     def kept(self, site: str, page: str) -> CachedPage | None:
         """The page when it is still worth revalidating (younger than `KEEP_SECONDS`)."""
         key = (site, page)

@@ -338,6 +338,9 @@ class MkDocsProvider:
         retrieved = fetched.page.retrieved if fetched.page is not None else datetime.now(UTC)
         content = with_front_matter(fetched.markdown, source=url, site=site, retrieved=retrieved, **extra)
         loaded = self._registry.current(site)
+        # As fresh as a new read: the page is served as it is while its cache keeps it fresh, and the index that
+        # resolved it is checked again within the check interval. A page rebuilt from the index is not kept.
+        fresh = self._pages.fresh_for(fetched.page) if fetched.page is not None and not extra else 0.0
         return Document(
             requested_location=location,
             location=self._location(site, path),
@@ -349,7 +352,7 @@ class MkDocsProvider:
             last_modified=_iso(fetched.page.last_modified) if fetched.page is not None else None,
             indexed_at=loaded.fetched_at if loaded is not None else None,
             outline=reading.outline(content, loaded.index.sections(path) if loaded is not None else []),
-        )
+        ).fresh_until(min(fresh, self._settings.cache.check_interval_seconds))
 
     async def _fetch_markdown(self, site: str, path: str, html_url: str) -> _Fetched:
         """Raw Markdown first, then the HTML page converted; notes whether the origin itself was unreachable, and
