@@ -9,10 +9,17 @@ A token is accepted when, in this order:
                `exp` and `nbf` hold with LEEWAY seconds of clock skew
     grant      `scp` names a required scope, or `roles` an accepted role (the caller decides which: `Grant`)
 
-The keys are fetched with the service's own HTTP client (`shared.fetch`, scoped to the authority, bounded, under the
-request's deadline), kept KEYS_TTL seconds, and fetched again at most once a MIN_REFETCH seconds when a token names
-a key not in hand (Entra rolls keys). When they cannot be fetched, `KeysUnavailable`: the caller answers 503, never
-lets the request through. Nothing here logs a token, a key or a claim's value.
+The keys are fetched with the service's own HTTP client (`shared.fetch`, scoped to the authority, bounded by
+FETCH_SECONDS), one fetch at a time however many requests need it (they all wait on that one), and fetched again:
+
+    every KEYS_REFRESH seconds   a key the tenant removed stops validating at that refresh, an hour at most after
+                                 the tenant removed it; when the refresh fails, the keys in hand go on validating
+                                 until they are KEYS_TTL old
+    for an unknown `kid`         at most once a MIN_REFETCH seconds (Entra rolls keys)
+
+A fetch that failed is remembered for RETRY_SECONDS: meanwhile a token that needs the keys raises at once instead of
+each request waiting out a hung endpoint. When the keys cannot be had, `KeysUnavailable`: the caller answers 503,
+never lets the request through. Nothing here logs a token, a key or a claim's value.
 
 This is the MCP SDK's `TokenVerifier` (`verify_token` gives its `AccessToken`), with the reasons the SDK's own
 middleware does not tell apart (no token, a bad token, a valid token without the grant, keys out of reach).
@@ -21,6 +28,7 @@ middleware does not tell apart (no token, a bad token, a valid token without the
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import re
@@ -42,8 +50,15 @@ log = logging.getLogger(__name__)
 ALGORITHM = "RS256"
 LEEWAY = 60
 """Seconds of clock skew allowed on `exp` and `nbf`."""
+KEYS_REFRESH = 3600.0
+"""Seconds between scheduled fetches of the keys: how long a key the tenant removed can go on validating."""
 KEYS_TTL = 24 * 3600.0
+"""The oldest keys are used at, when their scheduled refreshes keep failing."""
 MIN_REFETCH = 60.0
+FETCH_SECONDS = 3.0
+"""The most one fetch of the keys may take, connecting included."""
+RETRY_SECONDS = 10.0
+"""How long a failed fetch is remembered: tokens that need the keys meanwhile are answered 503 at once."""
 MAX_KEYS_BYTES = 256 * 1024
 _GUID_URI = re.compile(r"api://([0-9a-fA-F-]{36})/?")
 
@@ -102,12 +117,15 @@ class EntraVerifier:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
-        self._client = client or OriginClient(settings.authority, timeout=5.0, connect_timeout=3.0)
+        self._client = client or OriginClient(settings.authority, timeout=FETCH_SECONDS, connect_timeout=FETCH_SECONDS)
         self._owns_client = client is None
         self._clock = clock
         self._keys: dict[str, Any] = {}
         self._fetched = float("-inf")
-        self._lock = asyncio.Lock()
+        self._fetching: asyncio.Task[None] | None = None
+        """The one fetch in flight, which every request that needs the keys waits on."""
+        self._failed: tuple[float, str] | None = None
+        """When the last fetch failed (on `clock`) and why, until one succeeds."""
         self.audiences = _audiences(settings.audience or "")
         self.grant = Grant(frozenset(settings.scopes), frozenset(settings.app_roles))
 
@@ -159,38 +177,64 @@ class EntraVerifier:
         return checked.token if checked.outcome is Outcome.ACCEPTED else None
 
     async def _key(self, kid: str) -> Any:
-        now = self._clock()
-        if kid in self._keys and now - self._fetched < KEYS_TTL:
-            return self._keys[kid]
-        async with self._lock:
-            now = self._clock()
-            stale = now - self._fetched >= KEYS_TTL
-            if kid in self._keys and not stale:
-                return self._keys[kid]
-            if not stale and now - self._fetched < MIN_REFETCH:
-                return None  # fetched a moment ago and the key was not there: a forged or foreign kid
-            await self._fetch()
-            return self._keys.get(kid)
+        age = self._clock() - self._fetched
+        if age < KEYS_REFRESH and (kid in self._keys or age < MIN_REFETCH):
+            return self._keys.get(kid)  # None: fetched a moment ago without it, a forged or foreign kid
+        try:
+            await self._refetched()
+        except KeysUnavailable:
+            if kid in self._keys and self._clock() - self._fetched < KEYS_TTL:
+                return self._keys[kid]  # a scheduled refresh failed: the keys in hand still hold for a while
+            raise
+        return self._keys.get(kid)
+
+    async def _refetched(self) -> None:
+        """The keys fetched again: the fetch in flight if there is one, else a new one; raises KeysUnavailable
+        at once while a failure is remembered."""
+        if self._failed is not None and self._clock() - self._failed[0] < RETRY_SECONDS:
+            raise KeysUnavailable(self._failed[1])
+        if self._fetching is None or self._fetching.done():
+            # A context of its own: the fetch is bounded by FETCH_SECONDS, not by the deadline of whichever request
+            # happened to start it, whose end would otherwise fail it for every request waiting on it.
+            self._fetching = asyncio.get_running_loop().create_task(
+                self._fetch(), name="signing keys", context=contextvars.Context()
+            )
+            self._fetching.add_done_callback(_retrieved)
+        await asyncio.shield(self._fetching)  # a request that gives up does not cancel everyone's fetch
 
     async def _fetch(self) -> None:
         url = self._settings.keys_url
         try:
             response = await self._client.get(url, scope=url, max_bytes=MAX_KEYS_BYTES)
             if response.status != 200:
-                raise KeysUnavailable(f"the signing keys answered HTTP {response.status}")
+                raise self._failure(f"the signing keys answered HTTP {response.status}")
             keys = _parse_keys(response.body)
         except OriginError as exc:
             log.warning("the tenant's signing keys could not be fetched (%s)", type(exc).__name__)
-            raise KeysUnavailable("the tenant's signing keys could not be fetched") from None
+            raise self._failure("the tenant's signing keys could not be fetched") from None
         except ValueError:
             log.warning("the tenant's signing keys were not a key set")
-            raise KeysUnavailable("the tenant's signing keys were not a key set") from None
-        self._keys, self._fetched = keys, self._clock()
+            raise self._failure("the tenant's signing keys were not a key set") from None
+        self._keys, self._fetched, self._failed = keys, self._clock(), None
         log.info("fetched %d signing keys of the tenant", len(keys))
 
+    def _failure(self, reason: str) -> KeysUnavailable:
+        """Remember a failed fetch for RETRY_SECONDS."""
+        self._failed = (self._clock(), reason)
+        return KeysUnavailable(reason)
+
     async def aclose(self) -> None:
+        if self._fetching is not None:
+            self._fetching.cancel()
+            await asyncio.gather(self._fetching, return_exceptions=True)
         if self._owns_client:
             await self._client.aclose()
+
+
+def _retrieved(task: asyncio.Task[None]) -> None:
+    """A fetch whose waiters all gave up still has its failure read, so asyncio does not log it as lost."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _parse_keys(body: bytes) -> dict[str, Any]:

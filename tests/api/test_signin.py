@@ -4,6 +4,7 @@ protected resource metadata it points at, and tokens of every kind on REST and o
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -28,6 +29,7 @@ from shared.api import create_app
 from shared.providers.remote import RemoteProvider
 from shared.settings import load_settings
 from tests.support.issuer import AUDIENCE, OTHER_TENANT, LocalIssuer, SigningKey
+from tests.support.silent import SilentServer
 from tests.support.sites import ROOTED_OVERRIDE, fixture_env
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
@@ -198,6 +200,27 @@ def test_keys_out_of_reach_answer_503_and_never_let_a_request_through(
         answer = client.get(SEARCH, params={"q": "install"}, headers=bearer(issuer.token(scp="docs.read")))
         assert answer.status_code == 503 and answer.json()["error"]["code"] == "unavailable"
         assert client.get("/api/health").status_code == 200
+
+
+async def test_a_hung_key_endpoint_refuses_concurrent_requests_within_seconds_and_lets_none_through(
+    static_origin: StaticOrigin, issuer: LocalIssuer
+) -> None:
+    with SilentServer() as hung:  # accepts the connection, never answers
+        settings = load_settings(env_for(static_origin, issuer) | {"Forge__Documentation__Auth__Authority": hung.url})
+        tokens = [issuer.token(scp="docs.read") for _ in range(20)]
+        with UvicornServer(create_app(settings)) as running:
+            async with httpx.AsyncClient(base_url=running.url, timeout=60) as client:
+                started = time.monotonic()
+                answers = await asyncio.gather(
+                    *(client.get(SEARCH, params={"q": "install"}, headers=bearer(token)) for token in tokens)
+                )
+                waited = time.monotonic() - started
+        fetches = hung.accepted
+
+    assert {answer.status_code for answer in answers} == {503}
+    assert {answer.json()["error"]["code"] for answer in answers} == {"unavailable"}
+    assert waited < 12, waited  # one bounded fetch shared by all, not one 5 s fetch after another
+    assert fetches == 1
 
 
 def test_an_unknown_key_is_fetched_once_then_refused_and_a_rolled_key_is_accepted(
