@@ -1,6 +1,6 @@
 """The publish hook: `POST /api/admin/refresh` refreshes sites' cached indexes now, and where to read a long run.
 
-    POST /api/admin/refresh              {"sites": ["forge"]} (absent or empty: every site)
+    POST /api/admin/refresh              {"sites": ["forge"]} (absent or empty, `{}` or `[]`: every site)
         200  {"run", "status": "done", "sites": {site: {"outcome": "changed" | "unchanged" | "failed", "fetchedAt"...}}}
         202  the refresh outlasted `Refresh__WaitSeconds` (or `Prefer: respond-async` asked not to wait): the same
              body with `status: running`, and `Location: /api/admin/refresh/runs/{run}`
@@ -11,9 +11,16 @@ constant time; `Inbound__Tokens` and read scopes are neither required nor accept
 an app-only token carrying one of `Refresh__AppRoles` (a pipeline's managed identity: no shared secret); else `401`
 (`403` for a valid token without the role, `503` when the tenant's keys are out of reach); nothing configured,
 every call is `401`; only unresolved Key Vault references set, `503`. Each caller (the token it presents) may
-start `BURST` calls at once and one more every `REFILL_SECONDS`; past that `429` with `Retry-After`. Refreshes
-themselves coalesce per site (`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly one
-more. Neither the token nor the body is logged.
+start `BURST` calls at once and one more every `REFILL_SECONDS`; past that `429` with `Retry-After`. Refused calls
+are limited the same way per client address (`shared.api.limits.client_of`), checked before any token is looked
+at, so guessing tokens meets `429` after `BURST` wrong ones. Refreshes themselves coalesce per site
+(`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly one more. Neither the token nor
+the body is logged.
+
+The body is read only after the credential is accepted, and never past `MAX_BODY_BYTES`: a larger
+`Content-Length` is refused before a byte is read, and a body without one is refused as soon as it grows past it.
+Whatever the body is, it is answered `400` with what is wrong (its size, not JSON, nested too deeply, not UTF-8
+text, its shape), never `500`; the refusal quotes no name it was sent unless the name is plain.
 
 No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time, and the caller's
 dependency is built per app inside `install_admin_routes`.
@@ -33,6 +40,7 @@ from fastapi.responses import JSONResponse
 
 from shared.api.errors import error
 from shared.api.inbound import BEARER, BearerTokens
+from shared.api.limits import client_of
 from shared.api.rest import composition
 from shared.compose import Composition
 from shared.deadline import budget
@@ -51,12 +59,24 @@ REFILL_SECONDS = 6.0
 RUN_ID = r"^[0-9a-f]{32}$"
 
 
+BODY_SHAPE = '{"sites": ["<site>", ...]}'
+PLAIN_NAME = re.compile(r"[\w.-]{1,64}")
+
+
 class Unauthorized(Exception):
     """The hook's credential is missing or wrong (401), lacks the role (403), or cannot be checked (503)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Throttled(Exception):
+    """The caller called too often (429): `seconds` until it may again."""
+
+    def __init__(self, seconds: float, message: str) -> None:
+        super().__init__(message)
+        self.seconds = max(1, math.ceil(seconds))
 
 
 class RateLimit:
@@ -68,14 +88,19 @@ class RateLimit:
 
     def take(self, caller: str) -> float:
         """0 when the caller may go on (one taken), else the seconds until it may."""
+        wait = self.waiting(caller)
+        if wait == 0:
+            level, at = self._buckets[caller]
+            self._buckets[caller] = (level - 1, at)
+        return wait
+
+    def waiting(self, caller: str) -> float:
+        """0 when the caller may go on (nothing taken), else the seconds until it may."""
         now = self._clock()
         level, at = self._buckets.get(caller, (float(self._burst), now))
         level = min(float(self._burst), level + (now - at) / self._refill)
-        if level < 1:
-            self._buckets[caller] = (level, now)
-            return (1 - level) * self._refill
-        self._buckets[caller] = (level - 1, now)
-        return 0.0
+        self._buckets[caller] = (level, now)
+        return 0.0 if level >= 1 else (1 - level) * self._refill
 
 
 class RefreshGate:
@@ -90,9 +115,24 @@ class RefreshGate:
         self._verifier = verifier if roles else None
         self._grant = Grant(frozenset(), roles)
         self._limit = limit or RateLimit()
+        self._refused = RateLimit()
+        """Refused calls per client address: past their burst, no token is even looked at."""
 
     async def caller(self, request: Request) -> str:
-        """Who calls (a token's position, or an Entra caller's object id); raises Unauthorized."""
+        """Who calls (a token's position, or an Entra caller's object id); raises Unauthorized, or Throttled when
+        this address was refused too often."""
+        address = client_of(request.scope)
+        wait = self._refused.waiting(address)
+        if wait > 0:
+            raise Throttled(wait, "too many refused calls from this address; try again later")
+        try:
+            return await self._checked(request)
+        except Unauthorized as refused:
+            if refused.status == 401:
+                self._refused.take(address)
+            raise
+
+    async def _checked(self, request: Request) -> str:
         authorization = request.headers.get("authorization", "")
         matched = self._tokens.match(authorization)
         if matched is not None:
@@ -132,6 +172,10 @@ class RefreshGate:
 def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier: EntraVerifier | None = None) -> None:
     gate = RefreshGate(settings, verifier)
 
+    @app.exception_handler(Throttled)
+    async def throttled(_: Request, exc: Throttled) -> JSONResponse:
+        return error(429, "too_many_requests", str(exc), headers={"Retry-After": str(exc.seconds)})
+
     @app.exception_handler(Unauthorized)
     async def unauthorized(_: Request, exc: Unauthorized) -> JSONResponse:
         if exc.status == 503:
@@ -151,16 +195,22 @@ def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier
         tags=["admin"],
         responses={
             202: {"description": "Still refreshing: read the outcome at `Location`."},
-            400: {"description": '`bad_request`: the body is not `{"sites": [...]}` naming configured sites.'},
+            400: {
+                "description": '`bad_request`: the body is not `{"sites": [...]}` naming configured sites, or is '
+                f"larger than {MAX_BODY_BYTES:,} bytes."
+            },
             401: {"description": "`unauthorized`: no accepted `Refresh__Tokens` bearer token."},
-            429: {"description": "`too_many_requests`: this caller called too often; `Retry-After` says when again."},
+            429: {
+                "description": "`too_many_requests`: this caller called too often, or this address sent too many "
+                "refused calls; `Retry-After` says when again."
+            },
         },
     )
     async def refresh(request: Request, caller: Caller, composed: Composed) -> JSONResponse:
         """Refresh the named sites' cached indexes from the origin now (every site without `sites`), as the warm-up
         timer does, and answer each site's outcome and its index's `fetchedAt`. Needs `Authorization: Bearer <one
         of Refresh__Tokens>`; `Prefer: respond-async` answers `202` at once."""
-        sites = _sites(composed.settings, await _body(request))
+        sites = _sites(composed.settings, _parsed(await _read(request)))
         wait = gate.admit(caller)
         if wait > 0:
             retry = max(1, math.ceil(wait))
@@ -190,22 +240,55 @@ def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier
         return JSONResponse(json.loads(json.dumps(body, sort_keys=True)) if report.recorded else body)
 
 
-async def _body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise InvalidRequestError(f"the body is larger than {MAX_BODY_BYTES:,} bytes")
+async def _read(request: Request) -> bytes:
+    """The body, refused as soon as it is known to be larger than MAX_BODY_BYTES: from `Content-Length` before any
+    of it is read, else while it streams in."""
+    too_large = InvalidRequestError(f"the body is larger than {MAX_BODY_BYTES:,} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise too_large
+    return bytes(body)
+
+
+def _parsed(raw: bytes) -> dict[str, Any]:
+    """The body as `{"sites": ...}` (empty for no body, `{}` or `[]`); InvalidRequestError saying what is wrong."""
     if not raw.strip():
         return {}
     try:
         body = json.loads(raw)
+    except RecursionError:
+        raise InvalidRequestError(f"the body is nested too deeply: {BODY_SHAPE}") from None
+    except UnicodeDecodeError:
+        raise InvalidRequestError(f"the body must be UTF-8 JSON: {BODY_SHAPE}") from None
     except ValueError:
-        raise InvalidRequestError('the body must be JSON: {"sites": ["<site>", ...]}') from None
+        raise InvalidRequestError(f"the body must be JSON: {BODY_SHAPE}") from None
+    if body == []:
+        return {}
     if not isinstance(body, dict):
-        raise InvalidRequestError('the body must be a JSON object: {"sites": ["<site>", ...]}')
+        raise InvalidRequestError(f"the body must be a JSON object: {BODY_SHAPE}")
+    if not all(_text(name) for name in body):
+        raise InvalidRequestError(
+            f"the body's field names must be text (a lone \\ud800-\\udfff escape is not): {BODY_SHAPE}"
+        )
     unknown = sorted(set(body) - {"sites"})
     if unknown:
-        raise InvalidRequestError(f"no field {', '.join(f'`{name}`' for name in unknown)} here; this takes: sites")
+        named = ", ".join(f"`{name}`" if PLAIN_NAME.fullmatch(name) else "one" for name in unknown)
+        raise InvalidRequestError(f"no field {named} here; this takes: sites")
     return body
+
+
+def _text(value: str) -> bool:
+    """True when `value` can be written back as UTF-8 (no lone surrogate from a `\\udXXX` escape)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _sites(settings: DocumentationSettings, body: dict[str, Any]) -> list[str]:
@@ -215,11 +298,13 @@ def _sites(settings: DocumentationSettings, body: dict[str, Any]) -> list[str]:
         return list(settings.sites)
     if not isinstance(given, list) or not all(isinstance(name, str) for name in given):
         raise InvalidRequestError("sites must be a list of site names")
+    if not all(_text(name) for name in given):
+        raise InvalidRequestError("sites must be text (a lone \\ud800-\\udfff escape is not)")
     named: list[str] = []
     for name in given:
         site = settings.site_named(name.strip())
         if site is None:
-            shown = name if re.fullmatch(r"[\w.-]{1,64}", name) else "a name"
+            shown = name if PLAIN_NAME.fullmatch(name) else "a name"
             raise InvalidRequestError(
                 f"{shown} is not a site this deployment caches; sites: {', '.join(by_nearness(name, settings.sites))}"
             )

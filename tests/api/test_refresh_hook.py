@@ -4,11 +4,15 @@ sharing the storage. Real apps under uvicorn, the fixture origin, Azurite."""
 from __future__ import annotations
 
 import json
+import select
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -92,11 +96,94 @@ def test_bad_bodies_are_refused_with_a_reason(instance: httpx.Client) -> None:
         b'{"sites": "beta-docs"}': "list of site names",
         b'{"sites": ["beta-dcos"]}': "beta-docs",
         b'{"site": ["beta-docs"]}': "this takes: sites",
+        b"[" * 10_000: "nested too deeply",
+        b'{"sites": ' + b"[" * 5_000 + b"]" * 5_000 + b"}": "nested too deeply",
+        b'{"sites": [["beta-docs"]]}': "list of site names",
+        b'{"\\ud800": 1}': "field names must be text",
+        b'{"sites": ["\\udfff"]}': "sites must be text",
+        b'{"sites": ["beta-docs\xff"]}': "UTF-8",
+        b'{"\\u0000x": 1, "sites": []}': "no field one here",
     }
     for body, said in cases.items():
         response = instance.post(HOOK, content=body, headers=hook_headers())
-        assert response.status_code == 400, body
-        assert said in response.json()["error"]["message"], body
+        assert response.status_code == 400, body[:40]
+        assert said in response.json()["error"]["message"], (body[:40], response.json())
+
+
+def test_a_body_is_refused_by_its_size_before_it_is_read_whole(instance: httpx.Client) -> None:
+    """200 MB sent to the hook, declared and streamed: refused after a few kilobytes, never held in memory."""
+    address = urlsplit(str(instance.base_url))
+    chunk = b"x" * (1024 * 1024)
+    request = f"POST {HOOK} HTTP/1.1\r\nHost: {address.netloc}\r\nAuthorization: Bearer {TOKEN}\r\n"
+    with ResidentPeak() as peak:
+        answers = []
+        for framing in ("Content-Length: 209715200\r\n\r\n", "Transfer-Encoding: chunked\r\n\r\n"):
+            chunked = framing.startswith("Transfer")
+            with socket.create_connection((address.hostname, address.port), timeout=30) as connection:
+                connection.sendall((request + framing).encode())
+                answers.append(_send_until_answered(connection, chunk, 200, chunked=chunked))
+    assert [answer.split(b"\r\n", 1)[0] for answer in answers] == [b"HTTP/1.1 400 Bad Request"] * 2
+    assert all(b"larger than 16,384 bytes" in answer for answer in answers)
+    assert peak.grown_mb < 60, peak.grown_mb
+
+
+def _send_until_answered(connection: socket.socket, chunk: bytes, chunks: int, *, chunked: bool) -> bytes:
+    """Send up to `chunks` chunks, stopping once the server answers (or stops reading); its answer."""
+    framed = b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk
+    for _ in range(chunks):
+        if select.select([connection], [], [], 0)[0]:
+            break
+        try:
+            connection.sendall(framed)
+        except OSError:  # the server answered and closed
+            break
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):
+        received = connection.recv(65536)
+        if not received:
+            break
+        answer += received
+    return answer
+
+
+class ResidentPeak:
+    """The most this process's resident memory grew while inside the block (sampled every few milliseconds)."""
+
+    def __init__(self) -> None:
+        self._start = self._peak = _resident_mb()
+        self._done = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+
+    @property
+    def grown_mb(self) -> float:
+        return self._peak - self._start
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.005):
+            self._peak = max(self._peak, _resident_mb())
+
+    def __enter__(self) -> ResidentPeak:
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._sampler.join()
+        self._peak = max(self._peak, _resident_mb())
+
+
+def _resident_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmRSS:", 1)[1].split()[0]) / 1024
+
+
+def test_wrong_tokens_are_throttled_per_address_before_any_token_is_compared(instance: httpx.Client) -> None:
+    statuses = [instance.post(HOOK, headers=hook_headers(f"guess-{number}")).status_code for number in range(60)]
+    assert statuses[:BURST] == [401] * BURST
+    assert set(statuses[BURST:]) == {429}
+    # Meanwhile even the right token is not compared: a 200 would tell the guesser it had found one.
+    refused = instance.post(HOOK, json={"sites": [SITE]}, headers=hook_headers())
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
 
 
 def test_a_publish_is_refreshed_and_answered_per_site_with_its_index_time(
@@ -128,6 +215,10 @@ def test_an_empty_body_refreshes_every_site(instance: httpx.Client) -> None:
     assert set(body["sites"]) == {"alpha", "beta-docs", "gamma-docs", "rooted-docs", "missing-docs"}
     assert body["sites"]["missing-docs"]["outcome"] == "failed"  # not published: said, not hidden
     assert {body["sites"][site]["outcome"] for site in ("alpha", "beta-docs")} == {"changed"}
+    for empty in (b"[]", b"{}", b'{"sites": []}'):  # as docs/api/index.md says
+        answer = instance.post(HOOK, content=empty, headers={**hook_headers(), "Prefer": "respond-async"})
+        assert answer.status_code == 202, (empty, answer.text)
+        assert len(answer.json()["sites"]) == 5, empty
 
 
 def test_a_caller_that_will_not_wait_reads_the_outcome_where_it_is_told(instance: httpx.Client) -> None:
