@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from enum import Enum
 
-from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi import FastAPI
 
 from shared import __version__
+from shared.api.access import AccessLog
 from shared.api.admin import install_admin_routes
 from shared.api.disconnect import CancelOnDisconnect
-from shared.api.errors import install_error_handlers, internal_error
+from shared.api.errors import install_error_handlers
 from shared.api.inbound import InboundCheck
 from shared.api.limits import ConcurrencyLimit
 from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
@@ -27,8 +25,6 @@ from shared.entra import EntraVerifier
 from shared.providers.base import DocumentationProvider
 from shared.settings import DocumentationSettings, load_settings
 from shared.telemetry import redaction
-
-log = logging.getLogger(__name__)
 
 
 class _Default(Enum):
@@ -103,7 +99,6 @@ def create_app(
     )
     app.state.composition = None
     install_error_handlers(app)
-    _install_access_log(app)
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(InboundCheck, settings=settings, verifier=verifier)
     app.add_middleware(ConcurrencyLimit, limit=settings.inbound.max_concurrent_per_client)
@@ -121,21 +116,6 @@ def create_app(
         # has a server that offers neither answer both with 405 (streamable HTTP transport, "Listening for
         # Messages from the Server" and "Session Management").
         app.router.routes.append(NamedRoute(path, endpoint, methods=["POST"], include_in_schema=False))
+    # Added last, so it is outside every other middleware: their refusals are logged too.
+    app.add_middleware(AccessLog, routes=app.router.routes)
     return app
-
-
-def _install_access_log(app: FastAPI) -> None:
-    """Method, matched route and status only: a raw path or query string can carry a pasted location or token,
-    so neither is ever logged; a request that matched no route is logged as `(unmatched)`."""
-
-    @app.middleware("http")
-    async def access_log(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception as exc:  # answered here, so no server below logs the exception's text
-            response = internal_error(exc)
-        elapsed = (time.perf_counter() - started) * 1000
-        route = getattr(request.scope.get("route"), "path", "(unmatched)")
-        log.info("%s %s %d %.1fms", request.method, route, response.status_code, elapsed)
-        return response

@@ -52,7 +52,7 @@ class CancelOnDisconnect:
             # Once the answer is being sent there is nothing left to save, and the server also reports a finished
             # response as a disconnect: cancelling then could cut the answer short.
             if not started and not answering.done():
-                log.info("client disconnected; cancelling its %s", scope.get("path", "request").split("/")[-1])
+                log.info("client disconnected; cancelling its request")  # the path may carry what it pasted
                 answering.cancel()
 
         watcher = asyncio.ensure_future(watch())

@@ -19,7 +19,8 @@ An ASGI middleware over the whole app:
 - A request carrying the remote provider's forwarding marker (`x-docs-forwarded`) is answered with this app's
   remote provider declining (`shared.forwarding`), so a request from A to B never comes back to A.
 
-Neither the token nor the path's query is ever logged.
+Neither the token, the method nor the path is ever logged here: the access log (`shared.api.access`) records each
+refusal with its route and status.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class InboundCheck:
                 await refusal(scope, receive, send)
                 return
         elif guarded and self._tokens and self._tokens.match(offered) is None:
-            log.info("refused a request without an accepted bearer token (%s)", scope.get("method", "?"))
+            log.info("refused a request without an accepted bearer token")
             body = {"error": {"code": "unauthorized", "message": "send Authorization: Bearer <an accepted token>"}}
             await JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
@@ -138,14 +139,14 @@ class InboundCheck:
         if checked.outcome is Outcome.ACCEPTED:
             return None
         if checked.outcome is Outcome.NOT_GRANTED:
-            log.info("refused a token without a required scope or role (%s)", scope.get("method", "?"))
+            log.info("refused a token without a required scope or role")
             return _refusal(
                 403,
                 "forbidden",
                 "the token carries none of the scopes or roles this app requires",
                 challenge(self._settings, scope, error="insufficient_scope"),
             )
-        log.info("refused an invalid bearer token (%s)", scope.get("method", "?"))
+        log.info("refused an invalid bearer token")
         return _refusal(
             401,
             "unauthorized",

@@ -3,6 +3,7 @@ that never ran it gets a clear 503 instead of a half-built service."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import httpx
@@ -12,11 +13,13 @@ from asgi_lifespan import LifespanManager
 from shared.api import app as app_module
 from shared.api import create_app
 from shared.embedding import EmbeddingModel
+from shared.models import SearchResult
 from shared.settings import load_settings
 from tests.support.encoders import WordEncoder, model_of
 from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
 from tests.support.providers import FakeProvider
 
+VAULT_REFERENCE = "@Microsoft.KeyVault(SecretUri=https://vault.example.net/secrets/read-token/)"
 SETTINGS = {"Forge__Documentation__Origin": "http://127.0.0.1:9", "Forge__Documentation__Search__Semantic": "false"}
 
 
@@ -78,7 +81,7 @@ async def test_no_redirect_is_built_from_the_host_header_and_the_log_names_route
 
     assert slashed.status_code == 404 and "location" not in slashed.headers
     assert pasted.status_code == 404 and fine.status_code == 200
-    logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.app"]
+    logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.access"]
     assert "GET /api/docs/search 200" in " ".join(logged) and "GET (unmatched) 404" in " ".join(logged)
     assert not [line for line in logged if "SECRET-9d1" in line]
 
@@ -139,8 +142,71 @@ async def test_the_access_log_names_the_mcp_and_metadata_routes(caplog: pytest.L
             ]
 
     assert [answer.status_code for answer in answers] == [200, 200, 405, 404, 404]  # sign-in is off: no metadata
-    logged = " ".join(record.getMessage() for record in caplog.records if record.name == "shared.api.app")
+    logged = " ".join(record.getMessage() for record in caplog.records if record.name == "shared.api.access")
     assert "POST /api/mcp 200" in logged and "POST /api/mcp/ 200" in logged and "GET /api/mcp 405" in logged
     assert "GET /.well-known/oauth-protected-resource 404" in logged
     assert "GET /.well-known/oauth-protected-resource/api/mcp 404" in logged
     assert "(unmatched)" not in logged
+
+
+class HeldProvider(FakeProvider):
+    """A provider whose searches wait until `release` is set: a request held in flight."""
+
+    def __init__(self) -> None:
+        super().__init__("held", 0, results=1)
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+        self.entered.set()
+        await self.release.wait()
+        return await super().search(query, limit=limit, site=site)
+
+
+async def test_the_access_log_logs_every_refusal_and_no_method_the_client_made_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    held = HeldProvider()
+    settings = {
+        **SETTINGS,
+        "Forge__Documentation__Inbound__Tokens": "read-token",
+        "Forge__Documentation__Inbound__MaxConcurrentPerClient": "1",
+        "Forge__Documentation__Refresh__Tokens": "publish-token",
+    }
+    app = create_app(load_settings(settings), providers=(held,))
+    made_up = "SECRETMETHOD" * 834  # 10,008 characters
+    reader = {"Authorization": "Bearer read-token"}
+    with caplog.at_level(logging.INFO, logger="shared"):
+        async with (
+            LifespanManager(app) as manager,
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://test") as http,
+        ):
+            invented = await http.request(made_up, "/api/docs/search", headers=reader)
+            unsigned = await http.get("/api/docs/search", params={"q": "x"})
+            hooked = await http.post("/api/admin/refresh", headers={"Authorization": "Bearer a-guess"})
+            first = asyncio.create_task(http.get("/api/docs/search", params={"q": "x"}, headers=reader))
+            await held.entered.wait()
+            crowded = await http.get("/api/docs/search", params={"q": "y"}, headers=reader)
+            held.release.set()
+            answered = await first
+    shut = create_app(load_settings({**SETTINGS, "Forge__Documentation__Inbound__Tokens": VAULT_REFERENCE}))
+    with caplog.at_level(logging.INFO, logger="shared"):
+        async with (
+            LifespanManager(shut) as manager,
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://test") as http,
+        ):
+            unavailable = await http.get("/api/docs/get", params={"location": "x"})
+
+    statuses = [answer.status_code for answer in (invented, unsigned, hooked, crowded, answered, unavailable)]
+    assert statuses == [405, 401, 401, 429, 200, 503]
+    logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.access"]
+    assert not [line for line in logged if "SECRETMETHOD" in line or len(line) > 80], logged
+    for line in (
+        "OTHER /api/docs/search 405",
+        "GET /api/docs/search 401",
+        "POST /api/admin/refresh 401",
+        "GET /api/docs/search 429",
+        "GET /api/docs/search 200",
+        "GET /api/docs/get 503",
+    ):
+        assert any(entry.startswith(line + " ") for entry in logged), (line, logged)
