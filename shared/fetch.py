@@ -14,6 +14,7 @@ import aiohttp
 
 from shared.deadline import remaining
 from shared.errors import OriginError
+from shared.paths import escapes
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +78,13 @@ class OriginClient:
         return self._session
 
     def in_scope(self, url: str, scope: str) -> bool:
-        """True when `url` is `scope` itself or below it, on the same scheme, host and port, with no dot segments."""
+        """True when `url` is `scope` itself or below it, on the same scheme, host and port, with no dot segment in
+        any spelling (`shared.paths`: `..;`, fullwidth and leader dots, percent-encoded) and no `%2e` at all."""
         scope = scope.rstrip("/") + "/"
         parts, allowed = urlsplit(url), urlsplit(scope)
         if (parts.scheme, parts.netloc.lower()) != (allowed.scheme, allowed.netloc.lower()):
             return False
-        segments = parts.path.split("/")
-        if any(segment in (".", "..") for segment in segments) or "%2e" in parts.path.lower() or "\\" in parts.path:
+        if escapes(parts.path) or "%2e" in parts.path.lower():
             return False
         return (parts.path + "/").startswith(allowed.path)
 

@@ -3,9 +3,9 @@
 The rules, including those the spec leaves open:
 
 - Input is checked once, before any provider runs: the query, `limit` (1..50, then capped at 25), the location
-  (same-origin, no dot segments), and `site`, which must name a site at least one provider declares (matched
-  case-insensitively). Those checks' `InvalidRequestError` and the caller's cancellation are the only things
-  that stop the chain.
+  (same-origin; no dot segment in any spelling an index entry is refused for, `shared.paths`), and `site`, which
+  must name a site at least one provider declares (matched case-insensitively). Those checks'
+  `InvalidRequestError` and the caller's cancellation are the only things that stop the chain.
 - Providers run in ascending `order`. A search with `site` asks only the providers that declare that site.
 - A provider that raises anything else (it is unconfigured, unreachable, out of its scope, or broken) is logged
   with its name and the error's type, never its message, and the chain falls through to the next one.
@@ -42,6 +42,7 @@ from shared.errors import (
     ServiceUnavailableError,
 )
 from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Found, Reason, Resolution, SearchResponse, SiteSearched
+from shared.paths import escapes
 from shared.providers.base import DocumentationProvider, ProviderHealth, Report
 from shared.reading import Read
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
@@ -133,6 +134,12 @@ class DocumentationService:
         """The whole page at `location` as the first fetch-capable provider serves it (with its outline when
         asked: a provider that cannot give one is a miss); raises ResolutionError otherwise."""
         path = check_location(location, self.origin)
+        if escapes(path):  # `..;`, fullwidth or leader dots: what an origin that normalises paths would resolve
+            raise InvalidRequestError(
+                "location must not contain '.' or '..' segments in any spelling ('..;', fullwidth or leader dots, "
+                "percent-encoded), backslashes or a scheme",
+                argument="location",
+            )
         with telemetry.operation("get"):
             return await self._get(path, location or "", outline)
 

@@ -50,6 +50,7 @@ PURE = {
     "shared.forwarding",
     "shared.model_graph",
     "shared.error_body",
+    "shared.paths",
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 

@@ -292,6 +292,36 @@ def test_locations_never_reach_another_host(
     assert outside_host.requests == []
 
 
+DOT_SPELLINGS = [
+    "alpha/..;/hostile/target",
+    "forge/..;/hostile/target",
+    "guide/..;/hostile/target",
+    "alpha/.;/hostile/target",
+    "alpha/..;jsessionid=x/hostile/target",
+    "alpha/\uff0e\uff0e/hostile/target",  # fullwidth full stops
+    "alpha/\u2025/hostile/target",  # the two-dot leader
+    "alpha/\u2024\u2024/hostile/target",  # one-dot leaders
+    "alpha/%EF%BC%8E%EF%BC%8E/hostile/target",  # fullwidth, percent-encoded
+    "alpha/%E2%80%A5/hostile/target",  # the two-dot leader, percent-encoded
+    "alpha/%2e%2e%3b/hostile/target",
+    "alpha/%252e%252e;/hostile/target",
+    "alpha/%25E2%2580%25A5/hostile/target",  # encoded twice
+    "hostile\uff0fsecret/..;",  # a fullwidth slash before a dot segment
+]
+
+
+@pytest.mark.parametrize("location", DOT_SPELLINGS)
+def test_a_dot_segment_in_any_spelling_is_refused_before_any_origin_request(
+    api: httpx.Client, static_origin: StaticOrigin, location: str
+) -> None:
+    search(api, "install")  # every site loaded: only the location itself could reach the origin now
+    static_origin.clear_requests()
+    response = api.get("/api/docs/get", params={"location": location})
+    assert response.status_code == 400, response.text
+    assert "segments in any spelling" in response.json()["error"]["message"]
+    assert static_origin.requests == []
+
+
 def test_redirects_leaving_the_origin_are_not_followed(
     api: httpx.Client, static_origin: StaticOrigin, outside_host: StaticOrigin
 ) -> None:

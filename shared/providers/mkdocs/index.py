@@ -6,20 +6,18 @@ import html
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, overload
 from urllib.parse import unquote
 
 from shared.errors import IndexFormatError
+from shared.paths import SURROGATE, escapes
 from shared.validation import MAX_LOCATION_LENGTH
 
 _TAG = re.compile(r"<[^<>]*>")
 """A tag: a `<` and the characters to its `>`, never across another `<`, so each character is looked at once from
 the `<` before it (`<[^>]*>` looks at the rest of the entry from every `<` of a run that never closes)."""
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BLOCK_TAG = re.compile(r"</?(?:p|div|li|ul|ol|pre|h[1-6]|tr|td|th|table|br|blockquote|dt|dd)\b[^<>]*>", re.I)
 
 
@@ -241,7 +239,7 @@ def html_to_text(fragment: str) -> str:
     lone surrogate (valid JSON, unencodable) becomes U+FFFD, so the entry loads and every answer can be encoded."""
     if "<" in fragment or "&" in fragment:
         fragment = html.unescape(_TAG.sub("", _BLOCK_TAG.sub(" ", fragment)))
-    return _SURROGATE.sub("\ufffd", fragment)
+    return SURROGATE.sub("\ufffd", fragment)
 
 
 MAX_BOOST = 1_000.0
@@ -284,20 +282,10 @@ def _parse(site: str, payload: bytes | str) -> SiteIndex:
 
 
 def unsafe_location(location: str) -> bool:
-    """True for an entry location that could leave its site once some server normalises it: dot segments however
-    they are spelled (`..`, `..;`, `%2e%2e`, overlong `%C0%AE`, fullwidth dots), backslashes, schemes and `//`."""
-    decoded = location
-    try:
-        for _ in range(3):  # nested encodings such as %252e
-            decoded = unquote(decoded, errors="strict")
-    except UnicodeDecodeError:  # overlong or broken UTF-8 is how `%C0%AE` smuggles a dot
-        return True
-    if _SURROGATE.search(decoded):  # no URL or answer can carry it
-        return True
-    text = unicodedata.normalize("NFKC", decoded)  # fullwidth dots and slashes become ASCII
-    if "\\" in text or text.startswith("//") or _SCHEME.match(text) or any(ord(char) < 32 for char in text):
-        return True
-    return any(segment.split(";", 1)[0] in (".", "..") for segment in text.partition("#")[0].split("/"))
+    """True for an entry location that could leave its site once some server normalises it (`shared.paths`): dot
+    segments however they are spelled (`..`, `..;`, `%2e%2e`, overlong `%C0%AE`, fullwidth and leader dots),
+    backslashes, schemes and `//`."""
+    return escapes(location)
 
 
 def _plain(value: object) -> str:

@@ -45,3 +45,17 @@ async def test_a_chain_of_stubs_is_followed_a_few_hops(static_origin: StaticOrig
 
         found = await probe.moved(static_origin.url + "/alpha", "chain/0", "v1", known)
     assert found is None and len([r for r in static_origin.requests if "/chain/" in r.path]) == MAX_HOPS
+
+
+async def test_the_origin_client_sends_no_dot_segment_in_any_spelling(static_origin: StaticOrigin) -> None:
+    """Whatever reaches the probe (or any other caller of the origin client), the origin never sees a dot segment:
+    `..;` (Tomcat), fullwidth and leader dots (NFKC: IIS) are refused like `..`."""
+    async with OriginClient(static_origin.url) as client:
+        probe = RedirectProbe(client)
+
+        async def known(relative: str) -> str | None:
+            return None
+
+        for old in ("..;/hostile/target", "\uff0e\uff0e/hostile", "\u2025/hostile", "%E2%80%A5/x", "a/.;/b"):
+            assert await probe.moved(static_origin.url + "/alpha", old, "v1", known) is None
+    assert static_origin.requests == []
