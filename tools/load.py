@@ -1,19 +1,26 @@
 """A bounded load run: the service under uvicorn over a documentation origin, hit by concurrent clients.
 
     python tools/load.py --corpus ../shared/corpus/origin [--requests 2000] [--clients 50] [--lexical | --both]
+                         [--republish] [--azurite]
 
 Starts a static origin over `--corpus` and `python -m shared serve` in its own process (no storage: the cache
-lives in memory), waits until every site is loaded and, with semantic matching on, embedded (so what is measured
-is the steady state, not the first minute), then sends a fixed number of mixed requests (60% search, 30% get of a
-location a search returned, 10% `*` listings) from concurrent clients. Prints throughput, p50/p99 per kind, the
-number of 5xx answers and transport errors, and the server's resident memory before and after (VmRSS, and VmHWM,
-its peak). Exits 1 when any answer was a 5xx or failed.
+lives in memory; `--azurite`: in a fresh Azurite), waits until every site is loaded and, with semantic matching on,
+embedded (so what is measured is the steady state, not the first minute), then sends a fixed number of mixed
+requests (60% search, 30% get of a location a search returned, 10% `*` listings) from concurrent clients. Prints
+throughput, p50/p99 per kind, the number of 5xx answers and transport errors, and the server's resident memory
+before and after (VmRSS, and VmHWM, its peak). Exits 1 when any answer was a 5xx or failed.
+
+`--republish` publishes every site again with every entry's text changed and calls the publish hook for all of
+them just before the requests are sent, so the instance re-embeds every site while it answers them from the old
+indexes (a newer index waits for its vectors before it is swapped in); the peak is read once every site serves its
+new index with vectors (`republish_seconds` after the hook): the most one instance holds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -31,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tools.azurite import Azurite  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 SITES = "forge,cloud-foundations,iac-azure-modules,iac-okta-modules,iac-aws-modules"
@@ -132,16 +140,78 @@ async def run(client: httpx.AsyncClient, requests: int, clients: int, seed: int)
     return summary | outcome | ({"error_types": kinds} if kinds else {})
 
 
-async def measure(args: argparse.Namespace, base: str, pid: int) -> dict[str, object]:
+HOOK_TOKEN = "load-republish"
+
+
+def republish(origin: StaticOrigin, corpus: Path) -> int:
+    """Serve every site's index with each entry's text changed (so none of its vectors can be reused); the
+    number of entries changed."""
+    changed = 0
+    for index in sorted(corpus.glob("**/search/search_index.json")):
+        document = json.loads(index.read_bytes())
+        for entry in document.get("docs", []):
+            entry["text"] = f"{entry.get('text', '')} Republished."
+            changed += 1
+        origin.respond("/" + index.relative_to(corpus).as_posix(), body=json.dumps(document))
+    return changed
+
+
+async def wait_republished(client: httpx.AsyncClient, before: dict[str, str], seconds: float) -> None:
+    """Every site serving an index fetched after `before` (site: fetchedAt), with its vectors, nothing updating."""
+    deadline = time.monotonic() + seconds
+    while True:
+        sites = (await client.get("/api/health")).json()["providers"]["mkdocs"]["sites"]
+        loaded = {site: state for site, state in sites.items() if state["state"] == "loaded"}
+        if all(
+            state["fetchedAt"] != before.get(site) and state.get("semantic") == "ready" and not state.get("updating")
+            for site, state in loaded.items()
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the sites were not re-embedded within {seconds:g} s")
+        await asyncio.sleep(0.5)
+
+
+async def start_republish(client: httpx.AsyncClient, origin: StaticOrigin, corpus: Path) -> dict[str, Any]:
+    """Publish every site anew and call the hook without waiting for it; what `finish_republish` needs."""
+    sites = (await client.get("/api/health")).json()["providers"]["mkdocs"]["sites"]
+    before = {site: state["fetchedAt"] for site, state in sites.items() if state["state"] == "loaded"}
+    changed = republish(origin, corpus)
+    headers = {"Authorization": f"Bearer {HOOK_TOKEN}", "Prefer": "respond-async"}
+    (await client.post("/api/admin/refresh", headers=headers)).raise_for_status()
+    return {"before": before, "changed": changed, "started": time.monotonic()}
+
+
+async def finish_republish(
+    client: httpx.AsyncClient, started: dict[str, Any], pid: int, seconds: float
+) -> dict[str, object]:
+    await wait_republished(client, started["before"], seconds)
+    return {
+        "republished_entries": started["changed"],
+        "republish_seconds": round(time.monotonic() - started["started"], 1),
+        "republish_peak_mb": memory_mb(pid)["VmHWM"],
+    }
+
+
+async def measure(
+    args: argparse.Namespace, base: str, pid: int, origin: StaticOrigin | None = None
+) -> dict[str, object]:
     # Idle connections expire on the client first: uvicorn drops a connection idle for 5 s, httpx's default
     # expiry is the same 5 s, and a request sent on a connection the server is closing ends in a ReadError.
     limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients, keepalive_expiry=1.0)
     async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
         await wait_ready(client, args.ready_timeout)
         before = memory_mb(pid)
+        republishing = (
+            await start_republish(client, origin, args.corpus) if origin is not None and args.republish else None
+        )
         summary = await run(client, args.requests, args.clients, args.seed)
         after = memory_mb(pid)
-    return summary | {"rss_mb_before": before["VmRSS"], "rss_mb_after": after["VmRSS"], "peak_mb": after["VmHWM"]}
+        again = (
+            await finish_republish(client, republishing, pid, args.ready_timeout) if republishing is not None else {}
+        )
+    measured = {"rss_mb_before": before["VmRSS"], "rss_mb_after": after["VmRSS"], "peak_mb": after["VmHWM"]}
+    return summary | measured | again
 
 
 def corpus_env(
@@ -167,16 +237,18 @@ def corpus_env(
 
 def serve_and_measure(args: argparse.Namespace, corpus: Path, lexical: bool) -> dict[str, Any]:
     port = free_port()
-    with StaticOrigin(corpus) as origin:
-        env = corpus_env(origin.url, Search__Semantic="false" if lexical else "true")
+    with StaticOrigin(corpus) as origin, contextlib.ExitStack() as stack:
+        storage = stack.enter_context(Azurite()).connection_string if args.azurite else None
+        semantic = "false" if lexical else "true"
+        env = corpus_env(origin.url, storage=storage, Search__Semantic=semantic, Refresh__Tokens=HOOK_TOKEN)
         command = [sys.executable, "-m", "shared", "serve", "--port", str(port), "--log-level", "warning"]
         server = subprocess.Popen(command, cwd=REPO, env=env)
         try:
-            summary = asyncio.run(measure(args, f"http://127.0.0.1:{port}", server.pid))
+            summary = asyncio.run(measure(args, f"http://127.0.0.1:{port}", server.pid, origin))
         finally:
             server.terminate()
             server.wait(30)
-    return {"mode": "lexical" if lexical else "semantic"} | summary
+    return {"mode": "lexical" if lexical else "semantic", "storage": "azurite" if args.azurite else "memory"} | summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lexical", action="store_true", help="Search__Semantic=false")
     parser.add_argument("--both", action="store_true", help="semantic, then lexical, and the ratios between them")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--azurite", action="store_true", help="the cache in a fresh Azurite (a publish refresh then embeds and stores)"
+    )
+    parser.add_argument(
+        "--republish", action="store_true", help="then re-embed every site (a publish changing every entry's text)"
+    )
     parser.add_argument("--ready-timeout", type=float, default=900.0)
     args = parser.parse_args(argv)
     modes = [False, True] if args.both else [args.lexical]
