@@ -34,9 +34,12 @@ param resourceGroupName string = ''
 ])
 param instanceMemoryMB int = 2048
 
-@minValue(1)
+// The floor is the lowest maximum Microsoft's Flex Consumption plan page gives ("The lowest maximum scale is currently
+// 40", Considerations); its event-driven scaling page has since said 1, and regional previews have accepted less.
+// Lower it here only where the region is known to take it.
+@minValue(40)
 @maxValue(1000)
-@description('Most instances the app may scale out to.')
+@description('Most instances the app may scale out to (per function group; always-ready instances do not count). At least 40: docs/deployment.md, "Sizing", says why and where less is accepted.')
 param maximumInstanceCount int = 40
 
 @minValue(1)
@@ -46,11 +49,38 @@ param httpPerInstanceConcurrency int = 8
 
 @minValue(0)
 @maxValue(20)
-@description('Instances kept running for HTTP even when idle (billed while idle); 0: scale to zero, and a cold instance first loads the model and the indexes.')
+@description('Instances kept running for HTTP even when idle (billed while idle); 0: scale to zero, and a cold instance first loads the model and the indexes. With zoneRedundant, 0 or at least 2.')
 param alwaysReadyInstanceCount int = 0
 
-@description('VNet integration for the app and private endpoints for storage, the Key Vault and the AI Search service; storage and the vault then take no public traffic. The subscription needs the Microsoft.App resource provider registered (docs/deployment.md).')
+@description('Zone redundancy where the region offers it (az functionapp list-flexconsumption-locations --zone-redundant=true): a zone-redundant plan, which keeps at least two always-ready instances per function group (billed), and zone-redundant host storage (Standard_ZRS). Choose it at the first deployment: an existing account\'s replication is not changed by a template from LRS to ZRS.')
+param zoneRedundant bool = false
+
+@description('Owner tag (team or person answerable for the deployment) on every resource; empty: none.')
+param ownerTag string = ''
+
+@description('Cost-centre tag on every resource; empty: none.')
+param costCentreTag string = ''
+
+@description('VNet integration for the app and private endpoints for storage, the Key Vault and the AI Search service; storage and the vault then take no public traffic (with refreshOnPublish, storage keeps its public endpoint behind a firewall open to trusted Azure services only, for Event Grid). The subscription needs the Microsoft.App resource provider registered (docs/deployment.md).')
 param privateNetworking bool = false
+
+@description('With privateNetworking: the virtual network\'s address space.')
+param vnetAddressPrefix string = '10.0.0.0/16'
+
+@description('With privateNetworking: the app\'s integration subnet (delegated to Microsoft.App/environments); a /26 or larger.')
+param appSubnetPrefix string = '10.0.1.0/24'
+
+@description('With privateNetworking: the private endpoints\' subnet.')
+param privateEndpointSubnetPrefix string = '10.0.2.0/24'
+
+@description('With privateNetworking: an existing route table (resource id) sending the app subnet\'s outbound traffic to the landing zone\'s egress (a hub firewall); empty: a NAT gateway with its own public IP address.')
+param egressRouteTableId string = ''
+
+@description('With privateNetworking: resource id of the resource group holding the landing zone\'s private DNS zones (privatelink.blob.<storage suffix>, ...), in which the private endpoints are registered instead of zones created here; the virtual network must then resolve them (vnetDnsServers, peering). Empty: zones are created and linked here.')
+param privateDnsZonesResourceGroupId string = ''
+
+@description('With privateNetworking: DNS servers of the virtual network, comma-separated (a hub\'s DNS resolver); empty: Azure-provided DNS.')
+param vnetDnsServers string = ''
 
 @description('Key Vault purge protection: a deleted vault and its secrets cannot be purged for the 7-day retention period, so the vault name (fixed per environment) cannot be reused before then. Off by default so a development environment can be torn down and recreated (azd down --purge); production should turn it on (KEY_VAULT_PURGE_PROTECTION=true). Once on, it cannot be turned off.')
 param keyVaultPurgeProtection bool = false
@@ -64,13 +94,13 @@ param aiSearchResourceGroupName string = ''
 @description('DNS suffix of AI Search services in this cloud: the endpoint is https://<aiSearchServiceName>.<suffix> and the private DNS zone privatelink.<suffix>.')
 param aiSearchDnsSuffix string = 'search.windows.net'
 
-@description('Fresh on publish for documentation published to Azure Storage: an Event Grid system topic on docsStorageAccountName sends every BlobCreated of a site\'s search index in docsStorageContainer to a queue in the host storage, and the app refreshes that site (Forge__Documentation__Refresh__QueueName). See docs/deployment.md.')
+@description('Fresh on publish for documentation published to Azure Storage: an Event Grid system topic on docsStorageAccountName sends every BlobCreated of a site\'s search index in docsStorageContainer to a queue in the host storage, and the app refreshes that site (Forge__Documentation__Refresh__QueueName). Needs docsStorageAccountName and docsStorageResourceGroupName. See docs/deployment.md.')
 param refreshOnPublish bool = false
 
 @description('With refreshOnPublish: the existing storage account the documentation is published to. It must be in this subscription (Event Grid creates a system topic only in its source\'s subscription), in docsStorageResourceGroupName, and have no Event Grid system topic yet (one per source).')
 param docsStorageAccountName string = ''
 
-@description('Resource group of docsStorageAccountName, where its system topic and event subscription are created; empty: the app\'s resource group.')
+@description('With refreshOnPublish (required then): resource group of docsStorageAccountName, where its system topic and event subscription are created.')
 param docsStorageResourceGroupName string = ''
 
 @description('Blob container the documentation is published to in docsStorageAccountName: $web for a static website.')
@@ -83,6 +113,21 @@ param docsStorageContainer string = '$web'
 @maxLength(63)
 param refreshOnPublishQueue string = 'docs-refresh'
 
+@description('With refreshOnPublish: the blob container in the host storage that events Event Grid could not deliver are dead-lettered to.')
+@minLength(3)
+@maxLength(63)
+param refreshDeadLetterContainer string = 'docs-refresh-dead-letters'
+
+@description('With refreshOnPublish: delivery attempts of one event to the refresh queue before it is dead-lettered (1 to 30).')
+@minValue(1)
+@maxValue(30)
+param refreshDeliveryAttempts int = 30
+
+@description('With refreshOnPublish: minutes an event is retried before it is dead-lettered (1 to 1440).')
+@minValue(1)
+@maxValue(1440)
+param refreshEventTimeToLiveMinutes int = 1440
+
 @description('Entra ID sign-in (docs/deployment.md, "Sign in with Entra ID"): an app registration is created with the Microsoft Graph Bicep extension, or existingEntraAppClientId names one, and the app validates every /api/* request\'s access token itself (Forge__Documentation__Auth__*, Forge__Documentation__Refresh__AppRoles); the HTTP function is then anonymous and Entra is the gate. Creating the registration needs a deploying identity allowed to register applications.')
 param entraAuth bool = false
 
@@ -91,6 +136,92 @@ param existingEntraAppClientId string = ''
 
 @description('With entraAuth and a created registration: more client ids (comma-separated), such as an organisation\'s own agent CLI registration, pre-authorized for docs.read besides VS Code and the Azure CLI.')
 param entraPreAuthorizedClientIds string = ''
+
+@description('With entraAuth and a created registration: its owners besides the deploying principal, comma-separated object ids of users and service principals (a CI principal, a second administrator). Entra accepts no group as an application\'s owner.')
+param entraAppOwnerIds string = ''
+
+@description('With entraAuth and a created registration: the principal that deploys becomes an owner too (owners are only ever added).')
+param entraAppOwnerIsDeployer bool = true
+
+@description('Object id of the user, group or service principal that operates the service: read access to the index cache and, with refreshOnPublish, the refresh and poison queues and the dead letters (shared keys are off, so nobody else can look). Empty: none.')
+param operatorPrincipalId string = ''
+
+@description('What operatorPrincipalId is.')
+@allowed([
+  'User'
+  'Group'
+  'ServicePrincipal'
+])
+param operatorPrincipalType string = 'Group'
+
+// ---------------------------------------------------------------------------------------------------------------
+// Operations: the workspace, alerts and their thresholds (docs/deployment.md, "Operations")
+// ---------------------------------------------------------------------------------------------------------------
+
+@description('E-mail address the alerts notify (an action group); empty: the alerts only show in the portal.')
+param alertEmail string = ''
+
+@description('Days the Log Analytics workspace keeps logs and telemetry (30 to 730).')
+@minValue(30)
+@maxValue(730)
+param logRetentionDays int = 30
+
+@description('Most GB the Log Analytics workspace ingests a day (telemetry and resource logs); past it ingestion stops until the next day (UTC), and with it the log alerts.')
+@minValue(1)
+param logDailyCapGb int = 2
+
+@description('Share of /api/* requests answered 5xx, in percent, above which the server-error alert fires.')
+@minValue(1)
+@maxValue(100)
+param alertServerErrorPercent int = 5
+
+@description('p95 duration of /api/* requests (the publish hook apart), in ms, above which the latency alert fires. The load measurement\'s p95 was 0.26 s at 8 concurrent requests and 1.2 s at 50 (docs/deployment.md); a cold instance adds its start.')
+@minValue(100)
+param alertLatencyP95Ms int = 3000
+
+@description('Fewest /api/* requests in the window for the server-error and latency alerts to judge it.')
+@minValue(1)
+param alertMinimumRequests int = 20
+
+@description('Minutes the server-error and latency alerts look back over.')
+@allowed([
+  5
+  10
+  15
+  30
+  60
+])
+param alertWindowMinutes int = 15
+
+@description('Availability test locations, comma-separated Application Insights location ids (West Europe, North Europe, East US by default).')
+param availabilityTestLocations string = 'emea-nl-ams-azr,emea-gb-db3-azr,us-va-ash-azr'
+
+@description('Seconds between availability tests from each location.')
+@allowed([
+  300
+  600
+  900
+])
+param availabilityTestFrequencySeconds int = 300
+
+@description('Locations that must fail at once before the health alert fires.')
+@minValue(1)
+param availabilityFailedLocations int = 2
+
+@description('Text a healthy /api/health answer holds: the top-level status ok (the JSON is compact; nested statuses are never followed by "providers").')
+param availabilityContentMatch string = '"status":"ok","providers"'
+
+@description('With refreshOnPublish: messages moved to the poison queue within an hour that fire the poison alert.')
+@minValue(1)
+param alertPoisonMessages int = 1
+
+@description('With refreshOnPublish: failed Event Grid delivery attempts within an hour that fire the delivery alert.')
+@minValue(1)
+param alertDeliveryFailures int = 5
+
+@description('With refreshOnPublish: events dead-lettered within an hour that fire the dead-letter alert.')
+@minValue(1)
+param alertDeadLetteredEvents int = 1
 
 // ---------------------------------------------------------------------------------------------------------------
 // The service's settings (Forge__Documentation__*): one parameter each, named after the setting, with its default
@@ -363,13 +494,18 @@ var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings
 
 var abbrs = loadJsonContent('abbreviations.json')
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
-var tags = {
+var tags = union({
   'azd-env-name': environmentName
-}
+}, empty(ownerTag) ? {} : {
+  owner: ownerTag
+}, empty(costCentreTag) ? {} : {
+  'cost-center': costCentreTag
+})
 // The project's Python (pyproject.toml requires-python).
 var pythonVersion = '3.11'
 var deploymentContainerName = 'app-package-${resourceToken}'
 var keyVaultName = '${abbrs.keyVaultVaults}${resourceToken}'
+var apiName = '${abbrs.webSitesFunctions}api-${resourceToken}'
 var aiSearchEnabled = !empty(aiSearchServiceName) || !empty(aiSearchEndpoint)
 var aiSearchEndpointUrl = empty(aiSearchEndpoint) ? 'https://${aiSearchServiceName}.${aiSearchDnsSuffix}' : aiSearchEndpoint
 var remoteEnabled = !empty(remoteEndpoint)
@@ -379,6 +515,16 @@ var docsReadRole = 'Docs.Read.All'
 var docsRefreshRole = 'Docs.Refresh'
 var entraAppCreated = entraAuth && empty(existingEntraAppClientId)
 var entraAudience = entraAppCreated ? entraApp.outputs.identifierUri : 'api://${existingEntraAppClientId}'
+// Comma-separated lists, blanks and empty entries dropped: a trailing comma would otherwise be an id Graph refuses.
+var entraPreAuthorizedClientIdList = filter(map(split(entraPreAuthorizedClientIds, ','), id => trim(id)), id => !empty(id))
+var entraAppOwnerIdList = filter(map(split(entraAppOwnerIds, ','), id => trim(id)), id => !empty(id))
+var entraAppOwners = union(entraAppOwnerIsDeployer ? [
+  deployer().objectId
+] : [], entraAppOwnerIdList)
+var vnetDnsServerList = filter(map(split(vnetDnsServers, ','), server => trim(server)), server => !empty(server))
+var availabilityTestLocationList = filter(map(split(availabilityTestLocations, ','), id => trim(id)), id => !empty(id))
+// The secrets given, by name (a name is no secret): Key Vault refuses an empty value.
+var givenSecretNames = map(filter(items(keyVaultSecrets), item => !empty(item.value)), item => item.key)
 // Key Vault's private DNS zone is privatelink.vaultcore.<cloud>, not privatelink plus the vault suffix (.vault.<cloud>).
 var keyVaultDnsZoneName = 'privatelink${replace(environment().suffixes.keyvaultDns, '.vault.', '.vaultcore.')}'
 // An instance below 2048 MB cannot hold semantic matching (instanceMemoryMB): such a deployment is refused.
@@ -392,16 +538,27 @@ var storageServices = refreshOnPublish ? [
   'blob'
 ]
 
-// The refusal of 512 MB with semantic matching sits on the resource group: every module is deployed into it (or
-// names it), so ARM stops there and creates nothing else. fail() needs a Bicep CLI released in 2025 or later.
+// Combinations that cannot work, refused before anything is deployed: the message names what to change.
+var refusals = [
+  semanticFitsInstance ? '' : 'instanceMemoryMB ${instanceMemoryMB} cannot hold semantic matching: use 2048 or 4096, or set searchSemantic false (azd: DOCS_FORGE_DOCUMENTATION_SEARCH_SEMANTIC=false).'
+  // Left empty, the docs account would be looked for in the resource group this deployment is creating.
+  (refreshOnPublish && empty(docsStorageResourceGroupName)) ? 'refreshOnPublish needs docsStorageResourceGroupName (azd: DOCS_STORAGE_RESOURCE_GROUP): the resource group of the existing storage account the documentation is published to.' : ''
+  (zoneRedundant && alwaysReadyInstanceCount == 1) ? 'zoneRedundant needs alwaysReadyInstanceCount 0 or at least 2 (azd: FLEX_ALWAYS_READY_INSTANCE_COUNT): a zone-redundant plan keeps two always-ready instances per function group, one in each of two zones.' : ''
+]
+var refusal = join(filter(refusals, message => !empty(message)), ' ')
+
+// The refusals sit on the resource group: every module is deployed into it (or names it), so ARM stops there and
+// creates nothing else. fail() needs a Bicep CLI released in 2025 or later.
 resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
   name: empty(resourceGroupName) ? '${abbrs.resourcesResourceGroups}${environmentName}' : resourceGroupName
   location: location
-  tags: semanticFitsInstance ? tags : fail('instanceMemoryMB ${instanceMemoryMB} cannot hold semantic matching: use 2048 or 4096, or set searchSemantic false (azd: DOCS_FORGE_DOCUMENTATION_SEARCH_SEMANTIC=false).')
+  tags: empty(refusal) ? tags : fail(refusal)
 }
 
+// Every module's deployment name carries the token: deployments are named per resource group, and the docs account's,
+// the AI Search service's and a shared resource group (resourceGroupName) can hold several environments' at once.
 module identity 'app/identity.bicep' = {
-  name: 'identity'
+  name: 'identity-${resourceToken}'
   scope: rg
   params: {
     name: '${abbrs.managedIdentityUserAssignedIdentities}api-${resourceToken}'
@@ -411,18 +568,20 @@ module identity 'app/identity.bicep' = {
 }
 
 module monitoring 'app/monitoring.bicep' = {
-  name: 'monitoring'
+  name: 'monitoring-${resourceToken}'
   scope: rg
   params: {
     logAnalyticsName: '${abbrs.operationalInsightsWorkspaces}${resourceToken}'
     applicationInsightsName: '${abbrs.insightsComponents}${resourceToken}'
     location: location
     tags: tags
+    retentionInDays: logRetentionDays
+    dailyCapGb: logDailyCapGb
   }
 }
 
 module storage 'app/storage.bicep' = {
-  name: 'storage'
+  name: 'storage-${resourceToken}'
   scope: rg
   params: {
     name: '${abbrs.storageStorageAccounts}${resourceToken}'
@@ -431,12 +590,17 @@ module storage 'app/storage.bicep' = {
     deploymentContainerName: deploymentContainerName
     cacheContainerName: cacheContainer
     queueName: refreshOnPublish ? refreshOnPublishQueue : ''
+    deadLetterContainerName: refreshDeadLetterContainer
     privateNetworking: privateNetworking
+    // Event Grid delivers to the queue (and dead-letters) over the public endpoint only, as a trusted service.
+    trustedServicesOnly: refreshOnPublish
+    zoneRedundant: zoneRedundant
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId
   }
 }
 
 module rbac 'app/rbac.bicep' = {
-  name: 'rbac'
+  name: 'rbac-${resourceToken}'
   scope: rg
   params: {
     principalId: identity.outputs.principalId
@@ -446,8 +610,22 @@ module rbac 'app/rbac.bicep' = {
   }
 }
 
+module operatorAccess 'app/operator-access.bicep' = if (!empty(operatorPrincipalId)) {
+  name: 'operator-access-${resourceToken}'
+  scope: rg
+  params: {
+    principalId: operatorPrincipalId
+    principalType: operatorPrincipalType
+    storageAccountName: storage.outputs.name
+    cacheContainerName: cacheContainer
+    queues: refreshOnPublish
+    queueName: refreshOnPublishQueue
+    deadLetterContainerName: refreshDeadLetterContainer
+  }
+}
+
 module searchAccess 'app/search-access.bicep' = if (!empty(aiSearchServiceName)) {
-  name: 'search-access'
+  name: 'search-access-${resourceToken}'
   scope: resourceGroup(empty(aiSearchResourceGroupName) ? rg.name : aiSearchResourceGroupName)
   params: {
     searchServiceName: aiSearchServiceName
@@ -456,7 +634,7 @@ module searchAccess 'app/search-access.bicep' = if (!empty(aiSearchServiceName))
 }
 
 module keyVault 'app/keyvault.bicep' = if (anySecretGiven) {
-  name: 'keyvault'
+  name: 'keyvault-${resourceToken}'
   scope: rg
   params: {
     name: keyVaultName
@@ -466,21 +644,32 @@ module keyVault 'app/keyvault.bicep' = if (anySecretGiven) {
     purgeProtection: keyVaultPurgeProtection
     privateNetworking: privateNetworking
     secrets: keyVaultSecrets
+    secretNames: givenSecretNames
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId
   }
 }
 
 module network 'app/network.bicep' = if (privateNetworking) {
-  name: 'network'
+  name: 'network-${resourceToken}'
   scope: rg
   params: {
     name: '${abbrs.networkVirtualNetworks}${resourceToken}'
     location: location
     tags: tags
+    addressPrefix: vnetAddressPrefix
+    appSubnetPrefix: appSubnetPrefix
+    privateEndpointSubnetPrefix: privateEndpointSubnetPrefix
+    appNsgName: '${abbrs.networkNetworkSecurityGroups}app-${resourceToken}'
+    privateEndpointNsgName: '${abbrs.networkNetworkSecurityGroups}pep-${resourceToken}'
+    natGatewayName: '${abbrs.networkNatGateways}${resourceToken}'
+    natPublicIpName: '${abbrs.networkPublicIPAddresses}ng-${resourceToken}'
+    egressRouteTableId: egressRouteTableId
+    dnsServers: vnetDnsServerList
   }
 }
 
 module storageEndpoints 'app/private-endpoint.bicep' = [for service in (privateNetworking ? storageServices : []): {
-  name: 'private-endpoint-${service}'
+  name: 'private-endpoint-${service}-${resourceToken}'
   scope: rg
   params: {
     name: '${abbrs.networkPrivateEndpoints}${service}-${resourceToken}'
@@ -491,11 +680,12 @@ module storageEndpoints 'app/private-endpoint.bicep' = [for service in (privateN
     targetId: storage.outputs.id
     groupId: service
     dnsZoneName: 'privatelink.${service}.${environment().suffixes.storage}'
+    existingDnsZonesResourceGroupId: privateDnsZonesResourceGroupId
   }
 }]
 
 module searchEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && !empty(aiSearchServiceName)) {
-  name: 'private-endpoint-search'
+  name: 'private-endpoint-search-${resourceToken}'
   scope: rg
   params: {
     name: '${abbrs.networkPrivateEndpoints}search-${resourceToken}'
@@ -506,11 +696,12 @@ module searchEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && !e
     targetId: searchAccess.outputs.id
     groupId: 'searchService'
     dnsZoneName: 'privatelink.${aiSearchDnsSuffix}'
+    existingDnsZonesResourceGroupId: privateDnsZonesResourceGroupId
   }
 }
 
 module vaultEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && anySecretGiven) {
-  name: 'private-endpoint-vault'
+  name: 'private-endpoint-vault-${resourceToken}'
   scope: rg
   params: {
     name: '${abbrs.networkPrivateEndpoints}vault-${resourceToken}'
@@ -521,29 +712,31 @@ module vaultEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && any
     targetId: keyVault.outputs.id
     groupId: 'vault'
     dnsZoneName: keyVaultDnsZoneName
+    existingDnsZonesResourceGroupId: privateDnsZonesResourceGroupId
   }
 }
 
 // Entra ID sign-in (entraAuth): the app registration and its enterprise application, in the tenant. The module sits in
 // the resource group like every other, but what it creates does not (the Graph extension's resources are tenant-wide).
 module entraApp 'app/entra-app.bicep' = if (entraAppCreated) {
-  name: 'entra-app'
+  name: 'entra-app-${resourceToken}'
   scope: rg
   params: {
-    uniqueName: '${abbrs.webSitesFunctions}api-${resourceToken}'
+    uniqueName: apiName
     scopeValue: docsReadScope
     readRoleValue: docsReadRole
     refreshRoleValue: docsRefreshRole
-    extraPreAuthorizedClientIds: empty(entraPreAuthorizedClientIds) ? [] : split(replace(entraPreAuthorizedClientIds, ' ', ''), ',')
+    extraPreAuthorizedClientIds: entraPreAuthorizedClientIdList
+    ownerIds: entraAppOwners
   }
 }
 
 module api 'app/function.bicep' = {
-  name: 'api'
+  name: 'api-${resourceToken}'
   scope: rg
   params: {
     planName: '${abbrs.webServerFarms}${resourceToken}'
-    name: '${abbrs.webSitesFunctions}api-${resourceToken}'
+    name: apiName
     location: location
     tags: tags
     serviceName: 'api'
@@ -557,9 +750,11 @@ module api 'app/function.bicep' = {
     maximumInstanceCount: maximumInstanceCount
     httpPerInstanceConcurrency: httpPerInstanceConcurrency
     alwaysReadyInstanceCount: alwaysReadyInstanceCount
+    zoneRedundant: zoneRedundant
     subnetId: privateNetworking ? network.outputs.appSubnetId : ''
     hostQueues: refreshOnPublish
     appSettings: documentationSettings
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId
   }
   dependsOn: [
     keyVault
@@ -570,29 +765,32 @@ module api 'app/function.bicep' = {
 }
 
 // Fresh on publish (refreshOnPublish): the docs account's system topic, in that account's resource group and region;
-// its identity may put messages on the refresh queue, and only then is the subscription that delivers there created.
+// its identity may put messages on the refresh queue and write dead letters, and only then is the subscription that
+// delivers there created.
 module docsEvents 'app/docs-events.bicep' = if (refreshOnPublish) {
-  name: 'docs-events'
+  name: 'docs-events-${resourceToken}'
   scope: resourceGroup(empty(docsStorageResourceGroupName) ? rg.name : docsStorageResourceGroupName)
   params: {
     name: '${abbrs.eventGridSystemTopics}docs-${resourceToken}'
     tags: tags
     storageAccountName: empty(docsStorageAccountName) ? fail('refreshOnPublish needs docsStorageAccountName (DOCS_STORAGE_ACCOUNT): the existing storage account the documentation is published to.') : docsStorageAccountName
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId
   }
 }
 
-module refreshQueueSender 'app/queue-sender.bicep' = if (refreshOnPublish) {
-  name: 'refresh-queue-sender'
+module docsEventsAccess 'app/docs-events-access.bicep' = if (refreshOnPublish) {
+  name: 'docs-events-access-${resourceToken}'
   scope: rg
   params: {
     principalId: docsEvents.outputs.principalId
     storageAccountName: storage.outputs.name
     queueName: refreshOnPublishQueue
+    deadLetterContainerName: refreshDeadLetterContainer
   }
 }
 
 module docsEventsSubscription 'app/docs-events-subscription.bicep' = if (refreshOnPublish) {
-  name: 'docs-events-subscription'
+  name: 'docs-events-subscription-${resourceToken}'
   scope: resourceGroup(empty(docsStorageResourceGroupName) ? rg.name : docsStorageResourceGroupName)
   params: {
     systemTopicName: docsEvents.outputs.name
@@ -601,10 +799,44 @@ module docsEventsSubscription 'app/docs-events-subscription.bicep' = if (refresh
     indexPath: searchIndexPath
     queueStorageAccountId: storage.outputs.id
     queueName: refreshOnPublishQueue
+    deadLetterContainerName: refreshDeadLetterContainer
+    maxDeliveryAttempts: refreshDeliveryAttempts
+    eventTimeToLiveInMinutes: refreshEventTimeToLiveMinutes
   }
   dependsOn: [
-    refreshQueueSender
+    docsEventsAccess
   ]
+}
+
+module alerts 'app/alerts.bicep' = {
+  name: 'alerts-${resourceToken}'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    actionGroupName: '${abbrs.insightsActionGroups}${resourceToken}'
+    webTestName: '${abbrs.insightsWebTests}health-${resourceToken}'
+    alertNamePrefix: '${abbrs.insightsAlertRules}${resourceToken}'
+    alertEmail: alertEmail
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId
+    healthUrl: 'https://${api.outputs.defaultHostName}/api/health'
+    availabilityLocations: availabilityTestLocationList
+    availabilityFrequencySeconds: availabilityTestFrequencySeconds
+    availabilityFailedLocations: availabilityFailedLocations
+    availabilityContentMatch: availabilityContentMatch
+    serverErrorPercent: alertServerErrorPercent
+    latencyP95Ms: alertLatencyP95Ms
+    minimumRequests: alertMinimumRequests
+    windowMinutes: alertWindowMinutes
+    refreshOnPublish: refreshOnPublish
+    storageAccountName: storage.outputs.name
+    poisonQueueName: '${refreshOnPublishQueue}-poison'
+    poisonMessages: alertPoisonMessages
+    docsEventsTopicId: refreshOnPublish ? docsEvents.outputs.id : ''
+    deliveryFailures: alertDeliveryFailures
+    deadLetteredEvents: alertDeadLetteredEvents
+  }
 }
 
 output AZURE_LOCATION string = location
@@ -618,6 +850,7 @@ output REFRESH_ENDPOINT string = 'https://${api.outputs.defaultHostName}/api/adm
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
 output AZURE_KEY_VAULT_NAME string = anySecretGiven ? keyVaultName : ''
+output AZURE_LOG_ANALYTICS_WORKSPACE_NAME string = monitoring.outputs.logAnalyticsName
 // Entra ID sign-in: what a caller's Remote__Scope and an app role assignment need. Named apart from the
 // existingEntraAppClientId variable (ENTRA_EXISTING_APP_CLIENT_ID): azd feeds outputs back as variables.
 output ENTRA_APP_CLIENT_ID string = entraAuth ? (entraAppCreated ? entraApp.outputs.clientId : existingEntraAppClientId) : ''

@@ -1,10 +1,12 @@
 // The Event Grid system topic of the storage account the documentation is published to, deployed into that account's
-// resource group and region. Its system-assigned identity delivers the events (app/queue-sender.bicep gives it the
-// right to), which is the only identity Event Grid may use for a storage queue behind a storage firewall.
+// resource group and region. Its system-assigned identity delivers the events and writes the dead letters
+// (app/docs-events-access.bicep gives it the right to), the only identity Event Grid may use behind a storage firewall.
 param name string
 param tags object = {}
 @description('The existing storage account the documentation is published to (the events\' source), in this resource group.')
 param storageAccountName string
+@description('Log Analytics workspace the topic\'s delivery failures (AegDeliveryFailureLogs) go to.')
+param logAnalyticsWorkspaceId string
 
 resource docs 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -24,5 +26,27 @@ resource topic 'Microsoft.EventGrid/systemTopics@2025-02-15' = {
   }
 }
 
+// Each failed delivery with its reason (a refused identity, a missing queue, the firewall).
+resource diagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
+  name: 'to-log-analytics'
+  scope: topic
+  properties: {
+    workspaceId: logAnalyticsWorkspaceId
+    logs: [
+      {
+        category: 'DeliveryFailures'
+        enabled: true
+      }
+    ]
+    metrics: [
+      {
+        category: 'AllMetrics'
+        enabled: true
+      }
+    ]
+  }
+}
+
 output name string = topic.name
+output id string = topic.id
 output principalId string = topic.identity.principalId

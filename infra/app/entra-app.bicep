@@ -21,6 +21,9 @@ param refreshRoleValue string
 @description('Client ids pre-authorized for the scope besides VS Code and the Azure CLI (an organisation\'s own agent CLI registration).')
 param extraPreAuthorizedClientIds array = []
 
+@description('Object ids of the registration\'s owners: users and service principals (Entra accepts no group as an application\'s owner). Owners may update it; a CI principal with Application.ReadWrite.OwnedBy can maintain only what it owns.')
+param ownerIds array = []
+
 // Microsoft's first-party public clients, the same in every tenant. VS Code's Microsoft authentication provider signs
 // MCP servers in as this client unless told otherwise (microsoft/vscode, extensions/microsoft-authentication/src/common/
 // scopeData.ts, DEFAULT_CLIENT_ID); the Azure CLI's is AZURE_CLI_CLIENT_ID in Azure/azure-cli (azure-cli-core auth).
@@ -85,12 +88,19 @@ var api = {
   preAuthorizedApplications: preAuthorizedApplications
 }
 
+// Owners are added, never removed (the extension's default `append` relationship semantics): one added in the portal
+// stays, and taking one away is done in Entra.
+var owners = {
+  relationships: ownerIds
+}
+
 resource application 'Microsoft.Graph/applications@v1.0' = {
   uniqueName: uniqueName
   displayName: displayName
   signInAudience: 'AzureADMyOrg'
   appRoles: appRoles
   api: api
+  owners: owners
 }
 
 // The Application ID URI api://<client id> (the form every tenant's identifier-URI policy allows) names the client id,
@@ -102,6 +112,7 @@ resource applicationIdUri 'Microsoft.Graph/applications@v1.0' = {
   signInAudience: 'AzureADMyOrg'
   appRoles: appRoles
   api: api
+  owners: owners
   identifierUris: [
     'api://${application.appId}'
   ]

@@ -18,6 +18,8 @@ param applicationInsightsName string
 param pythonVersion string
 param instanceMemoryMB int
 param maximumInstanceCount int
+@description('Zone-redundant plan: instances spread over the region\'s availability zones, and the platform keeps at least two always-ready instances per function group, billed as such.')
+param zoneRedundant bool = false
 param httpPerInstanceConcurrency int
 param alwaysReadyInstanceCount int
 
@@ -29,6 +31,9 @@ param hostQueues bool = false
 
 @description('The service\'s own settings (Forge__Documentation__*), one object built in main.bicep.')
 param appSettings object
+
+@description('Log Analytics workspace the app\'s resource logs (FunctionAppLogs) and platform metrics go to.')
+param logAnalyticsWorkspaceId string
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -49,6 +54,7 @@ resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   }
   properties: {
     reserved: true
+    zoneRedundant: zoneRedundant
   }
 }
 
@@ -136,5 +142,27 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
   } : {})
 }
 
+// The host's and the functions' logs beside Application Insights' telemetry, and the platform's metrics.
+resource diagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
+  name: 'to-log-analytics'
+  scope: site
+  properties: {
+    workspaceId: logAnalyticsWorkspaceId
+    logs: [
+      {
+        category: 'FunctionAppLogs'
+        enabled: true
+      }
+    ]
+    metrics: [
+      {
+        category: 'AllMetrics'
+        enabled: true
+      }
+    ]
+  }
+}
+
 output name string = site.name
+output id string = site.id
 output defaultHostName string = site.properties.defaultHostName

@@ -1,10 +1,79 @@
 // The virtual network for private networking: one subnet for the app's VNet integration, one for private endpoints.
+// Everything a subnet carries (its network security group, its way out) is declared with the subnet: the subnets are
+// part of the virtual network's own definition, so each provision writes them whole, and whatever is not declared
+// here (a route table or NSG a policy attached afterwards) would be taken off again.
 param name string
 param location string
 param tags object = {}
-param addressPrefix string = '10.0.0.0/16'
-param appSubnetPrefix string = '10.0.1.0/24'
-param privateEndpointSubnetPrefix string = '10.0.2.0/24'
+param addressPrefix string
+param appSubnetPrefix string
+param privateEndpointSubnetPrefix string
+param appNsgName string
+param privateEndpointNsgName string
+param natGatewayName string
+param natPublicIpName string
+
+@description('An existing route table (resource id) that sends the app subnet\'s outbound traffic to the landing zone\'s egress (a hub firewall); empty: a NAT gateway of its own.')
+param egressRouteTableId string = ''
+
+@description('DNS servers of the virtual network (a hub\'s DNS resolver, to resolve centrally managed private DNS zones); empty: Azure-provided DNS.')
+param dnsServers array = []
+
+// The app reaches the documentation origin, Entra ID and Application Insights over the internet through its integrated
+// subnet; a new virtual network's subnets have no implicit outbound access, so the way out is explicit: a NAT gateway,
+// or the landing zone's route to its firewall.
+var natGatewayEnabled = empty(egressRouteTableId)
+
+// Nothing beyond Azure's default rules (virtual network traffic in, load balancer probes in, everything else in
+// denied; outbound open): the NSGs exist so that a landing zone's "every subnet has an NSG" policy is met, and as the
+// place its rules go.
+resource appNsg 'Microsoft.Network/networkSecurityGroups@2023-11-01' = {
+  name: appNsgName
+  location: location
+  tags: tags
+  properties: {
+    securityRules: []
+  }
+}
+
+resource privateEndpointNsg 'Microsoft.Network/networkSecurityGroups@2023-11-01' = {
+  name: privateEndpointNsgName
+  location: location
+  tags: tags
+  properties: {
+    securityRules: []
+  }
+}
+
+resource natPublicIp 'Microsoft.Network/publicIPAddresses@2023-11-01' = if (natGatewayEnabled) {
+  name: natPublicIpName
+  location: location
+  tags: tags
+  sku: {
+    name: 'Standard'
+  }
+  properties: {
+    publicIPAllocationMethod: 'Static'
+    publicIPAddressVersion: 'IPv4'
+  }
+}
+
+resource natGateway 'Microsoft.Network/natGateways@2023-11-01' = if (natGatewayEnabled) {
+  name: natGatewayName
+  location: location
+  tags: tags
+  sku: {
+    name: 'Standard'
+  }
+  properties: {
+    idleTimeoutInMinutes: 4
+    publicIpAddresses: [
+      {
+        id: natPublicIp.id
+      }
+    ]
+  }
+}
 
 resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
   name: name
@@ -15,6 +84,9 @@ resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
       addressPrefixes: [
         addressPrefix
       ]
+    }
+    dhcpOptions: empty(dnsServers) ? null : {
+      dnsServers: dnsServers
     }
     subnets: [
       {
@@ -30,6 +102,15 @@ resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
               }
             }
           ]
+          networkSecurityGroup: {
+            id: appNsg.id
+          }
+          natGateway: natGatewayEnabled ? {
+            id: natGateway.id
+          } : null
+          routeTable: natGatewayEnabled ? null : {
+            id: egressRouteTableId
+          }
         }
       }
       {
@@ -37,6 +118,9 @@ resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
         properties: {
           addressPrefix: privateEndpointSubnetPrefix
           privateEndpointNetworkPolicies: 'Disabled'
+          networkSecurityGroup: {
+            id: privateEndpointNsg.id
+          }
         }
       }
     ]

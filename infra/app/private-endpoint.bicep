@@ -1,4 +1,5 @@
-// One private endpoint with its private DNS zone, linked to the virtual network so the app resolves the private IP.
+// One private endpoint with its private DNS zone: a zone of its own linked to the virtual network so the app resolves
+// the private IP, or, in a landing zone whose private DNS zones are managed centrally, the existing zone of that name.
 param name string
 param location string
 param tags object = {}
@@ -10,14 +11,19 @@ param targetId string
 param groupId string
 @description('Private DNS zone, e.g. privatelink.blob.core.windows.net.')
 param dnsZoneName string
+@description('Resource id of the resource group holding existing private DNS zones (privatelink.*) to register the endpoint in; empty: the zone is created here and linked to the virtual network.')
+param existingDnsZonesResourceGroupId string = ''
 
-resource zone 'Microsoft.Network/privateDnsZones@2020-06-01' = {
+var createZone = empty(existingDnsZonesResourceGroupId)
+var zoneId = createZone ? zone.id : '${existingDnsZonesResourceGroupId}/providers/Microsoft.Network/privateDnsZones/${dnsZoneName}'
+
+resource zone 'Microsoft.Network/privateDnsZones@2020-06-01' = if (createZone) {
   name: dnsZoneName
   location: 'global'
   tags: tags
 }
 
-resource link 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2020-06-01' = {
+resource link 'Microsoft.Network/privateDnsZones/virtualNetworkLinks@2020-06-01' = if (createZone) {
   parent: zone
   name: '${last(split(vnetId, '/'))}-link'
   location: 'global'
@@ -60,7 +66,7 @@ resource zoneGroup 'Microsoft.Network/privateEndpoints/privateDnsZoneGroups@2023
       {
         name: replace(dnsZoneName, '.', '-')
         properties: {
-          privateDnsZoneId: zone.id
+          privateDnsZoneId: zoneId
         }
       }
     ]

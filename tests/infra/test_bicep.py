@@ -37,14 +37,22 @@ ALLOWED_API_VERSIONS = {
     # version is the extension's in infra/bicepconfig.json (tests/infra/test_entra_auth.py).
     "Microsoft.Graph/applications": "v1.0",
     "Microsoft.Graph/servicePrincipals": "v1.0",
+    "Microsoft.Insights/actionGroups": "2023-01-01",
     "Microsoft.Insights/components": "2020-02-02",
+    "Microsoft.Insights/diagnosticSettings": "2021-05-01-preview",
+    "Microsoft.Insights/metricAlerts": "2018-03-01",
+    "Microsoft.Insights/scheduledQueryRules": "2023-12-01",
+    "Microsoft.Insights/webtests": "2022-06-15",
     "Microsoft.KeyVault/vaults": "2023-07-01",
     "Microsoft.KeyVault/vaults/secrets": "2023-07-01",
     "Microsoft.ManagedIdentity/userAssignedIdentities": "2023-01-31",
+    "Microsoft.Network/natGateways": "2023-11-01",
+    "Microsoft.Network/networkSecurityGroups": "2023-11-01",
     "Microsoft.Network/privateDnsZones": "2020-06-01",
     "Microsoft.Network/privateDnsZones/virtualNetworkLinks": "2020-06-01",
     "Microsoft.Network/privateEndpoints": "2023-11-01",
     "Microsoft.Network/privateEndpoints/privateDnsZoneGroups": "2023-11-01",
+    "Microsoft.Network/publicIPAddresses": "2023-11-01",
     "Microsoft.Network/virtualNetworks": "2023-11-01",
     "Microsoft.OperationalInsights/workspaces": "2023-09-01",
     "Microsoft.Resources/resourceGroups": "2022-09-01",
@@ -69,16 +77,35 @@ ROLES = {
 }
 """Every role the app's identity holds, by built-in role definition id: exactly what the app touches."""
 
-EVENT_GRID_SENDER = "app/queue-sender.bicep"
-EVENT_GRID_ROLES = {"c6a89b2d-59bc-44d0-9896-0f6e12d7b80a": "Storage Queue Data Message Sender"}
-"""The one role assignment that goes to another identity than the app's, and the only role it may carry.
+OTHER_HOLDERS = {
+    "app/docs-events-access.bicep": (
+        ("docsEvents", "outputs", "principalId"),
+        {
+            "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a": "Storage Queue Data Message Sender",
+            "ba92f5b4-2d11-453d-a403-e96b0029c9fe": "Storage Blob Data Contributor",
+        },
+    ),
+    "app/operator-access.bicep": (
+        ("operatorPrincipalId",),
+        {
+            "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1": "Storage Blob Data Reader",
+            "19e7f393-937e-4f77-808e-94535e297925": "Storage Queue Data Reader",
+        },
+    ),
+}
+"""The role assignments that go to another identity than the app's: which module, whose principal, which roles.
 
 With `refreshOnPublish`, Event Grid delivers the docs account's BlobCreated events to the host storage's refresh queue
-as the docs account's system topic (its system-assigned identity): Microsoft's documented keyless delivery to a storage
-queue, and the only identity it may use past a storage firewall. That identity is Event Grid's, not the app's, so
-it may only add messages (no reading, no blobs), on that one queue, and only in `app/queue-sender.bicep`, whose
-callers must hand it the topic's identity (`app/docs-events.bicep`) and nothing else.
+as the docs account's system topic (its system-assigned identity), and dead-letters what it cannot deliver to a blob
+container as the same identity: Microsoft's documented keyless delivery, and the only identity it may use past a
+storage firewall. It may add messages to that one queue and write to that one container, nothing else. The operator
+(`operatorPrincipalId`) may read the cache container, the queues and the dead letters. Every such assignment is scoped
+to one queue or one container, never the account.
 """
+NARROW_SCOPES = {
+    "Microsoft.Storage/storageAccounts/queueServices/queues",
+    "Microsoft.Storage/storageAccounts/blobServices/containers",
+}
 
 HOST_OWNED = re.compile(r"^(FUNCTIONS_|AzureWebJobs|APPLICATIONINSIGHTS_|AZURE_|WEBSITE_)", re.IGNORECASE)
 """Names the Functions host or the platform owns (the model reads some, such as `WEBSITE_HOSTNAME`, as they are)."""
@@ -159,6 +186,12 @@ def deployed_settings() -> dict[str, Any]:
             assert key not in settings, f"{key} is set twice"
             settings[key] = value
     return settings
+
+
+def bounds(path: Path, parameter: str) -> dict[str, Any]:
+    """A parameter's `@minValue`, `@maxValue` and `@allowed`, as `min_value`, `max_value` and `allowed`."""
+    decorators = parse(path)["parameters"][parameter]["decorators"]
+    return {d["type"]: d["argument"] for d in decorators if d["type"] in ("min_value", "max_value", "allowed")}
 
 
 def secure_parameters(path: Path) -> set[str]:
@@ -247,9 +280,9 @@ def test_no_output_exposes_a_key_connection_string_or_secret() -> None:
 
 
 def test_every_role_assignment_goes_to_the_apps_identity_with_a_named_role() -> None:
-    """All but one: the docs account's Event Grid system topic may send to the refresh queue (EVENT_GRID_ROLES)."""
+    """All but the Event Grid topic's and the operator's (OTHER_HOLDERS), each narrowed to one queue or container."""
     apps_principal = accessor("identity", "outputs", "principalId")
-    granted = set()
+    granted: dict[str, set[str]] = {}
     for path in BICEP_FILES:
         text = path.read_text()
         for name, resource in resources(path).items():
@@ -260,26 +293,27 @@ def test_every_role_assignment_goes_to_the_apps_identity_with_a_named_role() -> 
             definition = re.search(rf"^var {role_var} = '([0-9a-f-]{{36}})' // (.+)$", text, re.MULTILINE)
             assert definition, f"{path.name}:{name}: {role_var} is not a role id with its name in a comment"
             module_path = path.relative_to(INFRA).as_posix()
-            for_event_grid = module_path == EVENT_GRID_SENDER
-            role = (EVENT_GRID_ROLES if for_event_grid else ROLES).get(definition.group(1))
+            holder, allowed = OTHER_HOLDERS.get(module_path, (("identity", "outputs", "principalId"), ROLES))
+            role = allowed.get(definition.group(1))
             assert role == definition.group(2), f"{path.name}:{role_var} is {role}, commented {definition.group(2)}"
             assert re.search(rf"^// {role} on .+\nresource {name} ", text, re.MULTILINE), f"{name}: say the role"
             assert config["properties"]["principalId"] == "principalId"
-            assert config["properties"]["principalType"] == "ServicePrincipal"
+            expected_type = "principalType" if module_path == "app/operator-access.bicep" else "ServicePrincipal"
+            assert config["properties"]["principalType"] == expected_type
             guid = config["name"]["function"]["parameters"]
             scope = config["scope"]
             assert guid["base_string"] == accessor(scope, "id")
             assert (guid["extra_string_1"], guid["extra_string_2"]) == ("principalId", role_var)
             callers = [m for m in parse(MAIN)["modules"].values() if m["detail"]["path"] == module_path]
             assert callers, f"{module_path} is not deployed by main.bicep"
-            principal = accessor("docsEvents", "outputs", "principalId") if for_event_grid else apps_principal
             for module in callers:
-                assert body(module)["params"]["principalId"] == principal
-            if for_event_grid:
-                assert resources(path)[scope]["type"] == "Microsoft.Storage/storageAccounts/queueServices/queues"
-                continue
-            granted.add(role)
-    assert granted == set(ROLES.values())
+                assert body(module)["params"]["principalId"] == accessor(*holder)
+            if module_path in OTHER_HOLDERS:
+                assert resources(path)[scope]["type"] in NARROW_SCOPES, f"{module_path}:{name} is scoped too widely"
+            granted.setdefault(module_path if module_path in OTHER_HOLDERS else "app", set()).add(role)
+    assert granted.pop("app") == set(ROLES.values())
+    assert granted == {path: set(roles.values()) for path, (_, roles) in OTHER_HOLDERS.items()}
+    assert apps_principal == accessor("identity", "outputs", "principalId")
     identity = resources(INFRA / "app" / "identity.bicep")["identity"]
     assert identity["type"] == "Microsoft.ManagedIdentity/userAssignedIdentities"
     assert body(resources(INFRA / "app" / "function.bicep")["site"])["identity"] == {
@@ -376,8 +410,9 @@ def test_host_settings_are_identity_based() -> None:
     assert api["identityClientId"] == deployed_settings()[f"{PREFIX}Identity__ClientId"]
 
 
-AZURE_NAMED = {"serviceName", "dnsZoneName"}
-"""Name parameters whose values Azure or azd fix (azure.yaml's service, privatelink zones)."""
+AZURE_NAMED = {"serviceName", "dnsZoneName", "poisonQueueName"}
+"""Name parameters whose values Azure or azd fix (azure.yaml's service, privatelink zones, the Functions host's
+`<queue>-poison`)."""
 
 
 def test_resource_names_come_from_abbreviations_and_the_token() -> None:
@@ -391,6 +426,22 @@ def test_resource_names_come_from_abbreviations_and_the_token() -> None:
         assert used and all(u in abbreviations for u in used), name
         assert "${resourceToken}" in name or "${environmentName}" in name, name
     assert parse(MAIN)["variables"]["abbrs"]["value"]["function"]["parameters"]["file_path"] == "abbreviations.json"
+
+
+def test_owner_and_cost_centre_tags_are_parameters_on_every_resource() -> None:
+    tags = parse(MAIN)["variables"]["tags"]["value"]["function"]
+    assert tags["type"] == "union"
+    arguments = list(tags["parameters"].values())
+    assert arguments[0] == {"'azd-env-name'": "environmentName"}
+    given = [argument["operator"]["operands"] for argument in arguments[1:]]
+    assert [(g["condition"]["function"]["parameters"]["item_to_test"], g["false_value"]) for g in given] == [
+        ("ownerTag", {"owner": "ownerTag"}),
+        ("costCentreTag", {"'cost-center'": "costCentreTag"}),
+    ]
+    assert all(g["true_value"] == {} for g in given), "an empty tag is no tag"
+    for name, module in parse(MAIN)["modules"].items():
+        if "tags" in parse(INFRA / module["detail"]["path"]).get("parameters", {}):
+            assert body(module)["params"]["tags"] == "tags", f"{name} does not get the tags"
 
 
 def test_outputs_for_azd_are_upper_snake_case() -> None:
@@ -545,6 +596,17 @@ def test_key_vault_purge_protection_is_a_parameter_that_is_never_sent_as_false()
     assert vault["enableSoftDelete"] is True
 
 
+def test_only_the_secrets_given_are_written_to_the_vault() -> None:
+    """Key Vault refuses an empty value: main.bicep names the secrets given (names are no secret), the module writes
+    those and no others, each a plain-text value with no expiry (a reference to an expired secret stops resolving)."""
+    assert body(parse(MAIN)["modules"]["keyVault"])["params"]["secretNames"] == "givenSecretNames"
+    assert "item => !empty(item.value)" in MAIN.read_text().split("var givenSecretNames = ")[1].splitlines()[0]
+    secret = resources(INFRA / "app" / "keyvault.bicep")["secret"]
+    assert secret["config"]["loop_type"]["detail"] == {"item_name": "name", "array_name": "secretNames"}
+    properties = secret["config"]["config"]["properties"]
+    assert properties["contentType"] == "text/plain" and "attributes" not in properties
+
+
 def test_key_vault_network_rules_follow_private_networking() -> None:
     vault = body(resources(INFRA / "app" / "keyvault.bicep")["vault"])["properties"]
 
@@ -558,8 +620,9 @@ def test_key_vault_network_rules_follow_private_networking() -> None:
 
     assert vault["publicNetworkAccess"] == when_private("Disabled", "Enabled")
     assert vault["networkAcls"]["defaultAction"] == when_private("Deny", "Allow")
+    assert vault["networkAcls"]["bypass"] == "AzureServices"
     storage = body(resources(INFRA / "app" / "storage.bicep")["storage"])["properties"]
-    assert storage["publicNetworkAccess"] == when_private("Disabled", "Enabled")
+    assert storage["networkAcls"] == {"bypass": "AzureServices", "defaultAction": when_private("Deny", "Allow")}
 
 
 def test_the_key_vault_output_follows_the_vaults_condition() -> None:
@@ -570,6 +633,112 @@ def test_the_key_vault_output_follows_the_vaults_condition() -> None:
         "operands": {"condition": condition, "true_value": "keyVaultName", "false_value": ""},
     }
     assert body(parse(MAIN)["modules"]["keyVault"])["params"]["name"] == "keyVaultName"
+
+
+def refusal_for(condition: Any) -> str:
+    """The message main.bicep refuses a deployment with when `condition` does not hold (or, given an expression that
+    is itself the refusing condition, when it does)."""
+    for item in parse(MAIN)["variables"]["refusals"]["value"]:
+        operands = item["operator"]["operands"]
+        if operands["condition"] == condition and operands["true_value"] == "":
+            return str(bicep_string(operands["false_value"]))
+        if operands["condition"] == condition and operands["false_value"] == "":
+            return str(bicep_string(operands["true_value"]))
+    raise AssertionError(f"no refusal for {condition}")
+
+
+def test_every_refusal_stops_the_resource_group_before_anything_else_is_deployed() -> None:
+    """Bicep's fail() (Microsoft Learn, "Bicep functions - flow control") on the resource group every module waits for,
+    with the refusals that apply joined into one message."""
+    variables = parse(MAIN)["variables"]
+    joined = variables["refusal"]["value"]["function"]
+    assert joined["type"] == "join" and joined["parameters"]["delimiter"] == " "
+    assert body(parse(MAIN)["resources"]["rg"])["tags"] == {
+        "operator": {
+            "type": "conditional",
+            "operands": {
+                "condition": {"function": {"type": "empty", "parameters": {"item_to_test": "refusal"}}},
+                "true_value": "tags",
+                "false_value": {"function": {"type": "fail", "parameters": {"arg_1": "refusal"}}},
+            },
+        }
+    }
+    for name, module in parse(MAIN)["modules"].items():
+        scope = body(module)["scope"]
+        assert scope == "rg" or accessor("rg", "name") in list(values_below(scope)), f"{name} does not depend on rg"
+
+
+def test_refresh_on_publish_without_the_docs_accounts_resource_group_is_refused() -> None:
+    """Left empty, the docs account would be looked for in the resource group this very deployment creates."""
+    condition = {
+        "operator": {
+            "type": "and",
+            "operands": {
+                "operand_1": "refreshOnPublish",
+                "operand_2": {
+                    "function": {"type": "empty", "parameters": {"item_to_test": "docsStorageResourceGroupName"}}
+                },
+            },
+        }
+    }
+    message = refusal_for(condition)
+    assert "docsStorageResourceGroupName" in message and "DOCS_STORAGE_RESOURCE_GROUP" in message
+    assert azd_parameters({})["docsStorageResourceGroupName"] == ""
+
+
+def comma_separated(parameter: str, item: str = "id") -> dict[str, Any]:
+    """How main.bicep reads a comma-separated parameter: split, each entry trimmed, empty entries dropped."""
+    trimmed = {"function": {"type": "trim", "parameters": {"string_to_trim": item}}}
+    kept = {
+        "operator": {
+            "type": "not",
+            "operands": {"bool_value": {"function": {"type": "empty", "parameters": {"item_to_test": item}}}},
+        }
+    }
+    return {
+        "function": {
+            "type": "filter",
+            "parameters": {
+                "input_array": {
+                    "function": {
+                        "type": "map",
+                        "parameters": {
+                            "arg_1": {
+                                "function": {
+                                    "type": "split",
+                                    "parameters": {"input_string": parameter, "delimiter": ","},
+                                }
+                            },
+                            "arg_2": {"type": "lambda_expression", "detail": {"var_1": item, "expression": trimmed}},
+                        },
+                    }
+                },
+                "expression": {"type": "lambda_expression", "detail": {"var_1": item, "expression": kept}},
+            },
+        }
+    }
+
+
+def test_comma_separated_parameters_drop_blanks_and_empty_entries() -> None:
+    """`a, b,` is two entries, not three: an empty client id or owner id is one Graph refuses."""
+    variables = parse(MAIN)["variables"]
+    for variable, parameter, item in (
+        ("entraPreAuthorizedClientIdList", "entraPreAuthorizedClientIds", "id"),
+        ("entraAppOwnerIdList", "entraAppOwnerIds", "id"),
+        ("vnetDnsServerList", "vnetDnsServers", "server"),
+        ("availabilityTestLocationList", "availabilityTestLocations", "id"),
+    ):
+        assert variables[variable]["value"] == comma_separated(parameter, item), variable
+        assert "split(" + parameter not in re.sub(r"\s", "", MAIN.read_text()).replace(
+            f"split({parameter},','),{item}=>trim({item})", ""
+        ), f"{parameter} is split somewhere without dropping empty entries"
+
+
+def test_every_module_deployment_is_named_per_environment() -> None:
+    """Deployment names are per resource group: the docs account's, the AI Search service's and a shared one
+    (resourceGroupName) can hold several environments' deployments, which must not overwrite each other."""
+    for name, module in parse(MAIN)["modules"].items():
+        assert "${resourceToken}" in str(body(module)["name"]), f"{name}: {body(module)['name']}"
 
 
 def test_a_512_mb_instance_with_semantic_matching_is_refused_before_anything_is_deployed() -> None:
@@ -601,11 +770,8 @@ def test_a_512_mb_instance_with_semantic_matching_is_refused_before_anything_is_
             },
         }
     }
-    tags = body(parse(MAIN)["resources"]["rg"])["tags"]["operator"]
-    assert tags["type"] == "conditional"
-    assert (tags["operands"]["condition"], tags["operands"]["true_value"]) == ("semanticFitsInstance", "tags")
-    assert tags["operands"]["false_value"]["function"]["type"] == "fail"
-    assert "searchSemantic" in tags["operands"]["false_value"]["function"]["parameters"]["arg_1"]
+    message = refusal_for("semanticFitsInstance")
+    assert "searchSemantic" in message and "DOCS_FORGE_DOCUMENTATION_SEARCH_SEMANTIC" in message
     allowed = next(
         d["argument"] for d in parse(MAIN)["parameters"]["instanceMemoryMB"]["decorators"] if d["type"] == "allowed"
     )

@@ -23,6 +23,7 @@ from tests.infra.test_bicep import (
     accessor,
     azd_parameters,
     body,
+    comma_separated,
     deployed_settings,
     pairs,
     parse,
@@ -171,7 +172,9 @@ def test_the_registration_is_a_single_tenant_api_issuing_v2_tokens() -> None:
     assert app["signInAudience"] == "AzureADMyOrg"
     assert (app["appRoles"], app["api"]) == ("appRoles", "api")
     assert variables(ENTRA_APP)["api"]["requestedAccessTokenVersion"] == 2
-    assert body(module())["params"]["uniqueName"] == "${abbrs.webSitesFunctions}api-${resourceToken}"
+    assert body(module())["params"]["uniqueName"] == "apiName"
+    assert variables()["apiName"] == "${abbrs.webSitesFunctions}api-${resourceToken}"
+    assert body(parse(MAIN)["modules"]["api"])["params"]["name"] == "apiName", "the registration is named after the app"
 
 
 def test_it_exposes_one_delegated_scope_users_and_admins_can_consent_to() -> None:
@@ -227,29 +230,44 @@ def test_vs_code_and_the_azure_cli_are_pre_authorized_for_the_scope() -> None:
     assert loop["loop_type"]["detail"] == {"item_name": "clientId", "array_name": "preAuthorizedClientIds"}
     assert loop["config"] == {"appId": "clientId", "delegatedPermissionIds": ["scopeId"]}
     assert names["api"]["preAuthorizedApplications"] == "preAuthorizedApplications"
-    # An organisation's own clients (ENTRA_PRE_AUTHORIZED_CLIENT_IDS, comma-separated) join them.
-    assert body(module())["params"]["extraPreAuthorizedClientIds"] == conditional(
-        empty("entraPreAuthorizedClientIds"),
-        [],
-        {
-            "function": {
-                "type": "split",
-                "parameters": {
-                    "input_string": {
-                        "function": {
-                            "type": "replace",
-                            "parameters": {
-                                "original_string": "entraPreAuthorizedClientIds",
-                                "old_string": " ",
-                                "new_string": "",
-                            },
-                        }
-                    },
-                    "delimiter": ",",
-                },
-            }
-        },
-    )
+    # An organisation's own clients (ENTRA_PRE_AUTHORIZED_CLIENT_IDS, comma-separated) join them, blanks and empty
+    # entries dropped (a trailing comma made an empty client id Graph refused).
+    assert body(module())["params"]["extraPreAuthorizedClientIds"] == "entraPreAuthorizedClientIdList"
+    assert variables()["entraPreAuthorizedClientIdList"] == comma_separated("entraPreAuthorizedClientIds")
+
+
+def test_the_registration_has_owners_so_a_team_and_its_ci_can_maintain_it() -> None:
+    """Without owners only directory administrators and its first deployer could update it. The deploying principal
+    (by default) and ENTRA_APP_OWNER_IDS own it; Entra takes users and service principals as owners, not groups."""
+    defaults = parameter_defaults()
+    assert (defaults["entraAppOwnerIds"], defaults["entraAppOwnerIsDeployer"]) == ("", True)
+    assert azd_parameters({})["entraAppOwnerIsDeployer"] == "true"
+    assert body(module())["params"]["ownerIds"] == "entraAppOwners"
+    assert variables()["entraAppOwners"] == {
+        "function": {
+            "type": "union",
+            "parameters": {
+                "arg_1": conditional(
+                    "entraAppOwnerIsDeployer",
+                    [accessor({"function": {"type": "deployer", "parameters": {}}}, "objectId")],
+                    [],
+                ),
+                "arg_2": "entraAppOwnerIdList",
+            },
+        }
+    }
+    assert variables()["entraAppOwnerIdList"] == comma_separated("entraAppOwnerIds")
+    # Both declarations of the registration carry them (the second restates the first), appended to, never replaced.
+    assert variables(ENTRA_APP)["owners"] == {"relationships": "ownerIds"}
+    assert registration()["owners"] == body(resources(ENTRA_APP)["applicationIdUri"])["owners"] == "owners"
+    assert "relationshipSemantics" not in ENTRA_APP.read_text()
+
+
+def test_the_deployment_docs_say_what_a_ci_principal_needs_to_maintain_the_registration() -> None:
+    section = (ROOT / "docs" / "deployment.md").read_text()
+    section = section[section.index("## Sign in with Entra ID") :]
+    for needed in ("Application.ReadWrite.OwnedBy", "admin consent", "ENTRA_APP_OWNER_IDS", "group"):
+        assert needed in section, needed
 
 
 def test_the_application_id_uri_is_the_client_id_set_by_a_second_declaration() -> None:

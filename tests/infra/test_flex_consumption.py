@@ -15,7 +15,18 @@ from typing import Any
 import pytest
 from pycep import BicepParser
 
-from tests.infra.test_bicep import BICEP_FILES, INFRA, body, pairs, parse
+from tests.infra.test_bicep import (
+    BICEP_FILES,
+    INFRA,
+    MAIN,
+    azd_parameters,
+    body,
+    bounds,
+    pairs,
+    parse,
+    refusal_for,
+    resources,
+)
 
 LIST = Path(__file__).with_name("flex_consumption_unsupported.txt")
 
@@ -92,7 +103,58 @@ def test_the_list_names_its_source_and_holds_ftps_state() -> None:
     assert "learn.microsoft.com/azure/azure-functions/functions-app-settings#flex-consumption-plan-deprecations" in text
     names = {entry.name for entry in unsupported()}
     assert {"properties.ftpsState", "FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION"} <= names
+    # What the platform refuses outright on a deployment (source [3]) and the scale limit's old setting ([4]).
+    assert {"WEBSITE_RUN_FROM_PACKAGE", "SCM_DO_BUILD_DURING_DEPLOYMENT", "ENABLE_ORYX_BUILD"} <= names
+    assert {"WEBSITE_MAX_DYNAMIC_APPLICATION_SCALE_OUT", "WEBSITE_LOAD_CERTIFICATES"} <= names
     assert len(names) == len(unsupported()), "a name is listed twice"
+
+
+def test_the_instance_maximum_is_at_least_40() -> None:
+    """Flex Consumption's plan page gives 40 as the lowest maximum; its event-driven scaling page (August 2026) has
+    since said 1 and regional previews have taken less: the floor is where both documents are satisfied, and the
+    comment where it is set says so."""
+    main = parse(MAIN)["parameters"]["maximumInstanceCount"]
+    assert bounds(MAIN, "maximumInstanceCount") == {"min_value": 40, "max_value": 1000}
+    assert main["default"] >= 40
+    assert azd_parameters({})["maximumInstanceCount"] == "40"
+    text = MAIN.read_text()
+    floor = text.index("@minValue(40)")
+    assert "regional previews" in text[text.rindex("\n\n", 0, floor) : floor], "say where the floor comes from"
+
+
+def test_zone_redundancy_is_an_option_for_the_plan_and_the_host_storage() -> None:
+    """Microsoft Learn, "Configure zone redundancy for Azure Functions" (Flex Consumption): the plan's zoneRedundant
+    and a zone-redundant (ZRS) host storage account."""
+    assert parse(MAIN)["parameters"]["zoneRedundant"]["default"] is False
+    assert azd_parameters({})["zoneRedundant"] == "false"
+    plan = body(resources(INFRA / "app" / "function.bicep")["plan"])["properties"]
+    assert plan["zoneRedundant"] == "zoneRedundant"
+    storage = body(resources(INFRA / "app" / "storage.bicep")["storage"])
+    assert storage["sku"]["name"]["operator"]["operands"] == {
+        "condition": "zoneRedundant",
+        "true_value": "Standard_ZRS",
+        "false_value": "Standard_LRS",
+    }
+    for module in ("api", "storage"):
+        assert body(parse(MAIN)["modules"][module])["params"]["zoneRedundant"] == "zoneRedundant"
+    # A zone-redundant plan takes no single always-ready instance (two at least, one per zone): refused up front.
+    message = refusal_for(
+        {
+            "operator": {
+                "type": "and",
+                "operands": {
+                    "operand_1": "zoneRedundant",
+                    "operand_2": {
+                        "operator": {
+                            "type": "equals",
+                            "operands": {"operand_1": "alwaysReadyInstanceCount", "operand_2": 1},
+                        }
+                    },
+                },
+            }
+        }
+    )
+    assert "alwaysReadyInstanceCount" in message and "FLEX_ALWAYS_READY_INSTANCE_COUNT" in message
 
 
 @pytest.mark.parametrize("path", BICEP_FILES, ids=lambda p: str(p.relative_to(INFRA)))

@@ -10,10 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from shared.settings import PREFIX, DocumentationSettings, load_settings
-from tests.infra.test_bicep import INFRA, MAIN, accessor, azd_parameters, body, deployed_settings, parse, resources
+from tests.infra.test_bicep import (
+    INFRA,
+    MAIN,
+    accessor,
+    azd_parameters,
+    body,
+    bounds,
+    deployed_settings,
+    parse,
+    resources,
+)
 
-EVENTING = ("docsEvents", "refreshQueueSender", "docsEventsSubscription")
-"""The modules that exist only with the option: the system topic, its right to send, and the subscription."""
+EVENTING = ("docsEvents", "docsEventsAccess", "docsEventsSubscription")
+"""The modules that exist only with the option: the system topic, its rights in the host storage, the subscription."""
 
 
 def when_on(true_value: Any, false_value: Any) -> dict[str, Any]:
@@ -40,7 +50,7 @@ def test_the_option_is_off_by_default_and_then_deploys_no_topic_subscription_que
     assert body(modules()["rbac"])["params"]["hostQueues"] == "refreshOnPublish"
     assert body(modules()["api"])["params"]["hostQueues"] == "refreshOnPublish"
     storage = resources(INFRA / "app" / "storage.bicep")
-    for name in ("queueService", "queue"):
+    for name in ("queueService", "queue", "poisonQueue", "deadLetterContainer", "queueDiagnostics"):
         condition = storage[name]["config"]["condition"]
         assert condition == {"operator": {"type": "not", "operands": {"bool_value": _empty("queueName")}}}, name
     rbac = resources(INFRA / "app" / "rbac.bicep")
@@ -60,7 +70,7 @@ def test_the_queue_name_setting_is_the_queue_only_when_the_option_is_on() -> Non
     assert DocumentationSettings.model_fields["refresh"].default_factory().queue_name == ""
     queue = parse(MAIN)["parameters"]["refreshOnPublishQueue"]["default"]
     # The same name everywhere: the queue created, the role's scope, the delivery's destination, the app's trigger.
-    assert body(modules()["refreshQueueSender"])["params"]["queueName"] == "refreshOnPublishQueue"
+    assert body(modules()["docsEventsAccess"])["params"]["queueName"] == "refreshOnPublishQueue"
     assert body(modules()["docsEventsSubscription"])["params"]["queueName"] == "refreshOnPublishQueue"
     # The default is a name the service accepts (storage queue naming).
     assert load_settings({f"{PREFIX}Refresh__QueueName": queue}).refresh.queue_name == queue
@@ -141,8 +151,8 @@ def test_events_reach_the_refresh_queue_as_the_topics_identity_once_it_may_send(
     params = body(modules()["docsEventsSubscription"])["params"]
     assert params["queueStorageAccountId"] == accessor("storage", "outputs", "id"), "the host storage holds the queue"
     assert params["systemTopicName"] == accessor("docsEvents", "outputs", "name")
-    assert body(modules()["docsEventsSubscription"])["dependsOn"] == ["refreshQueueSender"]
-    sender = body(modules()["refreshQueueSender"])
+    assert body(modules()["docsEventsSubscription"])["dependsOn"] == ["docsEventsAccess"]
+    sender = body(modules()["docsEventsAccess"])
     assert sender["scope"] == "rg"
     assert sender["params"]["principalId"] == accessor("docsEvents", "outputs", "principalId")
     assert sender["params"]["storageAccountName"] == accessor("storage", "outputs", "name")
@@ -151,3 +161,86 @@ def test_events_reach_the_refresh_queue_as_the_topics_identity_once_it_may_send(
 def test_the_publish_hook_endpoint_is_an_output() -> None:
     output = parse(MAIN)["outputs"]["REFRESH_ENDPOINT"]["value"]
     assert output == "https://${api.outputs.defaultHostName}/api/admin/refresh"
+
+
+def test_undeliverable_events_are_retried_then_dead_lettered_as_the_topics_identity() -> None:
+    """Without a dead-letter destination Event Grid drops an event once its retries run out (24 hours by default)."""
+    path = INFRA / "app" / "docs-events-subscription.bicep"
+    properties = body(resources(path)["subscription"])["properties"]
+    assert properties["retryPolicy"] == {
+        "maxDeliveryAttempts": "maxDeliveryAttempts",
+        "eventTimeToLiveInMinutes": "eventTimeToLiveInMinutes",
+    }
+    assert "deadLetterDestination" not in properties, "dead-letter with the topic's identity, not a key"
+    assert properties["deadLetterWithResourceIdentity"] == {
+        "identity": {"type": "SystemAssigned"},
+        "deadLetterDestination": {
+            "endpointType": "StorageBlob",
+            "properties": {"resourceId": "queueStorageAccountId", "blobContainerName": "deadLetterContainerName"},
+        },
+    }
+    # Event Grid's own limits, and the parameters the deployment passes with their defaults.
+    assert (
+        bounds(path, "maxDeliveryAttempts")
+        == bounds(MAIN, "refreshDeliveryAttempts")
+        == {"min_value": 1, "max_value": 30}
+    )
+    assert (
+        bounds(path, "eventTimeToLiveInMinutes")
+        == bounds(MAIN, "refreshEventTimeToLiveMinutes")
+        == {
+            "min_value": 1,
+            "max_value": 1440,
+        }
+    )
+    params = body(modules()["docsEventsSubscription"])["params"]
+    assert (params["maxDeliveryAttempts"], params["eventTimeToLiveInMinutes"]) == (
+        "refreshDeliveryAttempts",
+        "refreshEventTimeToLiveMinutes",
+    )
+    assert params["deadLetterContainerName"] == "refreshDeadLetterContainer"
+    assert body(modules()["storage"])["params"]["deadLetterContainerName"] == "refreshDeadLetterContainer"
+    unset = azd_parameters({})
+    assert (unset["refreshDeliveryAttempts"], unset["refreshEventTimeToLiveMinutes"]) == ("30", "1440")
+    # The topic's identity may write there (Storage Blob Data Contributor on that container alone: test_bicep.py).
+    access = resources(INFRA / "app" / "docs-events-access.bicep")
+    assert body(access["storageBlobDataContributorAssignment"])["scope"] == "deadLetterContainer"
+
+
+def test_with_private_networking_the_host_storage_still_takes_event_grids_delivery() -> None:
+    """Event Grid cannot deliver through a private endpoint; Microsoft documents delivery to a storage queue behind a
+    firewall as the topic's system-assigned identity with trusted Azure services allowed. So with both options the
+    account keeps its public endpoint, default Deny, bypass AzureServices; with private networking alone it is off."""
+    storage = body(resources(INFRA / "app" / "storage.bicep")["storage"])["properties"]
+    assert storage["publicNetworkAccess"] == {
+        "operator": {
+            "type": "conditional",
+            "operands": {
+                "condition": {
+                    "operator": {
+                        "type": "and",
+                        "operands": {
+                            "operand_1": "privateNetworking",
+                            "operand_2": {
+                                "operator": {"type": "not", "operands": {"bool_value": "trustedServicesOnly"}}
+                            },
+                        },
+                    }
+                },
+                "true_value": "Disabled",
+                "false_value": "Enabled",
+            },
+        }
+    }
+    assert storage["networkAcls"]["bypass"] == "AzureServices"
+    assert storage["networkAcls"]["defaultAction"]["operator"]["operands"] == {
+        "condition": "privateNetworking",
+        "true_value": "Deny",
+        "false_value": "Allow",
+    }
+    assert body(modules()["storage"])["params"]["trustedServicesOnly"] == "refreshOnPublish"
+    path = INFRA / "app" / "docs-events-subscription.bicep"
+    properties = body(resources(path)["subscription"])["properties"]
+    # The one identity a storage firewall lets through.
+    assert properties["deliveryWithResourceIdentity"]["identity"] == {"type": "SystemAssigned"}
+    assert properties["deadLetterWithResourceIdentity"]["identity"] == {"type": "SystemAssigned"}
