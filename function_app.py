@@ -56,6 +56,18 @@ async def admin_http(req: func.HttpRequest, context: func.Context) -> func.HttpR
     return response
 
 
+@app.function_name(name="health_http")
+@app.http_type(http_type="asgi")
+@app.route(route="api/health", methods=("GET",), auth_level=func.AuthLevel.ANONYMOUS)
+async def health_http(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
+    """`/api/health` without a Functions key: the availability test (`infra/app/monitoring.bicep`) and load balancers
+    probe it keyless, as `Inbound__Tokens` and Entra sign-in already leave it open. It says how the service stands
+    (site states, store and model), never a page or a query. A literal route wins over the app's catch-all."""
+    await _started()
+    response: func.HttpResponse = await app.middleware.handle_async(req, context)
+    return response
+
+
 @app.function_name(name="warm_index_caches")
 @app.timer_trigger(schedule=settings.warmup.schedule, arg_name="timer", run_on_startup=False, use_monitor=True)
 async def warm_index_caches(timer: func.TimerRequest) -> None:

@@ -429,8 +429,9 @@ class McpSettings(_Section):
     The check is the endpoint's DNS-rebinding protection.
     """
     answer_budget_chars: int = Field(24_000, alias="AnswerBudgetChars", ge=4_000, le=1_000_000)
-    """The most characters a get_doc answer (text and structured content together) takes without an explicit maxChars; a
-    longer page answers its first part with the next call and the outline of the rest.
+    """The most characters an MCP answer takes as the client receives it (text and structured content together): a
+    get_doc answer or a page resource without an explicit maxChars, an outline, a search; a longer page answers its
+    first part with the next call and the outline of the rest, a search its best results and how many it left out.
 
     A page resource takes the same; `docs/api/mcp.md` says how the default was chosen against what agent hosts
     accept.

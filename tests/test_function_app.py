@@ -57,7 +57,7 @@ def functions(module: ModuleType) -> dict[str, Any]:
 
 def test_worker_indexing_finds_the_http_app_the_admin_routes_and_the_timer(function_app: ModuleType) -> None:
     found = functions(function_app)
-    assert set(found) == {"http_app_func", "admin_http", "warm_index_caches"}  # no queue without QueueName
+    assert set(found) == {"http_app_func", "admin_http", "health_http", "warm_index_caches"}  # no queue here
     http = json.loads(found["http_app_func"].get_function_json())
     trigger, output = http["bindings"]
     assert trigger["type"] == "httpTrigger" and trigger["route"] == "/{*route}"
@@ -68,6 +68,9 @@ def test_worker_indexing_finds_the_http_app_the_admin_routes_and_the_timer(funct
     admin, admin_output = json.loads(found["admin_http"].get_function_json())["bindings"]
     assert admin["type"] == "httpTrigger" and admin["route"] == "api/admin/{*path}"
     assert admin["authLevel"] == "ANONYMOUS" and admin_output["type"] == "http"
+    # The availability test probes health without a key.
+    health, _ = json.loads(found["health_http"].get_function_json())["bindings"]
+    assert health["route"] == "api/health" and health["authLevel"] == "ANONYMOUS" and health["methods"] == ["GET"]
     timer = json.loads(found["warm_index_caches"].get_function_json())
     (binding,) = timer["bindings"]
     assert binding["type"] == "timerTrigger"
