@@ -302,5 +302,10 @@ def test_project_docs_build_into_an_origin_site_and_skip_unchanged_rebuilds(tmp_
     assert (site / "search" / "search_index.json").is_file()
     assert (site / "how-it-works.md").read_text() == (site / "how-it-works" / "index.md").read_text()
     assert (site / "api.md").is_file() and (site / "api" / "get.md").is_file()
-    assert not (site / "hooks").exists()
+    assert not (site / "hooks").exists() and not (site / "overrides").exists()
     assert not (site / "index.md").with_name("docs.md").exists()
+    # The spec's "Download Markdown source" action (docs/overrides/partials/actions.html), relative to the page.
+    action = 'href="{}" title="Download Markdown source"'
+    assert action.format("../semantic.md") in (site / "how-it-works" / "semantic" / "index.html").read_text()
+    assert action.format("index.md") in (site / "how-it-works" / "index.html").read_text()
+    assert (site / "how-it-works" / "semantic.md").is_file() and (site / "how-it-works" / "index.md").is_file()
