@@ -28,7 +28,8 @@ resource topic 'Microsoft.EventGrid/systemTopics@2025-02-15' existing = {
 }
 
 // A blob event's subject is /blobServices/default/containers/<container>/blobs/<blob name>: only new or overwritten
-// search indexes of that container pass, not the thousands of pages a publish writes beside them.
+// search indexes of that container pass, not the thousands of pages a publish writes beside them: MkDocs' index
+// (`indexPath`) or, for a site built with Zensical, `search.json` at the site's root.
 resource subscription 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2025-02-15' = {
   parent: topic
   name: name
@@ -39,7 +40,16 @@ resource subscription 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2025-
         'Microsoft.Storage.BlobCreated'
       ]
       subjectBeginsWith: '/blobServices/default/containers/${containerName}/blobs/'
-      subjectEndsWith: indexPath
+      advancedFilters: [
+        {
+          key: 'subject'
+          operatorType: 'StringEndsWith'
+          values: [
+            indexPath
+            '/search.json'
+          ]
+        }
+      ]
     }
     // Delivered as the topic's system-assigned identity: no key or SAS, and past the host storage's firewall
     // (trusted-service access) when it has one; a user-assigned identity is refused there.

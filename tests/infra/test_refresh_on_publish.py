@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.providers.mkdocs.loading import ZENSICAL_INDEX_PATH
 from shared.settings import PREFIX, DocumentationSettings, load_settings
 from tests.infra.test_bicep import (
     INFRA,
@@ -122,8 +123,11 @@ def test_the_subscription_sends_only_search_index_writes_of_the_docs_container()
     assert subscription["properties"]["filter"] == {
         "includedEventTypes": ["Microsoft.Storage.BlobCreated"],
         "subjectBeginsWith": "/blobServices/default/containers/${containerName}/blobs/",
-        "subjectEndsWith": "indexPath",
+        "advancedFilters": [  # MkDocs' index, or a Zensical site's
+            {"key": "subject", "operatorType": "StringEndsWith", "values": ["indexPath", "/search.json"]}
+        ],
     }
+    assert ZENSICAL_INDEX_PATH == "/search.json"
     params = body(modules()["docsEventsSubscription"])["params"]
     assert params["containerName"] == "docsStorageContainer"
     assert params["indexPath"] == "searchIndexPath"

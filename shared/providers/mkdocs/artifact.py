@@ -5,12 +5,13 @@ it instead of parsing the index JSON and building the ranker. The layout, little
 
     MAGIC (8 bytes) | manifest length (uint32) | manifest (UTF-8 JSON) | arrays (`size` bytes) | SHA-256 (32)
 
-The manifest names the format, the index version it was built from (the index's SHA-256), the code that built it
+The manifest names the format, the index's generator (`indexFormat`: MkDocs or Zensical), the index version it was
+built from (the index's SHA-256), the code that built it
 (a digest of the modules that decide tokens and scores: another build never serves it), the arrays' size, and each
 array's dtype, shape and offset among them (each 8-byte aligned). The trailing SHA-256 covers everything before
 it. Arrays:
 
-    entries     location, page, anchor, title, page_title, text: UTF-8 blobs with int64 offsets (in bytes: each
+    entries     location, page, anchor, title, page_title, text, trail: UTF-8 blobs with int64 offsets (in bytes: each
                 entry's field is decoded from its slice whenever the entry is asked for, `EntryColumns`);
                 `anchor_set` (uint8) tells a null anchor from an empty one; `boost` (float64)
     pages       the ranker's pages in index order: `heads` (the entry that represents each), `sections` (every
@@ -50,13 +51,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shared.providers.mkdocs.index import TEXT_FIELDS, EntryColumns, IndexEntry, SiteIndex, page_groups
+from shared.providers.mkdocs.index import TEXT_FIELDS, EntryColumns, IndexEntry, IndexFormat, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.ranking import Postings, Ranker, _Page, _View
 
 MAGIC = b"DOCRANK\x01"
-FORMAT = 4
+FORMAT = 5
 _SMALL = 65_536
 """What a uint16 can number: documents and distinct values up to this many are stored in two bytes."""
 _HEADER = struct.Struct("<8sI")
@@ -118,6 +119,7 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
     manifest = {
         "format": FORMAT,
         "site": index.site,
+        "indexFormat": index.format.value,
         "index": index_digest,
         "code": code,
         "entries": len(entries),
@@ -193,7 +195,7 @@ def _loads(
         return found
 
     paged = [(entry(sections[0]), sections, length) for (_, sections), length in zip(groups, chars, strict=True)]
-    index = SiteIndex.build(site, entries, paged=paged)
+    index = SiteIndex.build(site, entries, paged=paged, format=IndexFormat(manifest["indexFormat"]))
     raw = _text(array("vocabulary.terms"))
     terms = raw.split(_SEPARATOR) if raw else []
     if len(terms) != int(scalars["vocabulary.terms"]):

@@ -18,6 +18,7 @@ from pydantic import PlainSerializer, SerializeAsAny
 
 from shared.providers.base import Instant, ProviderHealth, Report, Status, absent, roll_up
 from shared.providers.mkdocs.embeddings import Semantic
+from shared.providers.mkdocs.index import IndexFormat
 
 
 class SiteState(StrEnum):
@@ -71,6 +72,9 @@ class SiteFailed(SiteHealth):
 class SiteLoaded(SiteHealth):
     state: SiteState = SiteState.LOADED
     source: str
+    index_format: IndexFormat
+    """Which generator's index the site publishes: `mkdocs` (`search/search_index.json`) or `zensical`
+    (`search.json`)."""
     ranker: RankerState
     entries: int
     pages: int

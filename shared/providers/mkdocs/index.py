@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import NamedTuple, overload
 from urllib.parse import unquote
 
@@ -34,6 +35,15 @@ class IndexEntry(NamedTuple):
     page_title: str
     text: str
     boost: float
+    trail: str = ""
+    """The page's navigation trail, its sections' titles joined by `TRAIL_SEPARATOR`, the page's own title last, when
+    the index gives one (a Zensical index's `path`); empty for MkDocs indexes, which give none."""
+
+    @property
+    def trail_titles(self) -> tuple[str, ...]:
+        """The navigation sections above the page (its trail less the page itself)."""
+        parts = self.trail.split(TRAIL_SEPARATOR) if self.trail else []
+        return tuple(part for part in parts[:-1] if part)
 
 
 class EntryColumns(Sequence[IndexEntry]):
@@ -98,17 +108,29 @@ class EntryColumns(Sequence[IndexEntry]):
     __hash__ = None  # type: ignore[assignment]  # compared by value, like the list it stands for
 
     def _cut(self, number: int) -> IndexEntry:
-        location, page, anchor, title, page_title, text = (
+        location, page, anchor, title, page_title, text, trail = (
             str(column[cuts[number] : cuts[number + 1]], "utf-8", "surrogatepass")
             for column, cuts in zip(self._columns, self._bounds, strict=True)
         )
-        return IndexEntry(
-            location, page, anchor if self._anchored[number] else None, title, page_title, text, self._boosts[number]
-        )
+        anchored = anchor if self._anchored[number] else None
+        return IndexEntry(location, page, anchored, title, page_title, text, self._boosts[number], trail)
 
 
-TEXT_FIELDS = ("location", "page", "anchor", "title", "page_title", "text")
+TEXT_FIELDS = ("location", "page", "anchor", "title", "page_title", "text", "trail")
 """`IndexEntry`'s text fields, in its order (a prebuilt ranker stores each as a column: `artifact.py`)."""
+
+TRAIL_SEPARATOR = "\x1f"
+"""Between the titles of a navigation trail (the unit separator: no title holds it)."""
+
+
+class IndexFormat(StrEnum):
+    """Which generator's search index a site publishes."""
+
+    MKDOCS = "mkdocs"
+    """MkDocs' search plugin: `search/search_index.json`, `{"config", "docs": [{"location", "title", "text"}]}`."""
+    ZENSICAL = "zensical"
+    """Zensical: `search.json` at the site root, `{"config", "items": [{"location", "level", "title", "text", "path",
+    "tags"}]}`, `path` the page's navigation trail."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +171,7 @@ class SiteIndex:
     members: dict[str, list[int]] | None = None
     """Each page's entry numbers in index order, when known (`page_groups`): a page's entries without a pass over
     all of them."""
+    format: IndexFormat = IndexFormat.MKDOCS
 
     def entries_of(self, page: str) -> list[IndexEntry]:
         """The page's entries in index order."""
@@ -167,6 +190,7 @@ class SiteIndex:
         entries: Sequence[IndexEntry],
         *,
         paged: Sequence[tuple[IndexEntry, list[int], int]] | None = None,
+        format: IndexFormat = IndexFormat.MKDOCS,
     ) -> SiteIndex:
         """The index over `entries`. `paged` (each page's first entry, all its entry numbers and its estimated
         Markdown length, pages in index order), when a prebuilt ranker gives it (`artifact.loads`), spares the
@@ -183,7 +207,7 @@ class SiteIndex:
             pages = [Page(entry.page, entry.page_title) for entry, _, _ in paged]
             members = {entry.page: numbers for entry, numbers, _ in paged}
             chars = {entry.page: length for entry, _, length in paged}
-        index = cls(site, entries, pages, page_chars=chars, members=members)
+        index = cls(site, entries, pages, page_chars=chars, members=members, format=format)
         for page in index.pages:
             lookup = page.lookup
             index.by_key.setdefault(lookup.lower(), []).append(page)
@@ -273,12 +297,16 @@ def _parse(site: str, payload: bytes | str) -> SiteIndex:
     except (ValueError, UnicodeDecodeError) as exc:
         raise IndexFormatError(f"not JSON: {exc}") from None
     docs = document.get("docs") if isinstance(document, dict) else None
-    if not isinstance(docs, list):
-        raise IndexFormatError("no 'docs' list")
-    entries = list(_entries(docs))
+    items = document.get("items") if isinstance(document, dict) else None
+    if isinstance(docs, list):
+        entries, format = list(_entries(docs)), IndexFormat.MKDOCS
+    elif isinstance(items, list):  # Zensical's: the same locations, titles and text, with each page's trail
+        entries, format = list(_entries(items)), IndexFormat.ZENSICAL
+    else:
+        raise IndexFormatError("no 'docs' list (MkDocs) or 'items' list (Zensical)")
     if not entries:
         raise IndexFormatError("the index has no entries")
-    return SiteIndex.build(site, entries)
+    return SiteIndex.build(site, entries, format=format)
 
 
 def unsafe_location(location: str) -> bool:
@@ -317,4 +345,17 @@ def _entries(docs: Iterable[object]) -> Iterable[IndexEntry]:
             page_title=page_titles.get(page, title),
             text=html_to_text(_plain(raw.get("text"))),
             boost=clamp_boost(raw.get("boost")),
+            trail=_trail(raw.get("path")),
         )
+
+
+def _trail(path: object) -> str:
+    """A Zensical item's `path` (the page's navigation trail) as `IndexEntry.trail`; empty for anything else."""
+    if not isinstance(path, list):
+        return ""
+    titles = [html_to_text(_plain(part)).replace(TRAIL_SEPARATOR, " ").strip() for part in path[:MAX_TRAIL]]
+    return TRAIL_SEPARATOR.join(title for title in titles if title)
+
+
+MAX_TRAIL = 16
+"""Titles of a navigation trail kept: deeper trails are cut (a hostile index cannot make breadcrumbs unbounded)."""

@@ -37,6 +37,11 @@ RANKING_CODE = code_digest(artifact, index, markup, parameters, ranking, text)
 from any other code is never loaded."""
 
 
+ZENSICAL_INDEX_PATH = "/search.json"
+"""Where a Zensical site publishes its search index, under its base URL (read when the MkDocs index is not there)."""
+GONE = (404, 410)
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedSite:
     """An index and its ranker, built together and swapped together."""
@@ -88,8 +93,14 @@ async def fetch_index(
     url = settings.index_url(site)
     # Redirects stay inside the site (`{Origin}/{site}/`), or at the index an override names: a site's index must
     # never be served from another site's.
-    scope = url if site in settings.search_index_overrides else settings.base_url(site) + "/"
+    overridden = site in settings.search_index_overrides
+    scope = url if overridden else settings.base_url(site) + "/"
     response = await client.get(url, scope=scope, max_bytes=MAX_INDEX_BYTES, headers=headers)
+    if response.status in GONE and not overridden:
+        # No MkDocs index: a site built with Zensical publishes `search.json` at its root instead (the same copy's
+        # validators apply: they came from whichever of the two answered).
+        alternative = settings.base_url(site) + ZENSICAL_INDEX_PATH
+        response = await client.get(alternative, scope=scope, max_bytes=MAX_INDEX_BYTES, headers=headers)
     if response.status == 304 and headers:
         return None
     if response.status != 200:

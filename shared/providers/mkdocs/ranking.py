@@ -466,7 +466,9 @@ class Scored:
             cosines = self.cosines
             best = max(page.sections, key=lambda n: float(cosines[n]))
         section = ranker.entries[best]
-        crumb = (page.entry.title, section.title) if section.anchor is not None else (page.entry.title,)
+        crumb = (*page.entry.trail_titles, page.entry.title)
+        if section.anchor is not None:
+            crumb = (*crumb, section.title)
         source = section.text if section.text.strip() else ranker._text(page)
         return RankedHit(page.entry, self.scores[number], crumb, source, section)
 

@@ -42,6 +42,7 @@ from shared.cache import CachedIndex, IndexStore, refresh_run_name
 from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.fetch import OriginClient
+from shared.providers.mkdocs.loading import ZENSICAL_INDEX_PATH
 from shared.providers.mkdocs.missing_store import read_record
 from shared.providers.mkdocs.outcomes import Outcome, RunReport, RunState, SiteOutcome
 from shared.providers.mkdocs.pagecheck import PageCheck
@@ -265,11 +266,15 @@ def published_sites(settings: DocumentationSettings, blob: str) -> list[str]:
     root = urlsplit(settings.origin).path.strip("/")
     matches: list[tuple[int, str]] = []
     for site in settings.sites:
-        path = unquote(urlsplit(settings.index_url(site)).path).strip("/")
-        relative = path[len(root) :].strip("/") if root and path.startswith(root + "/") else path
-        for candidate in dict.fromkeys((path, relative)):
-            if blob == candidate or blob.endswith("/" + candidate):
-                matches.append((len(candidate), site))
+        published = [settings.index_url(site)]
+        if site not in settings.search_index_overrides:  # a Zensical build of the site publishes this instead
+            published.append(settings.base_url(site) + ZENSICAL_INDEX_PATH)
+        for url in published:
+            path = unquote(urlsplit(url).path).strip("/")
+            relative = path[len(root) :].strip("/") if root and path.startswith(root + "/") else path
+            for candidate in dict.fromkeys((path, relative)):
+                if blob == candidate or blob.endswith("/" + candidate):
+                    matches.append((len(candidate), site))
     if not matches:
         return []
     longest = max(length for length, _ in matches)

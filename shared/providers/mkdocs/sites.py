@@ -576,6 +576,7 @@ class SiteRegistry:
                 built = RankerState.PREBUILT if loaded.prebuilt else RankerState.BUILT
                 report[site] = SiteLoaded(
                     source=loaded.source,
+                    index_format=loaded.index.format,
                     ranker=RankerState.DEFERRED if loaded.ranker is None else built,
                     entries=len(loaded.index.entries),
                     pages=len(loaded.index.pages),

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from shared.providers.mkdocs.index import EntryColumns, IndexEntry, parse_index
+from shared.errors import IndexFormatError
+from shared.providers.mkdocs.index import TEXT_FIELDS, EntryColumns, IndexEntry, IndexFormat, parse_index
 
 
 def index_of(*docs: dict[str, Any]) -> bytes:
@@ -50,7 +51,7 @@ def test_odd_values_are_read_as_what_they_must_mean() -> None:
 def stored(entries: list[IndexEntry]) -> tuple[dict[str, bytes], dict[str, list[int]], list[bool], list[float]]:
     """The entries as a prebuilt ranker stores them: each field in one UTF-8 column, cut at each entry's bounds."""
     columns, bounds = {}, {}
-    for name in ("location", "page", "anchor", "title", "page_title", "text"):
+    for name in TEXT_FIELDS:
         values = [(getattr(entry, name) or "").encode() for entry in entries]
         columns[name] = b"".join(values)
         bounds[name] = list(itertools.accumulate((len(value) for value in values), initial=0))
@@ -86,3 +87,38 @@ def test_entry_columns_refuse_bounds_that_do_not_fit_their_strings() -> None:
         EntryColumns(columns, bounds, [False, True], boosts)
     with pytest.raises(ValueError):
         EntryColumns({**columns, "extra": b""}, bounds, anchored, boosts)
+
+
+def test_a_zensical_index_is_read_with_each_pages_trail_as_its_breadcrumb() -> None:
+    items = [
+        {"location": "", "level": 1, "title": "Home", "text": "<p>Welcome.</p>", "path": ["Home"], "tags": []},
+        {
+            "location": "guide/install/",
+            "level": 1,
+            "title": "Install",
+            "text": "<p>Intro.</p>",
+            "path": ["Guide", "Install"],
+        },
+        {
+            "location": "guide/install/#packages",
+            "level": 2,
+            "title": "Packages",
+            "text": "<p>Use apt.</p>",
+            "path": ["Guide", "Install"],
+            "tags": ["ops"],
+        },
+        {"location": "odd/", "title": "Odd", "text": "x", "path": "not a list"},
+    ]
+    index = parse_index("z", json.dumps({"config": {"lang": ["en"]}, "items": items}))
+
+    assert (
+        index.format is IndexFormat.ZENSICAL
+        and parse_index("m", json.dumps({"docs": items})).format is IndexFormat.MKDOCS
+    )
+    assert [entry.location for entry in index.entries] == ["", "guide/install/", "guide/install/#packages", "odd/"]
+    install, packages, odd = index.entries[1], index.entries[2], index.entries[3]
+    assert packages.page == "guide/install/" and packages.anchor == "packages" and packages.text.strip() == "Use apt."
+    assert packages.trail_titles == ("Guide",) and install.trail_titles == ("Guide",) and odd.trail == ""
+    assert EntryColumns(*stored(list(index.entries)))[2] == packages  # the trail survives a prebuilt ranker
+    with pytest.raises(IndexFormatError):
+        parse_index("z", json.dumps({"config": {}, "pages": items}))
