@@ -253,6 +253,12 @@ param rawMarkdownUrlPattern string = '{base}/{path}.md'
 @description('Forge__Documentation__SearchIndexOverrides: JSON object, site to index path.')
 param searchIndexOverrides string = '{}'
 
+@description('Forge__Documentation__VersionDefaults: JSON object: versioned site -> the version (or alias) a search or location without one means, instead of the one the site\'s root redirects to (`docs/how-it-works/versions.md`).')
+param versionDefaults string = '{}'
+
+@description('Forge__Documentation__WarmVersions: Versions of each versioned site the warm-up keeps warm besides its default: the newest ones listed (hidden ones aside). The others are loaded the first time a request names them.')
+param warmVersions string = '2'
+
 @description('Forge__Documentation__Cache__Container: blob container of the shared index cache (created here).')
 @minLength(3)
 @maxLength(63)
@@ -409,6 +415,8 @@ var coreSettings = {
   Forge__Documentation__CacheDurationHours: cacheDurationHours
   Forge__Documentation__RawMarkdownUrlPattern: rawMarkdownUrlPattern
   Forge__Documentation__SearchIndexOverrides: searchIndexOverrides
+  Forge__Documentation__VersionDefaults: versionDefaults
+  Forge__Documentation__WarmVersions: warmVersions
   Forge__Documentation__Cache__Container: cacheContainer
   Forge__Documentation__Cache__BlobServiceUri: cacheBlobServiceUri
   Forge__Documentation__Cache__CheckIntervalSeconds: cacheCheckIntervalSeconds

@@ -16,7 +16,7 @@ from shared.cache import IndexStore, open_store
 from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
-from shared.models import Document, SearchResponse, View
+from shared.models import Document, SearchResponse, VersionListing, View
 from shared.reading import UnknownSectionError, check_read
 from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--site")
+    search.add_argument("--version", help="a version (or alias) of the versioned sites searched")
     search.add_argument("--format", choices=("text", "json"), default="text")
     get = commands.add_parser("get", help="fetch one page as Markdown (whole, a section, a part or its outline)")
     get.add_argument("location")
@@ -47,7 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     get.add_argument("--offset", type=int, help="start this many characters in (a previous part's nextOffset)")
     get.add_argument("--max-chars", type=int, help="at most this many characters, cut at a line boundary")
     get.add_argument("--view", choices=[view.value for view in View], help="outline: the headings with their sizes")
+    get.add_argument("--version", help="a version (or alias) of a versioned site; default: the site's default")
     get.add_argument("--format", choices=("text", "json"), default="text")
+    versions = commands.add_parser("versions", help="list a site's versions (sites published per release with mike)")
+    versions.add_argument("site")
+    versions.add_argument("--format", choices=("text", "json"), default="text")
     listing = commands.add_parser("list", help="list pages (at most 25, interleaved across sites)")
     listing.add_argument("--format", choices=("text", "json"), default="text")
     commands.add_parser("warm", help="refresh every site's cached index once")
@@ -144,10 +149,15 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
     try:
         if args.command in ("search", "list"):
             query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)
-            _print_search(await service.search(query, limit=limit, site=getattr(args, "site", None)), args.format)
+            site, version = getattr(args, "site", None), getattr(args, "version", None)
+            _print_search(await service.search(query, limit=limit, site=site, version=version), args.format)
+            return EXIT_OK
+        if args.command == "versions":
+            listing = VersionListing.of(args.site, await service.versions(args.site))
+            print(listing.model_dump_json(by_alias=True, indent=2) if args.format == "json" else _versions(listing))
             return EXIT_OK
         read = check_read(section=args.section, offset=args.offset, max_chars=args.max_chars, view=args.view)
-        _print_document(await service.read(args.location, read), args.format)
+        _print_document(await service.read(args.location, read, version=args.version), args.format)
         return EXIT_OK
     except InvalidRequestError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -168,6 +178,16 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
     except DocsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _versions(listing: VersionListing) -> str:
+    if not listing.versioned:
+        return f"{listing.site} is not versioned"
+    return "\n".join(
+        f"{version.version}{' (' + ', '.join(version.aliases) + ')' if version.aliases else ''}"
+        f"{'  default' if version.default else ''}{'  hidden' if version.hidden else ''}"
+        for version in listing.versions
+    )
 
 
 def _print_search(response: SearchResponse, fmt: str) -> None:

@@ -3,6 +3,7 @@
 DocsError
 ├── ConfigurationError          invalid app settings, raised at start-up, names the key
 ├── InvalidRequestError         caller input the service refuses (400); only the service's own checks stop the chain
+├── VersionsError               a versioned site's versions.json refused (that site fails with the reason)
 ├── ResolutionError             a location that did not resolve or fetch; carries the Resolution
 ├── EmbeddingStopped            a long embedding run was asked to stop (its index is no longer served)
 ├── ServiceUnavailableError     nothing could be searched: every provider that tried failed (503)
@@ -57,6 +58,11 @@ class InvalidRequestError(DocsError):
         if name is None or self.argument is None or not text.startswith(self.argument):
             return self
         return InvalidRequestError(name + text[len(self.argument) :], argument=name)
+
+
+class VersionsError(DocsError, ValueError):
+    """A versioned site's `versions.json` the service refuses (not a list, a name twice, a name that is not a folder):
+    that site fails with the message, the others are not touched."""
 
 
 class ResolutionError(DocsError):

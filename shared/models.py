@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -67,7 +68,24 @@ class Resolution(_Wire):
         return self.reason is Reason.RESOLVED
 
 
-class SearchResult(_Wire):
+class _Versioned(_Wire):
+    """An answer about a page of a site that may be versioned: `version` and `defaultVersion` are there only for a
+    versioned site's pages; an unversioned site's answers carry neither (not even as null)."""
+
+    version: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="For a versioned site (mike's `versions.json`): the version the page is of, never an alias. "
+        "Absent for unversioned sites.",
+    )
+    default_version: bool | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Whether that version is the site's default. Absent for unversioned sites.",
+    )
+
+
+class SearchResult(_Versioned):
     """One search hit; `location` can be passed straight back to get."""
 
     location: str
@@ -167,7 +185,7 @@ class OutlineEntry(_Wire):
     offset: int = Field(description="Where the heading starts in the whole page's Markdown: pass it as `offset`.")
 
 
-class Document(_Wire):
+class Document(_Versioned):
     """A page as Markdown, with where it came from: the whole page, or the part a read asked for."""
 
     requested_location: str
@@ -227,3 +245,73 @@ class Document(_Wire):
         """This document, saying it stays fresh for `seconds`."""
         self._fresh_for = max(0.0, seconds)
         return self
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One version a versioned site lists in its `versions.json`."""
+
+    name: str
+    title: str
+    aliases: tuple[str, ...]
+    hidden: bool
+
+
+@dataclass(frozen=True, slots=True)
+class VersionSet:
+    """A versioned site's versions, in `versions.json` order, and its default."""
+
+    site: str
+    versions: tuple[Version, ...]
+    default: str
+
+    def concrete(self, name: str) -> str | None:
+        """The version `name` is, or the one it is an alias of; None when it is neither."""
+        for version in self.versions:
+            if name == version.name or name in version.aliases:
+                return version.name
+        return None
+
+    def key(self, version: str) -> str:
+        """The key the version is loaded, cached and ranked under, as a site of its own (`{site}@{version}`)."""
+        return f"{self.site}@{version}"
+
+    @property
+    def names(self) -> list[str]:
+        return [version.name for version in self.versions]
+
+    def visible(self) -> list[Version]:
+        return [version for version in self.versions if not version.hidden]
+
+
+class ListedVersion(_Wire):
+    version: str
+    title: str
+    aliases: list[str]
+    default: bool
+    hidden: bool = Field(description="`properties.hidden` in versions.json: not searched unless asked for.")
+
+
+class VersionListing(_Wire):
+    """`GET /api/docs/versions`: a site's versions, newest first as `versions.json` lists them."""
+
+    site: str
+    versioned: bool
+    default: str | None = Field(default=None, description="The version a search or location without one means.")
+    versions: list[ListedVersion] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, site: str, found: VersionSet | None) -> VersionListing:
+        if found is None:
+            return cls(site=site, versioned=False)
+        listed = [
+            ListedVersion(
+                version=version.name,
+                title=version.title,
+                aliases=list(version.aliases),
+                default=version.name == found.default,
+                hidden=version.hidden,
+            )
+            for version in found.versions
+        ]
+        return cls(site=found.site, versioned=True, default=found.default, versions=listed)

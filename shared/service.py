@@ -41,12 +41,22 @@ from shared.errors import (
     ResolutionError,
     ServiceUnavailableError,
 )
-from shared.models import MAX_RESULTS, NO_PROVIDER, Document, Found, Reason, Resolution, SearchResponse, SiteSearched
+from shared.models import (
+    MAX_RESULTS,
+    NO_PROVIDER,
+    Document,
+    Found,
+    Reason,
+    Resolution,
+    SearchResponse,
+    SiteSearched,
+    VersionSet,
+)
 from shared.paths import escapes
 from shared.providers.base import DocumentationProvider, ProviderHealth, Report
 from shared.reading import Read
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
-from shared.validation import check_limit, check_location, check_query, nearest
+from shared.validation import check_limit, check_location, check_query, check_version, nearest
 
 log = logging.getLogger(__name__)
 
@@ -88,29 +98,36 @@ class DocumentationService:
         self.sites = tuple(declared.values())
         """Every site some provider serves, in the first declaring provider's spelling."""
 
-    async def search(self, query: str, *, limit: int = 10, site: str | None = None) -> SearchResponse:
+    async def search(
+        self, query: str, *, limit: int = 10, site: str | None = None, version: str | None = None
+    ) -> SearchResponse:
+        """`version`: of the versioned sites searched (an exact version or an alias); only providers that know
+        versions (`supports_versions`) are asked then."""
         query, limit = check_query(query), check_limit(limit)
-        wanted = self._check_site(site)
+        wanted, version = self._check_site(site), check_version(version)
         with telemetry.operation("search"):
-            return await self._search(query, min(limit, MAX_RESULTS), wanted)
+            return await self._search(query, min(limit, MAX_RESULTS), wanted, version)
 
-    async def _search(self, query: str, effective: int, wanted: str | None) -> SearchResponse:
+    async def _search(self, query: str, effective: int, wanted: str | None, version: str | None) -> SearchResponse:
         searched, failures = False, {}
         sites: dict[str, SiteSearched] | None = None
         for provider in self.providers:
             scoped = _declared(provider, wanted)
-            if wanted is not None and scoped is None:
+            if (wanted is not None and scoped is None) or (version is not None and not _versions(provider)):
                 continue
+            asked = {"version": version} if version is not None else {}
             try:
                 with telemetry.provider_call("search", provider.name) as call:
                     async with asyncio.timeout(_share(self.providers, provider)):
-                        results = await provider.search(query, limit=effective, site=scoped)
+                        results = await provider.search(query, limit=effective, site=scoped, **asked)
                     call.answered(len(results))
             except asyncio.CancelledError:
                 raise
             except ProviderDeclinedError:
                 continue
             except Exception as exc:
+                if _named_version(exc):
+                    raise
                 log.warning("search provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
                 failures[provider.name] = _details(exc)
                 continue
@@ -130,7 +147,7 @@ class DocumentationService:
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
         return SearchResponse(query=query, provider=NO_PROVIDER, results=[], sites=sites)
 
-    async def get(self, location: str | None, *, outline: bool = False) -> Document:
+    async def get(self, location: str | None, *, outline: bool = False, version: str | None = None) -> Document:
         """The whole page at `location` as the first fetch-capable provider serves it (with its outline when
         asked: a provider that cannot give one is a miss); raises ResolutionError otherwise."""
         path = check_location(location, self.origin)
@@ -140,23 +157,36 @@ class DocumentationService:
                 "percent-encoded), backslashes or a scheme",
                 argument="location",
             )
+        version = check_version(version)
         with telemetry.operation("get"):
-            return await self._get(path, location or "", outline)
+            return await self._get(path, location or "", outline, version)
 
-    async def read(self, location: str | None, read: Read = WHOLE) -> Document:
+    async def read(self, location: str | None, read: Read = WHOLE, version: str | None = None) -> Document:
         """The page at `location` as `read` asks: whole, a section, a part or its outline (`shared.reading`)."""
-        return reading.apply(await self.get(location, outline=read.needs_outline), read)
+        return reading.apply(await self.get(location, outline=read.needs_outline, version=version), read)
 
-    async def _get(self, path: str, requested: str, outline: bool) -> Document:
+    async def versions(self, site: str) -> VersionSet | None:
+        """A site's versions (None: not versioned), from the first provider that knows versions and serves it."""
+        named = self._check_site(site) or site
+        for provider in self.providers:
+            scoped = _declared(provider, named)
+            if scoped is None or not _versions(provider):
+                continue
+            found: VersionSet | None = await provider.versions(scoped)  # type: ignore[attr-defined]
+            return found
+        return None
+
+    async def _get(self, path: str, requested: str, outline: bool, version: str | None) -> Document:
         misses: list[Resolution] = []
         timed_out = False
+        asked = {"version": version} if version is not None else {}
         for provider in self.providers:
-            if not provider.supports_fetch:
+            if not provider.supports_fetch or (version is not None and not _versions(provider)):
                 continue
             try:
                 with telemetry.provider_call("get", provider.name) as call:
                     async with asyncio.timeout(_share([p for p in self.providers if p.supports_fetch], provider)):
-                        document = await provider.get(path, outline=outline)
+                        document = await provider.get(path, outline=outline, **asked)
                     call.served()
             except asyncio.CancelledError:
                 raise
@@ -166,6 +196,8 @@ class DocumentationService:
             except ProviderDeclinedError:
                 continue
             except Exception as exc:
+                if _named_version(exc):
+                    raise
                 log.warning("fetch provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
                 timed_out = timed_out or _details(exc) == TIMED_OUT
                 continue
@@ -221,6 +253,17 @@ def _share(providers: Sequence[DocumentationProvider], provider: DocumentationPr
         return None
     after = len(providers) - providers.index(provider)
     return left / max(1, after)
+
+
+def _versions(provider: DocumentationProvider) -> bool:
+    """Whether the provider takes a `version` (`supports_versions`): only those are asked when one is given."""
+    return bool(getattr(provider, "supports_versions", False))
+
+
+def _named_version(exc: Exception) -> bool:
+    """A provider's refusal of the version the caller named: the caller's to correct, never the next provider's
+    (any other refusal falls through, as every provider failure does)."""
+    return isinstance(exc, InvalidRequestError) and exc.argument == "version"
 
 
 def _declared(provider: DocumentationProvider, site: str | None) -> str | None:

@@ -482,6 +482,14 @@ class DocumentationSettings(BaseSettings):
         examples=['{"cloud-foundations": "/search/search_index.json"}'],
     )
     """JSON object: site -> path under the origin (or same-origin URL) of its search index, for root-published sites."""
+    version_defaults: dict[str, str] = Field(
+        default_factory=dict, alias="VersionDefaults", examples=['{"vdocs": "2.0"}']
+    )
+    """JSON object: versioned site -> the version (or alias) a search or location without one means, instead of the
+    one the site's root redirects to (`docs/how-it-works/versions.md`)."""
+    warm_versions: int = Field(2, alias="WarmVersions", ge=0, le=50)
+    """Versions of each versioned site the warm-up keeps warm besides its default: the newest ones listed (hidden
+    ones aside). The others are loaded the first time a request names them."""
     cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")
     warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")
     search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")
@@ -553,7 +561,7 @@ class DocumentationSettings(BaseSettings):
                 raise ValueError("indexed entries must be numbered Sites__0, Sites__1, ...") from None
         return value
 
-    @field_validator("search_index_overrides", mode="before")
+    @field_validator("search_index_overrides", "version_defaults", mode="before")
     @classmethod
     def _overrides(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -609,8 +617,8 @@ class DocumentationSettings(BaseSettings):
         for name in (default, *self.sites):
             name = name.strip().strip("/")
             if name and name.lower() not in seen:
-                if "/" in name or "#" in name or "?" in name:
-                    raise ValueError(f"Sites: {name!r} is not a site name (no '/', '#' or '?')")
+                if "/" in name or "#" in name or "?" in name or "@" in name:
+                    raise ValueError(f"Sites: {name!r} is not a site name (no '/', '#', '?' or '@')")
                 seen[name.lower()] = name
         object.__setattr__(self, "default_site", default)
         object.__setattr__(self, "sites", tuple(seen.values()))
@@ -621,6 +629,13 @@ class DocumentationSettings(BaseSettings):
                 raise ValueError(f"SearchIndexOverrides: {site!r} is not a configured site")
             overrides[canonical] = self._same_origin(str(target), site)
         object.__setattr__(self, "search_index_overrides", overrides)
+        defaults: dict[str, str] = {}
+        for site, version in self.version_defaults.items():
+            canonical = seen.get(str(site).strip().lower())
+            if canonical is None:
+                raise ValueError(f"VersionDefaults: {site!r} is not a configured site")
+            defaults[canonical] = str(version).strip()
+        object.__setattr__(self, "version_defaults", defaults)
         for site in self.sites:
             # The cache's own name (`shared.cache.names.index_name`) also sanitizes the site, or prepends it without
             # `{site}`; neither makes a reserved prefix (a site holds no `/`): this reaches one exactly when that does.
@@ -640,8 +655,10 @@ class DocumentationSettings(BaseSettings):
         return "/" + target.lstrip("/")
 
     def base_url(self, site: str) -> str:
-        """A site's base URL: `{Origin}/{site}`; there are no per-site base URLs."""
-        return f"{self.origin}/{site}"
+        """A site's base URL: `{Origin}/{site}`, and a version's (`{site}@{version}`, a versioned site's folder,
+        `shared.providers.mkdocs.versions`) `{Origin}/{site}/{version}`; there are no per-site base URLs."""
+        name, _, version = site.partition("@")
+        return f"{self.origin}/{name}/{version}" if version else f"{self.origin}/{site}"
 
     def index_url(self, site: str) -> str:
         """Where a site's search index is published: the override, else `{base}{SearchIndexPath}`."""

@@ -78,6 +78,23 @@ def check_limit(limit: int) -> int:
     return limit
 
 
+VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+"""A version's name or alias as mike writes them (`2.1`, `latest`, `v1.0.0-rc1`)."""
+VERSION_REFUSED = (
+    "version must be a version's name or alias, such as 2.1 or latest (letters, digits, '.', '_', '+', '-')"
+)
+
+
+def check_version(version: str | None) -> str | None:
+    """The version asked for, trimmed; None when none was; InvalidRequestError for anything but a short name."""
+    if version is None:
+        return None
+    version = version.strip()
+    if not VERSION.fullmatch(version) or version in (".", ".."):
+        raise InvalidRequestError(VERSION_REFUSED, argument="version")
+    return version
+
+
 WHOLE_NUMBER = re.compile("[0-9]{1,15}")
 """The one spelling of a number a caller may send as text: ASCII digits only. `str.isdigit` admits superscripts
 and other scripts' digits that `int` then refuses or reads; pydantic's lax `int` admits signs, spaces and `_`."""

@@ -195,7 +195,11 @@ async def test_mcp_through_the_function_initialize_list_and_call(
 
     assert initialize.status_code == 200, initialize.get_body()
     assert json.loads(initialize.get_body())["result"]["serverInfo"]["name"] == "documentation"
-    assert {tool["name"] for tool in json.loads(listed.get_body())["result"]["tools"]} == {"search_docs", "get_doc"}
+    assert {tool["name"] for tool in json.loads(listed.get_body())["result"]["tools"]} == {
+        "search_docs",
+        "get_doc",
+        "list_versions",
+    }
     result = json.loads(called.get_body())["result"]
     assert not result.get("isError") and result["structuredContent"]["provider"] == "mkdocs"
     assert result["structuredContent"]["results"]

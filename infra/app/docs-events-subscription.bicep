@@ -29,7 +29,8 @@ resource topic 'Microsoft.EventGrid/systemTopics@2025-02-15' existing = {
 
 // A blob event's subject is /blobServices/default/containers/<container>/blobs/<blob name>: only new or overwritten
 // search indexes of that container pass, not the thousands of pages a publish writes beside them: MkDocs' index
-// (`indexPath`) or, for a site built with Zensical, `search.json` at the site's root.
+// (`indexPath`) or, for a site built with Zensical, `search.json` at the site's root; and a versioned site's
+// `versions.json` (a release or a new default refreshes the site's warm versions).
 resource subscription 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2025-02-15' = {
   parent: topic
   name: name
@@ -47,6 +48,7 @@ resource subscription 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2025-
           values: [
             indexPath
             '/search.json'
+            '/versions.json'
           ]
         }
       ]

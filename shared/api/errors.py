@@ -40,6 +40,7 @@ from shared.errors import (
 from shared.models import Reason, Resolution
 from shared.reading import UnknownSectionError
 from shared.service import by_nearness
+from shared.validation import VERSION_REFUSED
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,8 @@ def _readable(request: Request, name: str, problem: Mapping[str, Any]) -> str:
         given = str(problem.get("input", ""))
         sites = ", ".join(by_nearness(given, composition.service.sites)) if composition is not None else "a site"
         return f"site must be one of: {sites}"
+    if kind == "string_pattern_mismatch" and name == "version":
+        return VERSION_REFUSED
     return f"{name}: {problem.get('msg', 'invalid value')}"
 
 

@@ -45,7 +45,7 @@ from shared.api import budget, caching, envelope, resources
 from shared.api.errors import answer, tool_error, where, within
 from shared.error_body import ErrorBody, encode
 from shared.errors import DocsError, InvalidRequestError
-from shared.models import Document, SearchResponse, SiteAnswer, View
+from shared.models import Document, SearchResponse, SiteAnswer, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.service import DocumentationService
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
@@ -84,6 +84,16 @@ retrieved). Pass a `location` from a search_docs result, a site-qualified path s
 On failure the error names a reason code: `not_found` (search first), `ambiguous` (choose one of the candidates it
 lists), `unknown_site`, `site_unavailable`, `fetch_failed`, `timeout` or `bad_request` (an unknown section lists
 the page's sections)."""
+
+VERSION_ARGUMENT = (
+    "A version of a versioned site (an exact version such as `2.0`, or an alias such as `latest`); without it, the "
+    "site's default. list_versions lists a site's versions."
+)
+
+VERSIONS_DESCRIPTION = """\
+List a documentation site's versions (sites published per release): each version with its aliases (`latest`,
+`stable`...), which one is the default (what search_docs and get_doc use without `version`), and hidden ones. A site
+that is not versioned says so. Use it before asking for a version you are not sure exists."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -249,9 +259,10 @@ def build_server(
         site: Annotated[
             str | None, Field(description="Search only this documentation site."), WithJsonSchema(site_schema)
         ] = None,
+        version: Annotated[str | None, Field(description=VERSION_ARGUMENT, max_length=64)] = None,
     ) -> Annotated[CallToolResult, SearchAnswer]:
         async def answer() -> CallToolResult:
-            response = await within(service.search(query, limit=limit, site=site), seconds)
+            response = await within(service.search(query, limit=limit, site=site, version=version), seconds)
             return budget.fit_count(
                 lambda kept: search_answer(response, kept, site), len(response.results), fits, keep_at_least=1
             )
@@ -292,14 +303,34 @@ def build_server(
             Field(description="`outline` for the page's headings with their sizes instead of its text."),
             WithJsonSchema(view_schema),
         ] = None,
+        version: Annotated[str | None, Field(description=VERSION_ARGUMENT, max_length=64)] = None,
     ) -> Annotated[CallToolResult, Document]:
         async def answer() -> CallToolResult:
             read = check_read(section=section, offset=offset, max_chars=maxChars, view=view)
-            document = await within(service.get(location, outline=read.needs_outline), seconds)
+            document = await within(service.get(location, outline=read.needs_outline, version=version), seconds)
             selection = reading.select(document, read)
             if read.view is View.OUTLINE:
                 return budget.outline_answer(selection, fits)
             return budget.read_answer(selection, read, fits)
+
+        return await _guarded(answer())
+
+    @server.tool(
+        name="list_versions", title="List a site's versions", description=VERSIONS_DESCRIPTION, annotations=READ_ONLY
+    )
+    async def list_versions(
+        site: Annotated[
+            str,
+            Field(description="The documentation site."),
+            WithJsonSchema({"type": "string", "enum": list(service.sites)}),
+        ],
+    ) -> Annotated[CallToolResult, VersionListing]:
+        async def answer() -> CallToolResult:
+            listing = VersionListing.of(site, await within(service.versions(site), seconds))
+            return CallToolResult(
+                content=[TextContent(type="text", text=render_versions(listing))],
+                structured_content=listing.model_dump(mode="json", by_alias=True),
+            )
 
         return await _guarded(answer())
 
@@ -379,6 +410,22 @@ def search_answer(response: SearchResponse, kept: int, site: str | None) -> Call
         content=[TextContent(type="text", text=render_search(shown, site)), *links],
         structured_content=shown.model_dump(mode="json", by_alias=True),
     )
+
+
+def render_versions(listing: VersionListing) -> str:
+    """A site's versions as an agent reads them."""
+    if not listing.versioned:
+        return f"{listing.site} is not versioned: every page has one version; search and read it without `version`."
+    lines = [f"{listing.site} versions, newest first (the default is {listing.default}):"]
+    for version in listing.versions:
+        aliases = f" (also {', '.join(version.aliases)})" if version.aliases else ""
+        marks = " [default]" if version.default else " [hidden]" if version.hidden else ""
+        lines.append(f"- {version.version}{aliases}{marks}")
+    lines.append(
+        "Pass `version` to search_docs or get_doc, or a location with the version's folder "
+        f"({listing.site}/<version>/<path>)."
+    )
+    return "\n".join(lines)
 
 
 def render_search(response: SearchResponse, site: str | None = None) -> str:

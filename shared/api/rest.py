@@ -17,7 +17,7 @@ from shared.api.errors import ServiceNotStarted, within
 from shared.compose import Composition
 from shared.error_body import ErrorBody
 from shared.errors import InvalidRequestError
-from shared.models import Document, SearchResponse, View
+from shared.models import Document, SearchResponse, VersionListing, View
 from shared.providers.base import Status
 from shared.reading import MAX_OFFSET, MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.validation import (
@@ -56,6 +56,14 @@ GET_ERRORS: dict[int | str, dict[str, Any]] = {
     502: _error("`fetch_failed`: the page resolved but no content could be fetched"),
     503: _error("`site_unavailable`: the site's index could not be loaded"),
 }
+
+
+VERSION_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$"
+"""What `validation.check_version` accepts, as the OpenAPI document states it."""
+VERSION_DESCRIPTION = (
+    "A version of a versioned site: an exact version (`2.0`) or an alias (`latest`); without it, each versioned "
+    "site's default. Ignored for unversioned sites when several are searched; a bad request for one named alone."
+)
 
 
 def site_pattern(sites: Sequence[str]) -> str:
@@ -126,7 +134,11 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         response_model=SearchResponse,
         responses=SEARCH_ERRORS,
         tags=["docs"],
-        dependencies=[Depends(_single_valued), Depends(_known("q", "limit", "site")), Depends(_whole_numbers("limit"))],
+        dependencies=[
+            Depends(_single_valued),
+            Depends(_known("q", "limit", "site", "version")),
+            Depends(_whole_numbers("limit")),
+        ],
     )
     async def search(
         composed: Composed,
@@ -145,9 +157,12 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
             str | None,
             Query(description="Search only this site (case-insensitive).", pattern=site_pattern(sites)),
         ] = None,
+        version: Annotated[
+            str | None, Query(description=VERSION_DESCRIPTION, max_length=64, pattern=VERSION_PATTERN)
+        ] = None,
     ) -> SearchResponse:
         """Search every configured site; the first provider with results answers."""
-        work = composed.service.search(q, limit=limit, site=site)
+        work = composed.service.search(q, limit=limit, site=site, version=version)
         return await within(work, composed.settings.request_timeout_seconds)
 
     @app.get(
@@ -157,7 +172,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         tags=["docs"],
         dependencies=[
             Depends(_single_valued),
-            Depends(_known("location", "section", "offset", "maxChars", "view")),
+            Depends(_known("location", "section", "offset", "maxChars", "view", "version")),
             Depends(_whole_numbers("offset", "maxChars")),
         ],
     )
@@ -203,18 +218,38 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
             View | None,
             Query(description="`outline`: the headings with their sizes (`outline`) instead of the content."),
         ] = None,
+        version: Annotated[
+            str | None, Query(description=VERSION_DESCRIPTION, max_length=64, pattern=VERSION_PATTERN)
+        ] = None,
     ) -> Document | Response:
         """Fetch one page as Markdown with front matter; `resolution` says how the location resolved. Without
         `section`, `offset`, `maxChars` or `view` the whole page comes back. The answer carries a weak `ETag` (from
         `contentHash` and what was asked; `If-None-Match` with it is answered `304`) and a `Cache-Control` `max-age`
         no longer than the service's own freshness for the page (`private` when callers are checked)."""
         read = check_read(section=section, offset=offset, max_chars=max_chars, view=view)
-        document = await within(composed.service.read(location, read), composed.settings.request_timeout_seconds)
+        work = composed.service.read(location, read, version=version)
+        document = await within(work, composed.settings.request_timeout_seconds)
         headers = {"ETag": caching.etag(document, read), "Cache-Control": caching.cache_control(document, gated=gated)}
         if caching.matches(request.headers.get("if-none-match"), headers["ETag"]):
             return Response(status_code=304, headers=headers)
         response.headers.update(headers)
         return document
+
+    @app.get(
+        "/api/docs/versions",
+        response_model=VersionListing,
+        responses={**ERROR_RESPONSES, 503: _error("`site_unavailable`: the site's versions.json is refused")},
+        tags=["docs"],
+        dependencies=[Depends(_single_valued), Depends(_known("site"))],
+    )
+    async def versions(
+        composed: Composed,
+        site: Annotated[str, Query(description="The site (case-insensitive).", pattern=site_pattern(sites))],
+    ) -> VersionListing:
+        """A site's versions (mike's `versions.json`), newest first, with their aliases, titles and which is the
+        default; `versioned: false` and no versions for a site that is not versioned."""
+        found = await within(composed.service.versions(site), composed.settings.request_timeout_seconds)
+        return VersionListing.of(site, found)
 
     @app.get(
         "/api/health",

@@ -55,7 +55,7 @@ async def test_the_tools_are_listed_for_agents(server: UvicornServer) -> None:
     async with session(server.url) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
 
-    assert set(tools) == {"search_docs", "get_doc"}
+    assert set(tools) == {"search_docs", "get_doc", "list_versions"}
     search, get = tools["search_docs"], tools["get_doc"]
     assert search.annotations is not None and search.annotations.read_only_hint is True
     assert get.annotations is not None and get.annotations.read_only_hint is True
@@ -67,7 +67,7 @@ async def test_the_tools_are_listed_for_agents(server: UvicornServer) -> None:
     assert search.output_schema is not None and "results" in search.output_schema["anyOf"][0]["properties"]
     assert get.output_schema is not None and "content" in get.output_schema["anyOf"][0]["properties"]
     assert get.output_schema["anyOf"][1] == {"$ref": "#/$defs/ErrorBody"}  # tool errors are structured too
-    assert list(get.input_schema["properties"]) == ["location", "section", "offset", "maxChars", "view"]
+    assert list(get.input_schema["properties"]) == ["location", "section", "offset", "maxChars", "view", "version"]
     assert search.description is not None and "get_doc" in search.description and "empty" in search.description
 
 

@@ -117,7 +117,7 @@ async def test_the_python_client_negotiates_the_current_revision_and_reads_in_pa
     assert capabilities.tools is not None and not capabilities.tools.list_changed
     assert capabilities.resources is not None
     assert not capabilities.resources.subscribe and not capabilities.resources.list_changed
-    assert [tool.name for tool in tools.tools] == ["search_docs", "get_doc"]
+    assert [tool.name for tool in tools.tools] == ["search_docs", "get_doc", "list_versions"]
     assert tools.ttl_ms is not None and tools.ttl_ms >= 3_600_000 and tools.cache_scope == "public"
     assert templates.ttl_ms is not None and templates.ttl_ms > 0 and templates.cache_scope == "public"
     assert not found.is_error and found.structured_content is not None

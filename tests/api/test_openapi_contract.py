@@ -32,15 +32,22 @@ def served(built_origin: Path) -> Iterator[str]:
             yield server.url
 
 
-EXCLUDED: dict[str, list[Any]] = {"/api/docs/get": [positive_data_acceptance]}
+EXCLUDED: dict[str, list[Any]] = {
+    "/api/docs/get": [positive_data_acceptance],
+    "/api/docs/search": [positive_data_acceptance],
+}
 """Checks a documented 4xx answers: a location that fits the document may still be refused (`.`/`..` segments
-after decoding, backslashes, URLs off the origin: 400) or name no page (404), which no JSON Schema can express."""
+after decoding, backslashes, URLs off the origin: 400) or name no page (404), and a `version` that fits it may name
+no version of the sites searched, or be given for an unversioned site named alone (400), which no JSON Schema can
+express."""
 
 RUNS = [
     ("/api/docs/search", GenerationMode.POSITIVE),
     ("/api/docs/search", GenerationMode.NEGATIVE),
     ("/api/docs/get", GenerationMode.POSITIVE),
     ("/api/docs/get", GenerationMode.NEGATIVE),
+    ("/api/docs/versions", GenerationMode.POSITIVE),
+    ("/api/docs/versions", GenerationMode.NEGATIVE),
     ("/api/health", GenerationMode.POSITIVE),  # no parameters: nothing to break
 ]
 

@@ -155,7 +155,8 @@ def test_a_fragment_still_means_the_whole_page(api: httpx.Client) -> None:
 
 def test_the_openapi_document_describes_the_read_parameters(api: httpx.Client) -> None:
     parameters = api.get("/api/openapi.json").json()["paths"]["/api/docs/get"]["get"]["parameters"]
-    assert [parameter["name"] for parameter in parameters] == ["location", "section", "offset", "maxChars", "view"]
+    names = [parameter["name"] for parameter in parameters]
+    assert names == ["location", "section", "offset", "maxChars", "view", "version"]
 
 
 # -- MCP
@@ -302,7 +303,7 @@ async def test_tools_are_listed_in_a_stable_order(server: UvicornServer) -> None
     async with session(server.url) as client:
         first = [tool.name for tool in (await client.list_tools()).tools]
         second = [tool.name for tool in (await client.list_tools()).tools]
-    assert first == second == ["search_docs", "get_doc"]
+    assert first == second == ["search_docs", "get_doc", "list_versions"]
 
 
 async def test_a_chosen_max_chars_is_kept_in_the_next_call_and_uri(server: UvicornServer) -> None:

@@ -153,7 +153,7 @@ async def test_the_official_mcp_client_calls_tools_with_a_bearer_token(
         await client.initialize()
         tools = await client.list_tools()
         found = await client.call_tool("search_docs", {"query": "install"})
-    assert {tool.name for tool in tools.tools} == {"search_docs", "get_doc"}
+    assert {tool.name for tool in tools.tools} == {"search_docs", "get_doc", "list_versions"}
     assert not found.is_error and found.structured_content and found.structured_content["results"]
 
 
@@ -174,7 +174,7 @@ def test_the_typescript_sdk_discovers_the_metadata_and_calls_with_a_bearer_token
     assert report["resourceMetadataUrl"] == f"{server.url}/.well-known/oauth-protected-resource/api/mcp"
     assert report["metadata"]["authorization_servers"] == [issuer.issuer]
     assert report["resource"] == f"{server.url}/api/mcp"  # what the SDK would ask Entra for: this endpoint
-    assert report["tools"] == ["search_docs", "get_doc"]
+    assert report["tools"] == ["search_docs", "get_doc", "list_versions"]
     assert not report["searchError"] and report["results"] > 0
 
 

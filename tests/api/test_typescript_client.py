@@ -66,7 +66,7 @@ def test_the_typescript_client_reads_a_long_page_in_parts_and_as_a_resource(
         "resources": {"subscribe": False, "listChanged": False},
         "tools": {"listChanged": False},
     }
-    assert report["tools"] == ["search_docs", "get_doc"]
+    assert report["tools"] == ["search_docs", "get_doc", "list_versions"]
     assert report["page"]["joined"] == whole and report["page"]["parts"] >= 6
     assert max(report["page"]["sizes"]) <= 24_000
     assert report["section"]["joined"] == section and report["section"]["parts"] >= 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.providers.mkdocs.loading import ZENSICAL_INDEX_PATH
+from shared.providers.mkdocs.versions import VERSIONS_PATH
 from shared.settings import PREFIX, DocumentationSettings, load_settings
 from tests.infra.test_bicep import (
     INFRA,
@@ -124,10 +125,14 @@ def test_the_subscription_sends_only_search_index_writes_of_the_docs_container()
         "includedEventTypes": ["Microsoft.Storage.BlobCreated"],
         "subjectBeginsWith": "/blobServices/default/containers/${containerName}/blobs/",
         "advancedFilters": [  # MkDocs' index, or a Zensical site's
-            {"key": "subject", "operatorType": "StringEndsWith", "values": ["indexPath", "/search.json"]}
+            {
+                "key": "subject",
+                "operatorType": "StringEndsWith",
+                "values": ["indexPath", "/search.json", "/versions.json"],
+            }
         ],
     }
-    assert ZENSICAL_INDEX_PATH == "/search.json"
+    assert (ZENSICAL_INDEX_PATH, VERSIONS_PATH) == ("/search.json", "/versions.json")
     params = body(modules()["docsEventsSubscription"])["params"]
     assert params["containerName"] == "docsStorageContainer"
     assert params["indexPath"] == "searchIndexPath"

@@ -47,8 +47,10 @@ from shared.providers.mkdocs.missing_store import read_record
 from shared.providers.mkdocs.outcomes import Outcome, RunReport, RunState, SiteOutcome
 from shared.providers.mkdocs.pagecheck import PageCheck
 from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.warm import warm_pages, warm_site
+from shared.providers.mkdocs.versions import VERSIONS_PATH, split_key, version_key
+from shared.providers.mkdocs.warm import warm_pages, warm_site, warmed_versions
 from shared.settings import DocumentationSettings
+from shared.validation import VERSION
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +177,7 @@ class Refresher:
             log.warning("could not record the outcome of a refresh run (%s)", type(exc).__name__)
 
     def _queue(self, site: str) -> asyncio.Future[SiteOutcome]:
-        state = self._sites[site]
+        state = self._sites.setdefault(site, _Site())  # a versioned site's version (`site@version`) on first use
         if state.queued is None:
             state.queued = asyncio.get_running_loop().create_future()
         queued = state.queued
@@ -212,6 +214,17 @@ class Refresher:
         check = PageCheck(self._client, self._settings)
         settings, store = self._settings, self._store
         outcome = await warm_site(self._client, settings, store, site, embedding=self._embedding, check=check)
+        if outcome.failed and outcome.status in (404, 410) and split_key(site)[1] is None:
+            # A versioned site has no index of its own: its warm versions are refreshed, the default's outcome kept.
+            keys = await warmed_versions(self._client, settings, site)
+            if keys:
+                versions = [await self._refresh(key) for key in keys]
+                said = ", ".join(
+                    f"{split_key(key)[1]} {each.outcome}" for key, each in zip(keys, versions, strict=True)
+                )
+                return versions[0].model_copy(update={"detail": f"versions: {said}"})
+        if split_key(site)[1] is not None:
+            self._registry.add_version(site)
         if not outcome.failed:
             # This instance serves the new version before the refresh is reported done, so the caller's next search
             # here finds it (not at the next check interval); a check slower than the per-site wait finishes in the
@@ -276,9 +289,26 @@ def published_sites(settings: DocumentationSettings, blob: str) -> list[str]:
                 if blob == candidate or blob.endswith("/" + candidate):
                     matches.append((len(candidate), site))
     if not matches:
-        return []
+        return _published_version(settings, blob, root)
     longest = max(length for length, _ in matches)
     return sorted({site for length, site in matches if length == longest})
+
+
+def _published_version(settings: DocumentationSettings, blob: str, root: str) -> list[str]:
+    """A version's index of a versioned site (`{site}/{version}/search/search_index.json`, or Zensical's
+    `search.json`) as that version's key; nothing for any other blob."""
+    relative = blob[len(root) :].strip("/") if root and blob.startswith(root + "/") else blob
+    if relative.endswith(VERSIONS_PATH):  # a new versions.json (a release, a new default): the site's versions
+        site = settings.site_named(relative[: -len(VERSIONS_PATH)].strip("/").rpartition("/")[2])
+        return [site] if site is not None else []
+    for ending in (settings.search_index_path, ZENSICAL_INDEX_PATH):
+        if not relative.endswith(ending):
+            continue
+        head, _, version = relative[: -len(ending)].strip("/").rpartition("/")
+        site = settings.site_named(head.rpartition("/")[2]) if head else None
+        if site is not None and VERSION.fullmatch(version) and version not in (".", ".."):
+            return [version_key(site, version)]
+    return []
 
 
 BLOB_CREATED = "Microsoft.Storage.BlobCreated"

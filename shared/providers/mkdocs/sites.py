@@ -195,6 +195,11 @@ class SiteRegistry:
         self._sites = {site: _Site(site, interval) for site in settings.sites}
         self._missing = MissingPages(store, self._name)
 
+    def add_version(self, key: str) -> None:
+        """A versioned site's version (`versions.version_key`) as a site of its own, loaded on its first use."""
+        if key not in self._sites:
+            self._sites[key] = _Site(key, self._settings.cache.check_interval_seconds)
+
     @property
     def embedding(self) -> EmbeddingModel | None:
         """The model this registry embeds with; None when semantic matching is off."""

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 
 from shared.cache import IndexStore, index_name, open_store, store_newest
 from shared.embedding import MINILM, EmbeddingModel
-from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginError, StoreError
+from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginError, StoreError, VersionsError
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors, scan_stored, share_graph
 from shared.providers.mkdocs.index import parse_index
@@ -38,6 +38,7 @@ from shared.providers.mkdocs.missing import MissingRecord, start
 from shared.providers.mkdocs.missing_store import read_record, save
 from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
 from shared.providers.mkdocs.pagecheck import PageCheck
+from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -229,10 +230,22 @@ async def warm_all(
         outcomes = await asyncio.gather(
             *(warm_site(origin, settings, store, site, embedding=embedding, check=check) for site in settings.sites)
         )
+        report = dict(zip(settings.sites, outcomes, strict=True))
+        # A site without an index of its own may be versioned: its default and newest versions are warmed as sites.
+        keys = [
+            key
+            for site, outcome in report.items()
+            if outcome.failed and outcome.status in (404, 410)  # no index of its own, not an outage
+            for key in await warmed_versions(origin, settings, site)
+        ]
+        more = await asyncio.gather(
+            *(warm_site(origin, settings, store, key, embedding=embedding, check=check) for key in keys)
+        )
+        report.update(zip(keys, more, strict=True))
+        outcomes = [*outcomes, *more]
     finally:
         if own_client:
             await origin.aclose()
-    report = dict(zip(settings.sites, outcomes, strict=True))
     if embedding is not None and embedding.model_id == MINILM.model_id:
         await share_graph(store)  # the rewritten graph this run loaded, for the instances that serve
     for site, outcome in report.items():
@@ -252,6 +265,21 @@ async def warm_all(
         counts[Outcome.FAILED],
     )
     return report
+
+
+async def warmed_versions(client: OriginClient, settings: DocumentationSettings, site: str) -> list[str]:
+    """The keys of a versioned site's versions the warm-up keeps warm: its default, then the newest `WarmVersions`
+    other visible ones (`versions.json` lists the newest first); none for a plain site or a refused
+    `versions.json`."""
+    try:
+        versions = await Versions(settings, client).of(site)
+    except VersionsError as exc:
+        log.warning("warm-up %s: versions.json refused: %s", site, exc)
+        return []
+    if versions is None:
+        return []
+    newest = [version.name for version in versions.visible() if version.name != versions.default]
+    return [versions.key(name) for name in (versions.default, *newest[: settings.warm_versions])]
 
 
 async def run_warmup(

@@ -131,7 +131,11 @@ async def test_a_304_only_refreshes_the_metadata(
     assert all(report[site].outcome == Outcome.UNCHANGED for site in PUBLISHED_SITES)
     assert str(report["alpha"].pages) == "current: 1 missing"  # complete: only the hidden page is asked again
     hidden = {f"/alpha/{PHANTOM_PAGE}/", f"/alpha/{PHANTOM_PAGE}.md"}
-    unpublished = {index_path(UNPUBLISHED_SITE), f"/{UNPUBLISHED_SITE}/search.json"}  # nor a Zensical index
+    unpublished = {  # nor a Zensical index, nor mike's versions
+        index_path(UNPUBLISHED_SITE),
+        f"/{UNPUBLISHED_SITE}/search.json",
+        f"/{UNPUBLISHED_SITE}/versions.json",
+    }
     assert set(static_origin.paths()) - hidden == {index_path(site) for site in PUBLISHED_SITES} | unpublished
     for site in PUBLISHED_SITES:
         [request] = static_origin.requests_for(index_path(site))
