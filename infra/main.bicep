@@ -340,6 +340,9 @@ param aiSearchTitleField string = 'title'
 @description('Forge__Documentation__AiSearch__DescriptionField: index field shown when the content yields no preview.')
 param aiSearchDescriptionField string = 'description'
 
+@description('Forge__Documentation__AiSearch__VersionField: The index field holding each document\'s version of a versioned site (mike), when the index carries one: a search naming a version is then filtered on it and its results carry it. Unset: such a search is left to the MkDocs provider, and results carry no version.')
+param aiSearchVersionField string = ''
+
 @description('Forge__Documentation__AiSearch__SiteField: filterable index field holding the site name; empty: searches for one site fall through to MkDocs.')
 param aiSearchSiteField string = ''
 
@@ -457,6 +460,7 @@ var aiSearchSettings = aiSearchEnabled ? {
   Forge__Documentation__AiSearch__ContentField: aiSearchContentField
   Forge__Documentation__AiSearch__TitleField: aiSearchTitleField
   Forge__Documentation__AiSearch__DescriptionField: aiSearchDescriptionField
+  Forge__Documentation__AiSearch__VersionField: aiSearchVersionField
   Forge__Documentation__AiSearch__SiteField: aiSearchSiteField
   Forge__Documentation__AiSearch__TimeoutSeconds: aiSearchTimeoutSeconds
 } : {}

@@ -249,6 +249,10 @@ class AiSearchSettings(_Section):
     """Index field holding the page title."""
     description_field: str = Field("description", alias="DescriptionField")
     """Index field shown as the preview only when the content yields none."""
+    version_field: str | None = Field(None, alias="VersionField")
+    """The index field holding each document's version of a versioned site (mike), when the index carries one: a
+    search naming a version is then filtered on it and its results carry it. Unset: such a search is left to the
+    MkDocs provider, and results carry no version."""
     site_field: str | None = Field(None, alias="SiteField")
     """Filterable index field holding each document's site name, used for searches within one site (site eq '<site>').
     Empty: such searches skip AI Search and are answered by MkDocs."""

@@ -23,6 +23,8 @@ from shared.providers.mkdocs.outcomes import Outcome
 from shared.providers.mkdocs.refresh import published_sites
 from shared.providers.mkdocs.versions import version_key
 from shared.providers.mkdocs.warm import warm_all
+from shared.providers.remote import RemoteProvider
+from shared.settings import RemoteSettings
 from tests.support.sites import fixture_env, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tests.support.versioned import (
@@ -255,3 +257,15 @@ def test_the_command_line_lists_versions_and_reads_one(versioned_origin: StaticO
     assert listed.stdout.splitlines() == ["2.1 (latest)  default", "2.0"]
     assert page.returncode == 0 and json.loads(page.stdout)["version"] == "2.0"
     assert found.returncode == 0 and json.loads(found.stdout)["results"][0]["version"] == DEFAULT_VERSION
+
+
+async def test_a_remote_deployment_is_asked_for_the_version_it_declares(server: UvicornServer) -> None:
+    provider = RemoteProvider(RemoteSettings.model_validate({"Endpoint": server.url + "/api/mcp"}), sites=(SITE,))
+    try:
+        found = await provider.search("install", limit=3, site=SITE, version="2.0")
+        page = await provider.get(f"{SITE}/{CHANGED_PAGE}", version="2.0")
+    finally:
+        await provider.aclose()
+
+    assert found and {(hit.version, hit.provider) for hit in found} == {("2.0", "smithy_remote")}
+    assert page.version == "2.0" and CHANGED_TEXT["2.0"] in page.content

@@ -45,10 +45,13 @@ class Fields:
     content: str = "content"
     title: str = "title"
     description: str = "description"
+    version: str | None = None
+    """The field holding a versioned site's version (`VersionField`), when the index has one."""
 
     def selected(self) -> list[str]:
         """What a search asks the index to return: exactly the fields mapping reads."""
-        return list(dict.fromkeys((self.url, self.title, self.content, self.description)))
+        named = (self.url, self.title, self.content, self.description, *((self.version,) if self.version else ()))
+        return list(dict.fromkeys(named))
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +89,9 @@ class Mapper:
         if not preview:
             preview = make_preview(_text(hit.get(self.fields.description)), query)
         title = " ".join(_text(hit.get(self.fields.title)).split())
+        version = _text(hit.get(self.fields.version)).strip() if self.fields.version else ""
         return SearchResult(
+            version=version or None,
             location=location,
             title=title or (clean.rsplit("/", 1)[-1] if clean else site),
             url=page_url(self.base_url, path),

@@ -100,6 +100,7 @@ class AiSearchProvider:
             content=options.content_field,
             title=options.title_field,
             description=options.description_field,
+            version=options.version_field,
         )
         self._mapper = Mapper(self._fields, options.platform_docs_base_url, options.mkdocs_site_prefix)
         self._filter = options.search_filter.strip()
@@ -108,11 +109,17 @@ class AiSearchProvider:
         self._client = SearchClient(options.endpoint, options.index_name, credential, retry_total=0)
         self._calls = LastCalls()
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+    @property
+    def supports_versions(self) -> bool:
+        """A search naming a version is filtered on `VersionField` when the index has one; without it, such a search
+        is left to the providers that know versions (the chain passes this one over)."""
+        return bool(self._options.version_field)
+
+    async def search(self, query: str, *, limit: int, site: str | None = None, version: str | None = None) -> Found:
         """Results from the index, with every site in scope `searched` (the service cannot say when it indexed)."""
         if query.strip() == LIST_ALL:
             raise ProviderDeclinedError("listing every page is left to a provider that knows the sites' pages")
-        request_filter = self._request_filter(site)
+        request_filter = self._request_filter(site, version)
         seconds = capped(self._options.timeout_seconds)
         shape = query_shape(query)
         log.debug(
@@ -170,8 +177,12 @@ class AiSearchProvider:
         still leaves `limit` results."""
         return limit if self._filter else min(2 * limit, MAX_TOP)
 
-    def _request_filter(self, site: str | None) -> str | None:
-        """The `$filter` to send: the configured one and the site's, whichever apply; None sends none."""
+    def _request_filter(self, site: str | None, version: str | None = None) -> str | None:
+        """The `$filter` to send: the configured one, the site's and the version's, whichever apply; None sends none."""
+        if version is not None and self._options.version_field:
+            on_version = f"{self._options.version_field} eq {odata_string(version)}"
+            rest = self._request_filter(site)
+            return f"({rest}) and {on_version}" if rest else on_version
         if site is None:
             return self._filter or None
         if not self._options.site_field:

@@ -107,13 +107,27 @@ class RemoteProvider:
         self._last_answer: LastAnswer | None = None
         redaction.install()  # the MCP client logs the arguments of every call it makes
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+    supports_versions = True
+    """A `version` is passed on when the other deployment's tools declare the argument; otherwise this provider
+    declines (search) or misses (get), and the chain asks the next."""
+
+    async def search(
+        self, query: str, *, limit: int, site: str | None = None, version: str | None = None
+    ) -> list[SearchResult]:
         shape = query_shape(query)
         log.debug("smithy_remote search (query length %d, %d terms, limit %d)", shape["length"], shape["terms"], limit)
         arguments: dict[str, Any] = {"query": query, "limit": limit}
         if site is not None:
             arguments["site"] = site
-        result = await self._call("search_docs", arguments)
+        if version is not None:
+            arguments["version"] = version
+            answered = await self._session(lambda session: _search_with_version(session, arguments), "search_docs")
+            if answered is None:
+                self._succeeded(None)
+                raise ProviderDeclinedError("the remote deployment's search_docs takes no version")
+            result = answered
+        else:
+            result = await self._call("search_docs", arguments)
         if result.is_error:
             raise self._failed(RemoteError(TOOL, f"search_docs answered {_code(result) or 'an error'}"))
         try:
@@ -124,16 +138,16 @@ class RemoteProvider:
         log.debug("smithy_remote answered %d results (remote provider %s)", len(results), backend)
         return results
 
-    async def get(self, location: str, *, outline: bool = False) -> Document:
+    async def get(self, location: str, *, outline: bool = False, version: str | None = None) -> Document:
         """The whole page as the other deployment's REST `get` answers it, read in parts (`nextOffset`, at most
         `MAX_PART_CHARS` each) within one session, with its outline when asked. A part never becomes a document:
         a deployment that cannot read in parts (no `offset` in its `get_doc` schema) and cut the page, or cannot
         give an outline that was asked for, is a miss for this page and the chain asks the next provider."""
         log.debug("smithy_remote get (location length %d)", len(location))
-        reading = await self._session(lambda session: _read_page(session, location, outline=outline))
+        reading = await self._session(lambda session: _read_page(session, location, outline=outline, version=version))
         if not reading.parts:  # an older deployment, asked for what it cannot give
             self._succeeded(None)
-            raise ResolutionError(_partial(location, "cannot give a page's outline (it reads pages only whole)"))
+            raise ResolutionError(_partial(location, reading.cannot))
         first = reading.parts[0]
         if first.is_error:
             text = _text(first)
@@ -164,10 +178,10 @@ class RemoteProvider:
         log.debug("smithy_remote served a page in %d part(s) (remote provider %s)", len(reading.parts), backend)
         return document
 
-    async def _session(self, work: Callable[[ClientSession], Awaitable[T]]) -> T:
+    async def _session(self, work: Callable[[ClientSession], Awaitable[T]], tool: str = "get_doc") -> T:
         """`work` in one session with the other deployment, under the same rules as a single call."""
         return await self._bounded(
-            "get_doc", lambda headers, seconds: in_session(self._endpoint, work, headers=headers, seconds=seconds)
+            tool, lambda headers, seconds: in_session(self._endpoint, work, headers=headers, seconds=seconds)
         )
 
     async def _call(self, tool: str, arguments: Mapping[str, Any]) -> CallToolResult:
@@ -272,13 +286,30 @@ class _Reading:
     outline: CallToolResult | None = None
     legacy: bool = False
     """The other deployment's `get_doc` takes no `offset`: it answers pages whole, or cut."""
+    cannot: str = "cannot give a page's outline (it reads pages only whole)"
+    """Why nothing was asked, when `parts` is empty."""
 
 
-async def _read_page(session: ClientSession, location: str, *, outline: bool) -> _Reading:
-    """The page's parts, following `nextOffset`, then its outline when asked; an error ends the reading."""
+async def _accepted(session: ClientSession, name: str) -> set[str]:
+    """The arguments the other deployment's tool declares (none when it has no such tool)."""
     listed = await session.list_tools()  # also what lets the client check answers against the output schema
-    tool = next((tool for tool in listed.tools if tool.name == "get_doc"), None)
-    accepted = set((tool.input_schema if tool is not None else {}).get("properties", {}))
+    tool = next((tool for tool in listed.tools if tool.name == name), None)
+    return set((tool.input_schema if tool is not None else {}).get("properties", {}))
+
+
+async def _search_with_version(session: ClientSession, arguments: dict[str, Any]) -> CallToolResult | None:
+    """search_docs with a `version`, when the other deployment declares the argument; None when it does not."""
+    if "version" not in await _accepted(session, "search_docs"):
+        return None
+    return await session.call_tool("search_docs", arguments)
+
+
+async def _read_page(session: ClientSession, location: str, *, outline: bool, version: str | None = None) -> _Reading:
+    """The page's parts, following `nextOffset`, then its outline when asked; an error ends the reading."""
+    accepted = await _accepted(session, "get_doc")
+    asked = {"version": version} if version is not None else {}
+    if version is not None and "version" not in accepted:
+        return _Reading([], cannot="takes no version")
     if "offset" not in accepted:
         if outline:
             return _Reading([], legacy=True)
@@ -286,7 +317,7 @@ async def _read_page(session: ClientSession, location: str, *, outline: bool) ->
     parts: list[CallToolResult] = []
     offset = 0
     while len(parts) < MAX_PARTS:
-        arguments = {"location": location, "offset": offset, "maxChars": MAX_PART_CHARS}
+        arguments = {"location": location, "offset": offset, "maxChars": MAX_PART_CHARS, **asked}
         part = await session.call_tool("get_doc", arguments)
         parts.append(part)
         following = None if part.is_error else (part.structured_content or {}).get("nextOffset")
@@ -295,7 +326,7 @@ async def _read_page(session: ClientSession, location: str, *, outline: bool) ->
         offset = following
     described = None
     if outline and not parts[-1].is_error:
-        described = await session.call_tool("get_doc", {"location": location, "view": "outline"})
+        described = await session.call_tool("get_doc", {"location": location, "view": "outline", **asked})
     return _Reading(parts, described)
 
 

@@ -165,6 +165,23 @@ async def test_site_searches_filter_on_the_site_field_with_the_configured_filter
     assert provider.sites == ("forge", "cloud-foundations")
 
 
+async def test_with_a_version_field_a_version_is_filtered_on_and_carried(search_server: AiSearchServer) -> None:
+    url = "https://docs.saif.com/vdocs/2.0/guide/install/index.html"
+    search_server.respond(hits=[{"metadata_storage_path": url, "title": "Install", "ver": "2.0", "@search.score": 1}])
+    provider = build(settings_for(search_server, SiteField="site", VersionField="ver"))
+    plain = build(settings_for(search_server))
+    try:
+        found = await provider.search("install", limit=5, site="forge", version="2.0")
+    finally:
+        await provider.aclose()
+        await plain.aclose()
+
+    sent = search_server.searches()[0].body
+    assert sent["filter"] == "(site eq 'forge') and ver eq '2.0'" and "ver" in sent["select"].split(",")
+    assert (found[0].version, found[0].location) == ("2.0", "vdocs/2.0/guide/install")
+    assert provider.supports_versions and not plain.supports_versions  # without the field, the chain passes it over
+
+
 def test_site_values_are_escaped_as_odata_strings() -> None:
     assert odata_string("o'brien") == "'o''brien'"
     assert odata_string("x' or true or 'a") == "'x'' or true or ''a'"
