@@ -21,12 +21,10 @@ from urllib.parse import unquote, urljoin
 
 from shared import memory, reading
 from shared.errors import (
-    InvalidRequestError,
     NoSiteLoadedError,
     OriginError,
     ProviderDeclinedError,
     ResolutionError,
-    VersionsError,
 )
 from shared.fetch import MAX_PAGE_BYTES, OriginClient, Response
 from shared.models import (
@@ -50,11 +48,12 @@ from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.pagecache import CachedPage, PageCache
 from shared.providers.mkdocs.ranking import RankedHit, Ranker, semantic_say
 from shared.providers.mkdocs.redirects import RedirectProbe, stub_target
-from shared.providers.mkdocs.resolution import Resolver, qualify, resolve_in_site
+from shared.providers.mkdocs.resolution import Resolver, qualify
 from shared.providers.mkdocs.sites import Failure, SiteRegistry
 from shared.providers.mkdocs.suggest import Suggester, suggest
 from shared.providers.mkdocs.text import analyze_query
-from shared.providers.mkdocs.versions import Versions, split_key
+from shared.providers.mkdocs.versioned import Broken, VersionedSites
+from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
@@ -63,22 +62,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LISTING_QUERY = "*"
-MAX_OTHER_VERSIONS = 6
-"""Other versions looked in for a page a version does not have (their indexes are loaded for it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Broken:
-    """A versioned site that cannot be searched for a reason of its own (its `versions.json`)."""
-
-    reason: str
-    unpublished: bool = False
-
-
 CONVERSIONS = 2
+"""Pages converted at once per process; more wait their turn (each holds a core for up to seconds)."""
 FEDERATIONS = 4
 """Sets of sites searched together whose federations are kept (`_federation`)."""
-"""Pages converted at once per process; more wait their turn (each holds a core for up to seconds)."""
 
 
 class ConversionError(ValueError):
@@ -110,7 +97,7 @@ class MkDocsProvider:
         self._federations: dict[tuple[str, ...], Federation] = {}
         """The last few sets of sites searched together (all of them, one named, those loaded so far)."""
         self._redirects = RedirectProbe(client)
-        self._versions = Versions(settings, client)
+        self._versioned = VersionedSites(settings, registry, Versions(settings, client))
         self.sites = settings.sites
 
     supports_versions = True
@@ -209,9 +196,9 @@ class MkDocsProvider:
             sites = self._settings.sites
         wait = self._settings.search.site_wait_seconds
         ready = await self._registry.within(sites, wait)
-        ready, broken = await self._in_versions(sites, ready, version, alone=site is not None)
+        ready, broken = await self._versioned.search_in(sites, ready, version, alone=site is not None)
         loaded = [entry for entry in ready.values() if entry is not None]
-        failures: dict[str, Failure | _Broken] = {
+        failures: dict[str, Failure | Broken] = {
             name: failure for name in sites if (failure := self._registry.failure(name)) is not None
         }
         for name in ready:  # a versioned site stands as its version does
@@ -238,56 +225,6 @@ class MkDocsProvider:
             raise NoSiteLoadedError({name: failure.reason for name, failure in failures.items()})
         return loaded, states
 
-    async def _in_versions(
-        self, sites: tuple[str, ...], ready: dict[str, LoadedSite | None], version: str | None, *, alone: bool
-    ) -> tuple[dict[str, LoadedSite | None], dict[str, Failure | _Broken]]:
-        """`ready` with each versioned site's version in its place (`version`, else the default), loaded within the
-        wait; and the versioned sites whose `versions.json` is refused, with why. A `version` no versioned site
-        has is a bad request listing theirs; an unversioned site named alone with one is too."""
-        chosen: dict[str, str] = {}
-        broken: dict[str, Failure | _Broken] = {}
-        offered: dict[str, list[str]] = {}
-        for name in sites:
-            if ready.get(name) is not None or name not in ready:
-                continue
-            try:
-                versions = await self._versioned(name)
-            except VersionsError as exc:
-                broken[name] = _Broken(f"versions.json refused: {exc}")
-                continue
-            if versions is None:
-                continue
-            concrete = versions.default if version is None else versions.concrete(version)
-            offered[name] = versions.names
-            if concrete is not None:
-                chosen[name] = versions.key(concrete)
-                self._registry.add_version(chosen[name])
-        if version is not None and not chosen:
-            if offered:
-                listed = "; ".join(f"{name}: {', '.join(names)}" for name, names in offered.items())
-                raise InvalidRequestError(f"version {version!r} is not a version of {listed}", argument="version")
-            if alone:
-                raise InvalidRequestError(f"version: site {sites[0]} is not versioned", argument="version")
-        if chosen:
-            found = await self._registry.within(tuple(chosen.values()), self._settings.search.site_wait_seconds)
-            ready = dict(ready)
-            for name, key in chosen.items():
-                if key in found:
-                    ready[name] = found[key]
-                else:
-                    ready.pop(name, None)  # still loading
-                if key in found and found[key] is None and (failure := self._registry.failure(key)) is not None:
-                    listed = f"version {split_key(key)[1]} is listed in versions.json but its folder has no index"
-                    broken[name] = _Broken(listed) if failure.unpublished else failure
-        return ready, broken
-
-    async def _versioned(self, site: str) -> VersionSet | None:
-        """The site's versions when it publishes no index of its own but a `versions.json`; None otherwise."""
-        failure = self._registry.failure(site)
-        if failure is None or not failure.unpublished:
-            return None
-        return await self._versions.of(site)
-
     async def versions(self, site: str) -> VersionSet | None:
         """A configured site's versions (loading it first), None for an unversioned one; ResolutionError
         (`site_unavailable`, with why) for a `versions.json` the service refuses."""
@@ -295,21 +232,7 @@ class MkDocsProvider:
         if named is None:
             raise ProviderDeclinedError("not one of this provider's sites")
         await self._registry.get(named)
-        try:
-            return await self._versioned(named)
-        except VersionsError as exc:
-            detail = f"the site's versions.json is refused: {exc}"
-            raise ResolutionError(
-                Resolution(requested_location=named, reason=Reason.SITE_UNAVAILABLE, site=named, detail=detail)
-            ) from None
-
-    def _shown(self, key: str) -> tuple[str, str | None, bool | None]:
-        """The site a loaded key is (a version's key names its site), its version and whether that is the default."""
-        site, version = split_key(key)
-        if version is None:
-            return site, None, None
-        known = self._versions.known(site)
-        return site, version, known is not None and known.default == version
+        return await self._versioned.of(named)
 
     def _indexed_at(self, ready: dict[str, LoadedSite | None], site: str) -> datetime | None:
         """The searched index's age, else the one this instance holds (a site whose check outlasted the wait)."""
@@ -328,7 +251,7 @@ class MkDocsProvider:
 
     def _result(self, loaded: LoadedSite, hit: RankedHit, query: str) -> SearchResult:
         entry, key = hit.entry, loaded.index.site
-        site, version, default = self._shown(key)
+        site, version, default = self._versioned.shown(key)
         return SearchResult(
             location=self._location(key, entry.location),
             title=entry.title,
@@ -353,84 +276,16 @@ class MkDocsProvider:
         A default-site page under a top-level folder named like a configured site is the exception: bare, its
         location would be routed to that site, so it is qualified with the default site to stay fetchable.
         """
-        named, version, default = self._shown(site)
+        named, version, default = self._versioned.shown(site)
         if version is not None:
             site, location = named, location if default else f"{version}/{location}"
         if site != self._settings.default_site:
             return qualify(site, location)
         head = location.strip("/").split("/", 1)[0]
-        versioned = version is not None and default and self._versions.known(site) is not None
-        if versioned and (known := self._versions.known(site)) is not None and known.concrete(unquote(head)):
+        known = self._versioned.known(site) if version is not None and default else None
+        if known is not None and known.concrete(unquote(head)):
             return qualify(site, location)  # bare, a default-version path under a folder named like a version
         return qualify(site, location) if head and self._settings.site_named(unquote(head)) else location
-
-    def _public(self, resolution: Resolution) -> Resolution:
-        """The resolution naming the site a version's key is of."""
-        if resolution.site is None:
-            return resolution
-        site, version = split_key(resolution.site)
-        if version is None:
-            return resolution
-        detail = resolution.detail.replace(f"'{resolution.site}'", f"'{site}' (version {version})")
-        return resolution.model_copy(update={"site": site, "detail": detail.replace(resolution.site, site)})
-
-    async def _version_of(self, location: str, version: str | None) -> tuple[str, str, VersionSet] | None:
-        """(the version's key, the location within it, the site's versions) when the location is on a versioned
-        site, whose version is the location's first folder when that names one (or an alias), else `version`, else
-        the default; None for a plain site (a bad request when `version` is given for one)."""
-        path = location.strip().lstrip("/")
-        head, _, rest = path.partition("/")
-        named = self._settings.site_named(unquote(head)) if head else None
-        site, remainder = (named, rest) if named is not None else (self._settings.default_site, path)
-        versions = None
-        if await self._registry.index(site) is None:
-            try:
-                versions = await self._versioned(site)
-            except VersionsError as exc:
-                detail = f"the site's versions.json is refused: {exc}"
-                raise ResolutionError(
-                    Resolution(requested_location=location, reason=Reason.SITE_UNAVAILABLE, site=site, detail=detail)
-                ) from None
-        if versions is None:
-            if version is not None:
-                raise InvalidRequestError(f"version: site {site} is not versioned", argument="version")
-            return None
-        first, _, after = remainder.partition("/")
-        folder = versions.concrete(unquote(first)) if first else None
-        asked = versions.concrete(version) if version is not None else None
-        if version is not None and asked is None:
-            listed = ", ".join(versions.names)
-            raise InvalidRequestError(f"version {version!r} is not a version of {site}: {listed}", argument="version")
-        if folder is not None and asked is not None and folder != asked:
-            raise InvalidRequestError(
-                f"version: the location names {folder}, version names {asked}", argument="version"
-            )
-        chosen = folder or asked or versions.default
-        key = versions.key(chosen)
-        self._registry.add_version(key)
-        return key, (after if folder is not None else remainder), versions
-
-    async def _in_version(self, location: str, key: str, path: str, versions: VersionSet) -> Resolution:
-        """`path` resolved in one version of a versioned site; when that version has no such page, the versions
-        that have it are named (and suggested)."""
-        resolution = await Resolver((key,), key, self._registry.index).resolve(path)
-        resolution = resolution.model_copy(update={"requested_location": location})
-        if resolution.reason is not Reason.NOT_FOUND:
-            return resolution
-        asked = split_key(key)[1]
-        having: list[tuple[str, str]] = []
-        for other in [version for version in versions.visible() if version.name != asked][:MAX_OTHER_VERSIONS]:
-            other_key = versions.key(other.name)
-            self._registry.add_version(other_key)
-            index = await self._registry.index(other_key)
-            found = resolve_in_site(index, path) if index is not None else None
-            if found is not None and found.reason is Reason.RESOLVED and found.page is not None:
-                having.append((other.name, self._location(other_key, found.page.path)))
-        if not having:
-            return resolution
-        named = ", ".join(name for name, _ in having)
-        detail = f"version {asked} of {versions.site} has no such page; these versions have it: {named}"
-        return resolution.model_copy(update={"detail": detail, "suggestions": [where for _, where in having][:5]})
 
     async def _moved(self, location: str) -> Resolution | None:
         """The page an old path now redirects to at the origin (`redirects`), resolved with the rule `redirect`."""
@@ -495,12 +350,12 @@ class MkDocsProvider:
         try:
             return await self._get(location, version)
         except ResolutionError as exc:  # a version's key never leaves: the answer names its site
-            raise ResolutionError(self._public(exc.resolution)) from None
+            raise ResolutionError(self._versioned.public(exc.resolution)) from None
 
     async def _get(self, location: str, version: str | None) -> Document:
-        pinned = await self._version_of(location, version)
+        pinned = await self._versioned.version_of(location, version)
         if pinned is not None:
-            resolution = await self._in_version(location, *pinned)
+            resolution = await self._versioned.resolve_in(location, *pinned, self._location)
         else:
             resolution = await self._resolver.resolve(location)
             if resolution.reason in (Reason.NOT_FOUND, Reason.UNKNOWN_SITE) and not resolution.candidates:
@@ -544,7 +399,7 @@ class MkDocsProvider:
             detail = "neither raw Markdown nor the HTML page had content"
             raise ResolutionError(resolution.model_copy(update={"reason": Reason.FETCH_FAILED, "detail": detail}))
         retrieved = fetched.page.retrieved if fetched.page is not None else datetime.now(UTC)
-        public, shown_version, default = self._shown(site)
+        public, shown_version, default = self._versioned.shown(site)
         content = with_front_matter(fetched.markdown, source=url, site=public, retrieved=retrieved, **extra)
         loaded = self._registry.current(site)
         # As fresh as a new read: the page is served as it is while its cache keeps it fresh, and the index that
@@ -559,7 +414,7 @@ class MkDocsProvider:
             url=url,
             provider=self.name,
             content=content,
-            resolution=self._public(resolution),
+            resolution=self._versioned.public(resolution),
             last_modified=_iso(fetched.page.last_modified) if fetched.page is not None else None,
             indexed_at=loaded.fetched_at if loaded is not None else None,
             outline=reading.outline(content, loaded.index.sections(path) if loaded is not None else []),

@@ -1,0 +1,184 @@
+"""Versioned sites in searches and reads: which of a site's versions a search or a location means, and how a
+version's answers name their site.
+
+Each version is loaded, cached and ranked as a site of its own under its key (`versions.version_key`); this module
+maps between those keys and what callers see: the site, the version, whether it is the default, and a version's
+folder in a location. What a site's versions are is `versions.Versions`' to find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from shared.errors import InvalidRequestError, ResolutionError, VersionsError
+from shared.models import Reason, Resolution, VersionSet
+from shared.providers.mkdocs.loading import LoadedSite
+from shared.providers.mkdocs.resolution import Resolver, resolve_in_site
+from shared.providers.mkdocs.sites import Failure, SiteRegistry
+from shared.providers.mkdocs.versions import Versions, split_key
+from shared.settings import DocumentationSettings
+
+MAX_OTHER_VERSIONS = 6
+"""Other versions looked in for a page a version does not have (their indexes are loaded for it)."""
+
+Locate = Callable[[str, str], str]
+"""A site's (or a version's key's) page path as a location callers see (the provider's `_location`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Broken:
+    """A versioned site that cannot be searched for a reason of its own (its `versions.json`)."""
+
+    reason: str
+    unpublished: bool = False
+
+
+class VersionedSites:
+    """The provider's view of versioned sites: their versions chosen for a search or a location."""
+
+    def __init__(self, settings: DocumentationSettings, registry: SiteRegistry, versions: Versions) -> None:
+        self._settings = settings
+        self._registry = registry
+        self._versions = versions
+
+    def known(self, site: str) -> VersionSet | None:
+        return self._versions.known(site)
+
+    async def versioned(self, site: str) -> VersionSet | None:
+        """The site's versions when it publishes no index of its own but a `versions.json`; None otherwise."""
+        failure = self._registry.failure(site)
+        if failure is None or not failure.unpublished:
+            return None
+        return await self._versions.of(site)
+
+    async def of(self, site: str) -> VersionSet | None:
+        """`versioned`, a refused `versions.json` as a ResolutionError (`site_unavailable`, with why)."""
+        try:
+            return await self.versioned(site)
+        except VersionsError as exc:
+            detail = f"the site's versions.json is refused: {exc}"
+            raise ResolutionError(
+                Resolution(requested_location=site, reason=Reason.SITE_UNAVAILABLE, site=site, detail=detail)
+            ) from None
+
+    def shown(self, key: str) -> tuple[str, str | None, bool | None]:
+        """The site a loaded key is (a version's key names its site), its version and whether that is the default."""
+        site, version = split_key(key)
+        if version is None:
+            return site, None, None
+        known = self._versions.known(site)
+        return site, version, known is not None and known.default == version
+
+    def public(self, resolution: Resolution) -> Resolution:
+        """The resolution naming the site a version's key is of."""
+        if resolution.site is None:
+            return resolution
+        site, version = split_key(resolution.site)
+        if version is None:
+            return resolution
+        detail = resolution.detail.replace(f"'{resolution.site}'", f"'{site}' (version {version})")
+        return resolution.model_copy(update={"site": site, "detail": detail.replace(resolution.site, site)})
+
+    async def search_in(
+        self, sites: tuple[str, ...], ready: dict[str, LoadedSite | None], version: str | None, *, alone: bool
+    ) -> tuple[dict[str, LoadedSite | None], dict[str, Failure | Broken]]:
+        """`ready` with each versioned site's version in its place (`version`, else the default), loaded within the
+        wait; and the versioned sites that cannot be searched, with why. A `version` no versioned site has is a bad
+        request listing theirs; an unversioned site named alone with one is too."""
+        chosen: dict[str, str] = {}
+        broken: dict[str, Failure | Broken] = {}
+        offered: dict[str, list[str]] = {}
+        for name in sites:
+            if ready.get(name) is not None or name not in ready:
+                continue
+            try:
+                versions = await self.versioned(name)
+            except VersionsError as exc:
+                broken[name] = Broken(f"versions.json refused: {exc}")
+                continue
+            if versions is None:
+                continue
+            concrete = versions.default if version is None else versions.concrete(version)
+            offered[name] = versions.names
+            if concrete is not None:
+                chosen[name] = versions.key(concrete)
+                self._registry.add_version(chosen[name])
+        if version is not None and not chosen:
+            if offered:
+                listed = "; ".join(f"{name}: {', '.join(names)}" for name, names in offered.items())
+                raise InvalidRequestError(f"version {version!r} is not a version of {listed}", argument="version")
+            if alone:
+                raise InvalidRequestError(f"version: site {sites[0]} is not versioned", argument="version")
+        if not chosen:
+            return ready, broken
+        found = await self._registry.within(tuple(chosen.values()), self._settings.search.site_wait_seconds)
+        ready = dict(ready)
+        for name, key in chosen.items():
+            if key not in found:
+                ready.pop(name, None)  # still loading
+                continue
+            ready[name] = found[key]
+            if found[key] is None and (failure := self._registry.failure(key)) is not None:
+                listed = f"version {split_key(key)[1]} is listed in versions.json but its folder has no index"
+                broken[name] = Broken(listed) if failure.unpublished else failure
+        return ready, broken
+
+    async def version_of(self, location: str, version: str | None) -> tuple[str, str, VersionSet] | None:
+        """(the version's key, the location within it, the site's versions) when the location is on a versioned
+        site, whose version is the location's first folder when that names one (or an alias), else `version`, else
+        the default; None for a plain site (a bad request when `version` is given for one)."""
+        path = location.strip().lstrip("/")
+        head, _, rest = path.partition("/")
+        named = self._settings.site_named(unquote(head)) if head else None
+        site, remainder = (named, rest) if named is not None else (self._settings.default_site, path)
+        versions = None
+        if await self._registry.index(site) is None:
+            try:
+                versions = await self.versioned(site)
+            except VersionsError as exc:
+                detail = f"the site's versions.json is refused: {exc}"
+                raise ResolutionError(
+                    Resolution(requested_location=location, reason=Reason.SITE_UNAVAILABLE, site=site, detail=detail)
+                ) from None
+        if versions is None:
+            if version is not None:
+                raise InvalidRequestError(f"version: site {site} is not versioned", argument="version")
+            return None
+        first, _, after = remainder.partition("/")
+        folder = versions.concrete(unquote(first)) if first else None
+        asked = versions.concrete(version) if version is not None else None
+        if version is not None and asked is None:
+            listed = ", ".join(versions.names)
+            raise InvalidRequestError(f"version {version!r} is not a version of {site}: {listed}", argument="version")
+        if folder is not None and asked is not None and folder != asked:
+            raise InvalidRequestError(
+                f"version: the location names {folder}, version names {asked}", argument="version"
+            )
+        chosen = folder or asked or versions.default
+        key = versions.key(chosen)
+        self._registry.add_version(key)
+        return key, (after if folder is not None else remainder), versions
+
+    async def resolve_in(self, location: str, key: str, path: str, versions: VersionSet, locate: Locate) -> Resolution:
+        """`path` resolved in one version of a versioned site; when that version has no such page, the versions
+        that have it are named and their locations suggested."""
+        resolution = await Resolver((key,), key, self._registry.index).resolve(path)
+        resolution = resolution.model_copy(update={"requested_location": location})
+        if resolution.reason is not Reason.NOT_FOUND:
+            return resolution
+        asked = split_key(key)[1]
+        having: list[tuple[str, str]] = []
+        for other in [version for version in versions.visible() if version.name != asked][:MAX_OTHER_VERSIONS]:
+            other_key = versions.key(other.name)
+            self._registry.add_version(other_key)
+            index = await self._registry.index(other_key)
+            found = resolve_in_site(index, path) if index is not None else None
+            if found is not None and found.reason is Reason.RESOLVED and found.page is not None:
+                having.append((other.name, locate(other_key, found.page.path)))
+        if not having:
+            return resolution
+        named = ", ".join(name for name, _ in having)
+        detail = f"version {asked} of {versions.site} has no such page; these versions have it: {named}"
+        return resolution.model_copy(update={"detail": detail, "suggestions": [where for _, where in having][:5]})
