@@ -83,7 +83,7 @@ class PathRule:
 
     def matches(self, site: str, path: str) -> bool:
         """Whether the rule claims this page (`PathWeights.rule_for` asks every rule at once)."""
-        site, path = site.lower(), unquote(path).lower()
+        site, path = _site_of(site), unquote(path).lower()
         if self.site is not None and self.site != site:
             return False
         if _is_glob(self.pattern):
@@ -128,7 +128,7 @@ class PathWeights:
 
     def rule_for(self, site: str, path: str) -> int | None:
         """The number of the first rule matching this page, or None."""
-        site = site.lower()
+        site = _site_of(site)
         matcher = self._matchers.get(site)
         if matcher is None:
             matcher = self._matchers[site] = _matcher(self.rules, site)
@@ -148,6 +148,12 @@ class PathWeights:
             found = frozenset(number for number, rule in enumerate(self.rules) if rule.on(asked) != (not rule.when))
             self._toggled[asked] = found
         return found
+
+
+def _site_of(site: str) -> str:
+    """The configured site a ranker's site is, lower-cased: a versioned site's version (`vdocs@2.1`, see
+    `versions.version_key`) follows its site's rules (a site name holds no `@`)."""
+    return site.lower().partition("@")[0]
 
 
 def _matcher(rules: Sequence[PathRule], site: str) -> re.Pattern[str]:

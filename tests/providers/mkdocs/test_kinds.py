@@ -257,3 +257,11 @@ def test_the_indexed_list_form_is_refused_rather_than_read_as_no_rules() -> None
 def test_a_rule_for_a_configured_site_is_accepted_whatever_its_case() -> None:
     weights = rules(Forge__Documentation__Search__PathWeights='[{"pattern": "x/", "weight": 0.5, "site": "FORGE"}]')
     assert weights.rule_for("forge", "x/y/") == 0
+
+
+def test_a_versioned_sites_versions_follow_its_rules() -> None:
+    weights = PathWeights.parse('[{"site": "vdocs", "pattern": "release-notes/", "weight": 0.5}]')
+    assert weights.rule_for("vdocs@2.1", "release-notes/2.1/") == 0  # a version is ranked as `vdocs@2.1`
+    assert weights.rule_for("VDocs", "release-notes/2.1/") == 0
+    assert weights.rule_for("other", "release-notes/2.1/") is None
+    assert weights.rules[0].matches("vdocs@2.0", "release-notes/2.0/")
