@@ -16,6 +16,7 @@ from shared.cache.blob import BlobIndexStore
 from shared.settings import DocumentationSettings
 from tests.support.sites import ROOTED_OVERRIDE, build_fixture_origin, fixture_settings
 from tests.support.stores import CountingStore
+from tests.support.versioned import build_versioned_origin
 from tools.azurite import Azurite, AzuriteError
 from tools.static_origin import StaticOrigin
 
@@ -52,6 +53,13 @@ def origin_copy(built_origin: Path, tmp_path: Path) -> Path:
 def static_origin(built_origin: Path) -> Iterator[StaticOrigin]:
     """A running static server over the built origin, with a request log of this test only."""
     with StaticOrigin(built_origin) as origin:
+        yield origin
+
+
+@pytest.fixture(scope="module")
+def versioned_origin() -> Iterator[StaticOrigin]:
+    """A static server over the origin the real mike and zensical built (`tests/support/versioned.py`)."""
+    with StaticOrigin(build_versioned_origin()) as origin:
         yield origin
 
 

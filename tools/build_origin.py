@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -60,6 +60,28 @@ def build_site(config_file: Path, site_dir: Path, *, extra_inputs: Sequence[Path
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return True
+
+
+def cached_build(cache_root: Path, digest: str, build: Callable[[Path], None], *, force: bool = False) -> Path:
+    """`cache_root/digest`, built by `build` into a staging folder and renamed into place once complete (a folder
+    marked `.complete`), unless it is there already; other builds under `cache_root` are removed."""
+    origin = cache_root / digest
+    if not force and (origin / ".complete").is_file():
+        return origin
+    cache_root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=cache_root))
+    try:
+        build(staging)
+        (staging / ".complete").write_text(digest + "\n")
+        if not (origin / ".complete").is_file():  # another session may have finished the same build first
+            shutil.rmtree(origin, ignore_errors=True)
+            staging.rename(origin)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for stale in cache_root.iterdir():
+        if stale != origin and not stale.name.startswith("."):
+            shutil.rmtree(stale, ignore_errors=True)
+    return origin
 
 
 def _mkdocs_build(config_file: Path, site_dir: Path) -> None:

@@ -36,13 +36,6 @@ HANDBOOK = "gamma-docs/reference/handbook/"
 
 
 @pytest.fixture
-def server(static_origin: StaticOrigin) -> Iterator[UvicornServer]:
-    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
-    with UvicornServer(create_app(settings, embedding=None)) as running:
-        yield running
-
-
-@pytest.fixture
 def gated_server(static_origin: StaticOrigin) -> Iterator[UvicornServer]:
     settings = fixture_settings(
         static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false", Inbound__Tokens="t0ken"

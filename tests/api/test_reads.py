@@ -15,23 +15,14 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, ResourceLink, TextContent, TextResourceContents
 
-from shared.api import create_app
 from shared.api.budget import size
 from shared.models import Document, View
 from shared.reading import MAX_PART_CHARS, Read
-from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
 
 HANDBOOK = "gamma-docs/reference/handbook/"
 BUDGET = 24_000
-
-
-@pytest.fixture
-def server(static_origin: StaticOrigin) -> Iterator[UvicornServer]:
-    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
-    with UvicornServer(create_app(settings, embedding=None)) as running:
-        yield running
 
 
 @pytest.fixture

@@ -10,28 +10,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from shared.api import create_app
-from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
-from tools.static_origin import StaticOrigin
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "support" / "mcp_client.mjs"
 HANDBOOK = "gamma-docs/reference/handbook/"
-
-
-@pytest.fixture
-def server(static_origin: StaticOrigin) -> Iterator[UvicornServer]:
-    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
-    with UvicornServer(create_app(settings, embedding=None)) as running:
-        yield running
 
 
 def run_client(url: str, sdk: str, era: str) -> dict[str, Any]:

@@ -14,14 +14,8 @@ from shared.api import create_app
 from shared.providers.mkdocs.refresh import published_sites
 from tests.support.sites import fixture_settings
 from tests.support.uvicorn_server import UvicornServer
-from tests.support.versioned import ZENSICAL_SITE, build_versioned_origin
+from tests.support.versioned import ZENSICAL_SITE
 from tools.static_origin import StaticOrigin
-
-
-@pytest.fixture(scope="module")
-def versioned_origin() -> Iterator[StaticOrigin]:
-    with StaticOrigin(build_versioned_origin()) as origin:
-        yield origin
 
 
 @pytest.fixture

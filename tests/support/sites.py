@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shared.settings import PREFIX, DocumentationSettings, load_settings
-from tools.build_origin import build_site, source_digest
+from tools.build_origin import build_site, cached_build, source_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_SITES = ROOT / "tests" / "fixtures" / "sites"
@@ -50,13 +49,8 @@ PHANTOM_ENTRY = {
 
 def build_fixture_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False) -> Path:
     """The built origin directory (`{origin}/{site}/...`), rebuilt only when its inputs changed."""
-    digest = source_digest([FIXTURE_SITES, HOOK, MOVED_HOOK, Path(__file__)])[:16]
-    origin = cache_root / digest
-    if not force and (origin / ".complete").is_file():
-        return origin
-    cache_root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=cache_root))
-    try:
+
+    def build(staging: Path) -> None:
         with ThreadPoolExecutor(len(PUBLISHED_SITES)) as pool:
             builds = [
                 pool.submit(
@@ -64,19 +58,12 @@ def build_fixture_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False) 
                 )
                 for site in PUBLISHED_SITES
             ]
-            for build in builds:
-                build.result()
+            for built in builds:
+                built.result()
         _apply_messes(staging)
-        (staging / ".complete").write_text(digest + "\n")
-        if not (origin / ".complete").is_file():  # another session may have finished the same build first
-            shutil.rmtree(origin, ignore_errors=True)
-            staging.rename(origin)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    for stale in cache_root.iterdir():
-        if stale != origin and not stale.name.startswith("."):
-            shutil.rmtree(stale, ignore_errors=True)
-    return origin
+
+    digest = source_digest([FIXTURE_SITES, HOOK, MOVED_HOOK, Path(__file__)])[:16]
+    return cached_build(cache_root, digest, build, force=force)
 
 
 def _apply_messes(origin: Path) -> None:

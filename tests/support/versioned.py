@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 
-from tools.build_origin import source_digest
+from tools.build_origin import cached_build, source_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSIONED_FIXTURE = ROOT / "tests" / "fixtures" / "versioned"
@@ -75,31 +75,18 @@ _GIT_IDENTITY = {
 
 def build_versioned_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False) -> Path:
     """The built origin directory (`{origin}/{site}/...`), rebuilt only when its inputs or tools changed."""
-    digest = _digest()
-    origin = cache_root / digest
-    if not force and (origin / ".complete").is_file():
-        return origin
-    cache_root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=cache_root))
-    try:
+
+    def build(staging: Path) -> None:
         with ThreadPoolExecutor(2) as pool:
             builds = [
                 pool.submit(_build_mike_site, staging / VERSIONED_SITE),
                 pool.submit(_build_zensical_site, staging / ZENSICAL_SITE),
             ]
-            for build in builds:
-                build.result()
+            for built in builds:
+                built.result()
         shutil.copytree(VERSIONED_FIXTURE / "bad", staging, dirs_exist_ok=True)
-        (staging / ".complete").write_text(digest + "\n")
-        if not (origin / ".complete").is_file():  # another session may have finished the same build first
-            shutil.rmtree(origin, ignore_errors=True)
-            staging.rename(origin)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    for stale in cache_root.iterdir():
-        if stale != origin and not stale.name.startswith("."):
-            shutil.rmtree(stale, ignore_errors=True)
-    return origin
+
+    return cached_build(cache_root, _digest(), build, force=force)
 
 
 def _digest() -> str:
