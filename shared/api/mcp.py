@@ -108,6 +108,9 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
+SERVER_NAME, SERVER_TITLE = "documentation", "Documentation retrieval"
+"""The server's identity, in its handshake and in the 2026-07-28 `serverInfo` stamp (`envelope_chars`)."""
+
 ARGUMENT_NAMES = {"q": "query"}
 """REST parameter names the tools call otherwise: a refusal names the argument the caller actually sent."""
 
@@ -158,8 +161,8 @@ class DocsServer(MCPServer[Any]):
     def __init__(self, service: DocumentationService, *, budget: int, seconds: float, gated: bool) -> None:
         listed = CacheHint(ttl_ms=caching.DEPLOYMENT_TTL_SECONDS * 1000, scope=caching.scope(gated))
         super().__init__(
-            name="documentation",
-            title="Documentation retrieval",
+            name=SERVER_NAME,
+            title=SERVER_TITLE,
             version=__version__,
             instructions=INSTRUCTIONS,
             subscriptions=False,
@@ -224,8 +227,8 @@ def envelope_chars() -> int:
         "cacheScope": "private",
         "_meta": {
             "io.modelcontextprotocol/serverInfo": {
-                "name": "documentation",
-                "title": "Documentation retrieval",
+                "name": SERVER_NAME,
+                "title": SERVER_TITLE,
                 "version": __version__,
             }
         },

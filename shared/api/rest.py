@@ -26,6 +26,7 @@ from shared.validation import (
     MAX_QUERY_LENGTH,
     MIN_LIMIT,
     QUERY_PATTERN,
+    VERSION,
     whole_number,
 )
 
@@ -58,7 +59,7 @@ GET_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-VERSION_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$"
+VERSION_PATTERN = f"^{VERSION.pattern}$"
 """What `validation.check_version` accepts, as the OpenAPI document states it."""
 VERSION_DESCRIPTION = (
     "A version of a versioned site: an exact version (`2.0`) or an alias (`latest`); without it, each versioned "

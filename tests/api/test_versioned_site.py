@@ -19,9 +19,9 @@ import pytest
 
 from shared.api import create_app
 from shared.cache import open_store
+from shared.models import version_key
 from shared.providers.mkdocs.outcomes import Outcome
 from shared.providers.mkdocs.refresh import published_sites
-from shared.providers.mkdocs.versions import version_key
 from shared.providers.mkdocs.warm import warm_all
 from shared.providers.remote import RemoteProvider
 from shared.settings import RemoteSettings
@@ -36,19 +36,12 @@ from tests.support.versioned import (
     NEW_PAGE,
     VERSIONED_SITE,
     ZENSICAL_SITE,
-    build_versioned_origin,
 )
 from tools.azurite import Azurite
 from tools.static_origin import StaticOrigin
 
 SITE = VERSIONED_SITE
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def versioned_origin() -> Iterator[StaticOrigin]:
-    with StaticOrigin(build_versioned_origin()) as origin:
-        yield origin
 
 
 @pytest.fixture

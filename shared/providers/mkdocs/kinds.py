@@ -34,6 +34,7 @@ from functools import lru_cache
 from urllib.parse import unquote
 
 from shared.errors import ConfigurationError
+from shared.models import split_key
 from shared.providers.mkdocs.index import MAX_BOOST
 from shared.providers.mkdocs.text import analyze
 
@@ -152,8 +153,8 @@ class PathWeights:
 
 def _site_of(site: str) -> str:
     """The configured site a ranker's site is, lower-cased: a versioned site's version (`vdocs@2.1`, see
-    `versions.version_key`) follows its site's rules (a site name holds no `@`)."""
-    return site.lower().partition("@")[0]
+    `models.version_key`) follows its site's rules."""
+    return split_key(site.lower())[0]
 
 
 def _matcher(rules: Sequence[PathRule], site: str) -> re.Pattern[str]:

@@ -42,12 +42,13 @@ from shared.cache import CachedIndex, IndexStore, refresh_run_name
 from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.fetch import OriginClient
+from shared.models import split_key, version_key
 from shared.providers.mkdocs.loading import ZENSICAL_INDEX_PATH
 from shared.providers.mkdocs.missing_store import read_record
 from shared.providers.mkdocs.outcomes import Outcome, RunReport, RunState, SiteOutcome
 from shared.providers.mkdocs.pagecheck import PageCheck
 from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.versions import VERSIONS_PATH, split_key, version_key
+from shared.providers.mkdocs.versions import VERSIONS_PATH
 from shared.providers.mkdocs.warm import warm_pages, warm_site, warmed_versions
 from shared.settings import DocumentationSettings
 from shared.validation import VERSION

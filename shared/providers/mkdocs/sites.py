@@ -196,7 +196,7 @@ class SiteRegistry:
         self._missing = MissingPages(store, self._name)
 
     def add_version(self, key: str) -> None:
-        """A versioned site's version (`versions.version_key`) as a site of its own, loaded on its first use."""
+        """A versioned site's version (`models.version_key`) as a site of its own, loaded on its first use."""
         if key not in self._sites:
             self._sites[key] = _Site(key, self._settings.cache.check_interval_seconds)
 

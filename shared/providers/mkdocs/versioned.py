@@ -1,7 +1,7 @@
 """Versioned sites in searches and reads: which of a site's versions a search or a location means, and how a
 version's answers name their site.
 
-Each version is loaded, cached and ranked as a site of its own under its key (`versions.version_key`); this module
+Each version is loaded, cached and ranked as a site of its own under its key (`models.version_key`); this module
 maps between those keys and what callers see: the site, the version, whether it is the default, and a version's
 folder in a location. What a site's versions are is `versions.Versions`' to find.
 """
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from shared.errors import InvalidRequestError, ResolutionError, VersionsError
-from shared.models import Reason, Resolution, VersionSet
+from shared.models import Reason, Resolution, VersionSet, split_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.resolution import Resolver, resolve_in_site
 from shared.providers.mkdocs.sites import Failure, SiteRegistry
-from shared.providers.mkdocs.versions import Versions, split_key
+from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
 MAX_OTHER_VERSIONS = 6

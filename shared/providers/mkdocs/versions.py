@@ -15,9 +15,9 @@ site's folder.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from urllib.parse import urljoin
@@ -28,29 +28,18 @@ from shared.models import Version, VersionSet
 from shared.paths import escapes
 from shared.providers.mkdocs.redirects import stub_target
 from shared.settings import DocumentationSettings
+from shared.validation import VERSION
 
 log = logging.getLogger(__name__)
 
 VERSIONS_PATH = "/versions.json"
-KEY_SEPARATOR = "@"
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
-"""A version's folder name, or an alias's: what mike writes (`2.1`, `latest`, `v1.0.0-rc1`), never a path."""
 MAX_BYTES = 262_144
 MAX_VERSIONS = 200
 REMEMBER_SECONDS = 300.0
 """How long an instance keeps what a site's `versions.json` said (or that it has none) before asking again."""
+RETRY_SECONDS = 30.0
+"""How soon a `versions.json` the origin failed to answer is asked for again (what was known is kept meanwhile)."""
 LATEST = "latest"
-
-
-def version_key(site: str, version: str) -> str:
-    """The key a site's version is loaded, cached and ranked under, as a site of its own."""
-    return f"{site}{KEY_SEPARATOR}{version}"
-
-
-def split_key(key: str) -> tuple[str, str | None]:
-    """(site, version) of a key; the version None for a plain site."""
-    site, separator, version = key.partition(KEY_SEPARATOR)
-    return (site, version) if separator else (key, None)
 
 
 def parse_versions(site: str, payload: bytes) -> list[Version]:
@@ -86,7 +75,7 @@ def parse_versions(site: str, payload: bytes) -> list[Version]:
 
 
 def _safe(name: str) -> bool:
-    return NAME.fullmatch(name) is not None and name not in (".", "..") and not escapes(name)
+    return VERSION.fullmatch(name) is not None and name not in (".", "..") and not escapes(name)
 
 
 class Versions:
@@ -99,6 +88,8 @@ class Versions:
         self._client = client
         self._clock = clock
         self._known: dict[str, tuple[float, VersionSet | None, str | None]] = {}
+        """Per site: when to ask again, its versions (None: not versioned) and why they are refused (None: not)."""
+        self._asking: dict[str, asyncio.Lock] = {}
 
     def known(self, site: str) -> VersionSet | None:
         """What was last found for the site, without asking."""
@@ -107,20 +98,30 @@ class Versions:
 
     async def of(self, site: str) -> VersionSet | None:
         """The site's versions, or None when it publishes no `versions.json`; VersionsError when it publishes a bad
-        one (remembered too, so a bad file costs one request per `REMEMBER_SECONDS`)."""
+        one (remembered too, so a bad file costs one request per `REMEMBER_SECONDS`). One request per site at a
+        time, however many searches ask; an origin that fails keeps what was known for `RETRY_SECONDS`."""
         found = self._known.get(site)
-        if found is None or self._clock() - found[0] >= REMEMBER_SECONDS:
-            try:
-                versions, error = await self._fetch(site), None
-            except VersionsError as exc:
-                versions, error = None, str(exc)
-            except OriginError as exc:  # not known now: asked again on the next call, what was known kept meanwhile
-                log.info("site %s: versions.json unavailable (%s)", site, exc)
-                return found[1] if found is not None else None
-            found = self._known[site] = (self._clock(), versions, error)
+        if found is None or self._clock() >= found[0]:
+            async with self._asking.setdefault(site, asyncio.Lock()):
+                found = self._known.get(site)
+                if found is None or self._clock() >= found[0]:
+                    found = self._known[site] = await self._asked(site, found)
         if found[2] is not None:
             raise VersionsError(found[2])
         return found[1]
+
+    async def _asked(
+        self, site: str, known: tuple[float, VersionSet | None, str | None] | None
+    ) -> tuple[float, VersionSet | None, str | None]:
+        """(when to ask again, the versions, why they are refused) from the origin now."""
+        try:
+            return self._clock() + REMEMBER_SECONDS, await self._fetch(site), None
+        except VersionsError as exc:
+            return self._clock() + REMEMBER_SECONDS, None, str(exc)
+        except OriginError as exc:  # not known now: what was known is kept, asked again soon
+            log.info("site %s: versions.json unavailable (%s)", site, exc)
+            kept = (known[1], known[2]) if known is not None else (None, None)
+            return self._clock() + RETRY_SECONDS, *kept
 
     async def _fetch(self, site: str) -> VersionSet | None:
         base = self._settings.base_url(site)
