@@ -142,19 +142,12 @@ def outline_answer(selection: Selection, budget: int) -> CallToolResult:
     """The outline as structured content and as an indented list; deeper levels give way when it is over budget."""
     document = selection.outline_only()
     entries = document.outline or []
-    for depth in range(6, 0, -1):
+    for depth in range(6, 1, -1):
         answer = _outline_of(document, [entry for entry in entries if entry.level <= depth], len(entries))
         if size(answer) <= budget:
             return answer
-    top = [entry for entry in entries if entry.level <= 1]
-    low, high = 0, len(top)  # the most top-level headings that fit, the rest said to be left out
-    while low < high:
-        middle = (low + high + 1) // 2
-        if size(_outline_of(document, top[:middle], len(entries))) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return _outline_of(document, top[:low], len(entries))
+    top = [entry for entry in entries if entry.level <= 1]  # every one, else the most that fit, the rest said left out
+    return fit_count(lambda kept: _outline_of(document, top[:kept], len(entries)), len(top), budget)
 
 
 def _outline_of(document: Document, kept: list[OutlineEntry], total: int) -> CallToolResult:
