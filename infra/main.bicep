@@ -343,6 +343,12 @@ param aiSearchDescriptionField string = 'description'
 @description('Forge__Documentation__AiSearch__VersionField: The index field holding each document\'s version of a versioned site (mike), when the index carries one: a search naming a version is then filtered on it and its results carry it. Unset: such a search is left to the MkDocs provider, and results carry no version.')
 param aiSearchVersionField string = ''
 
+@description('Forge__Documentation__AiSearch__CodeFilter: An OData filter selecting the index\'s code chunks, when it holds code blocks as documents of their own (an indexer skillset that splits pages at their fences, marking each chunk, for example `chunk_kind eq \'code\'`): a `kind=code` search is then answered here, each hit\'s content being the block. Unset: code searches are left to the MkDocs provider.')
+param aiSearchCodeFilter string = ''
+
+@description('Forge__Documentation__AiSearch__LanguageField: The filterable index field holding a code chunk\'s language (lower-case names, as the Markdown fence wrote it): a code search\'s `language` is filtered on it and each result\'s `code.language` read from it. Unset: a code search naming a language is left to the MkDocs provider, and a result\'s language is guessed from its text.')
+param aiSearchLanguageField string = ''
+
 @description('Forge__Documentation__AiSearch__SiteField: filterable index field holding the site name; empty: searches for one site fall through to MkDocs.')
 param aiSearchSiteField string = ''
 
@@ -461,6 +467,8 @@ var aiSearchSettings = aiSearchEnabled ? {
   Forge__Documentation__AiSearch__TitleField: aiSearchTitleField
   Forge__Documentation__AiSearch__DescriptionField: aiSearchDescriptionField
   Forge__Documentation__AiSearch__VersionField: aiSearchVersionField
+  Forge__Documentation__AiSearch__CodeFilter: aiSearchCodeFilter
+  Forge__Documentation__AiSearch__LanguageField: aiSearchLanguageField
   Forge__Documentation__AiSearch__SiteField: aiSearchSiteField
   Forge__Documentation__AiSearch__TimeoutSeconds: aiSearchTimeoutSeconds
 } : {}

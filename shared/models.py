@@ -85,6 +85,28 @@ class _Versioned(_Wire):
     )
 
 
+class SearchKind(StrEnum):
+    """What a search returns: pages (the default) or code blocks, one result each."""
+
+    PAGE = "page"
+    CODE = "code"
+
+
+class CodeSample(_Wire):
+    """A code result's block: its language and text."""
+
+    language: str = Field(
+        description="Canonical lower-case name (`bash` for sh/shell/console/zsh, `yaml` for yml, `terraform` for "
+        "hcl/tf, `powershell` for pwsh/ps1, `python` for py, else the fence's own name); `text` when unknown."
+    )
+    text: str = Field(description="The block's code, whole up to 4,000 characters; a longer one is cut at a line.")
+    total_chars: int | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Only for a cut block: how many characters the whole block has (`get` the page for all of it).",
+    )
+
+
 class SearchResult(_Versioned):
     """One search hit; `location` can be passed straight back to get."""
 
@@ -115,6 +137,17 @@ class SearchResult(_Versioned):
         default=None,
         description="When the origin last vouched for the index version this result came from (fetched, or "
         "confirmed unchanged); null when the provider cannot tell (Azure AI Search).",
+    )
+    code: CodeSample | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="For a code search (`kind=code`): the block. Absent from page results.",
+    )
+    language_guessed: bool | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="For a code result: true when neither the page's Markdown fence nor its HTML named the "
+        "language and `code.language` is a guess from the text. Absent from page results.",
     )
 
 

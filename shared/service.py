@@ -48,6 +48,7 @@ from shared.models import (
     Found,
     Reason,
     Resolution,
+    SearchKind,
     SearchResponse,
     SiteSearched,
     VersionSet,
@@ -56,7 +57,15 @@ from shared.paths import escapes
 from shared.providers.base import DocumentationProvider, ProviderHealth, Report
 from shared.reading import Read
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
-from shared.validation import check_limit, check_location, check_query, check_version, nearest
+from shared.validation import (
+    check_kind,
+    check_language,
+    check_limit,
+    check_location,
+    check_query,
+    check_version,
+    nearest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,23 +108,46 @@ class DocumentationService:
         """Every site some provider serves, in the first declaring provider's spelling."""
 
     async def search(
-        self, query: str, *, limit: int = 10, site: str | None = None, version: str | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        site: str | None = None,
+        version: str | None = None,
+        kind: SearchKind | str | None = None,
+        language: str | None = None,
     ) -> SearchResponse:
         """`version`: of the versioned sites searched (an exact version or an alias); only providers that know
-        versions (`supports_versions`) are asked then."""
+        versions (`supports_versions`) are asked then. `kind=code` searches code blocks (in `language`, when given);
+        only providers that search code (`supports_code`) are asked then."""
         query, limit = check_query(query), check_limit(limit)
         wanted, version = self._check_site(site), check_version(version)
+        kind = check_kind(kind)
+        language = check_language(language, kind)
         with telemetry.operation("search"):
-            return await self._search(query, min(limit, MAX_RESULTS), wanted, version)
+            return await self._search(query, min(limit, MAX_RESULTS), wanted, version, kind, language)
 
-    async def _search(self, query: str, effective: int, wanted: str | None, version: str | None) -> SearchResponse:
+    async def _search(
+        self,
+        query: str,
+        effective: int,
+        wanted: str | None,
+        version: str | None,
+        kind: SearchKind = SearchKind.PAGE,
+        language: str | None = None,
+    ) -> SearchResponse:
         searched, failures = False, {}
         sites: dict[str, SiteSearched] | None = None
+        code = kind is SearchKind.CODE
         for provider in self.providers:
             scoped = _declared(provider, wanted)
             if (wanted is not None and scoped is None) or (version is not None and not _versions(provider)):
                 continue
-            asked = {"version": version} if version is not None else {}
+            if code and not _code(provider):
+                continue
+            asked: dict[str, object] = {"version": version} if version is not None else {}
+            if code:
+                asked.update(kind=kind, language=language)
             try:
                 with telemetry.provider_call("search", provider.name) as call:
                     async with asyncio.timeout(_share(self.providers, provider)):
@@ -253,6 +285,11 @@ def _share(providers: Sequence[DocumentationProvider], provider: DocumentationPr
         return None
     after = len(providers) - providers.index(provider)
     return left / max(1, after)
+
+
+def _code(provider: DocumentationProvider) -> bool:
+    """Whether the provider searches code blocks (`supports_code`): only those are asked a `kind=code` search."""
+    return bool(getattr(provider, "supports_code", False))
 
 
 def _versions(provider: DocumentationProvider) -> bool:

@@ -253,6 +253,15 @@ class AiSearchSettings(_Section):
     """The index field holding each document's version of a versioned site (mike), when the index carries one: a
     search naming a version is then filtered on it and its results carry it. Unset: such a search is left to the
     MkDocs provider, and results carry no version."""
+    code_filter: str | None = Field(None, alias="CodeFilter")
+    """An OData filter selecting the index's code chunks, when it holds code blocks as documents of their own (an
+    indexer skillset that splits pages at their fences, marking each chunk, for example `chunk_kind eq 'code'`): a
+    `kind=code` search is then answered here, each hit's content being the block. Unset: code searches are left to
+    the MkDocs provider."""
+    language_field: str | None = Field(None, alias="LanguageField")
+    """The filterable index field holding a code chunk's language (lower-case names, as the Markdown fence wrote
+    it): a code search's `language` is filtered on it and each result's `code.language` read from it. Unset: a code
+    search naming a language is left to the MkDocs provider, and a result's language is guessed from its text."""
     site_field: str | None = Field(None, alias="SiteField")
     """Filterable index field holding each document's site name, used for searches within one site (site eq '<site>').
     Empty: such searches skip AI Search and are answered by MkDocs."""

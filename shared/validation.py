@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from difflib import SequenceMatcher
 from urllib.parse import unquote, urlsplit
 
 from shared.errors import InvalidRequestError
+from shared.models import SearchKind
 
 MAX_QUERY_LENGTH = 512
 MAX_LOCATION_LENGTH = 1024
@@ -93,6 +94,62 @@ def check_version(version: str | None) -> str | None:
     if not VERSION.fullmatch(version) or version in (".", ".."):
         raise InvalidRequestError(VERSION_REFUSED, argument="version")
     return version
+
+
+LANGUAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#._-]{0,31}")
+"""A code language's name as a caller may write it: a short identifier (`bash`, `c++`, `c#`, `objective-c`)."""
+
+LANGUAGE_ALIASES: Mapping[str, str] = {
+    "sh": "bash",
+    "shell": "bash",
+    "console": "bash",
+    "zsh": "bash",
+    "shell-session": "bash",
+    "yml": "yaml",
+    "hcl": "terraform",
+    "tf": "terraform",
+    "pwsh": "powershell",
+    "ps1": "powershell",
+    "posh": "powershell",
+    "py": "python",
+    "python3": "python",
+}
+"""Other names for a language, as fences and callers write them: the canonical name is the value."""
+
+KINDS_REFUSED = "kind must be one of: page, code"
+LANGUAGE_REFUSED = (
+    "language must be a language's short name, such as bash, yaml, terraform, powershell, python, json or bicep "
+    "(letters, digits, '+', '#', '.', '_', '-'; at most 32 characters)"
+)
+
+
+def check_kind(kind: str | None) -> SearchKind:
+    """What a search is for: `page` (the default) or `code`; InvalidRequestError naming both for anything else."""
+    if kind is None or kind == "":
+        return SearchKind.PAGE
+    try:
+        return SearchKind(kind.strip().lower())
+    except ValueError:
+        raise InvalidRequestError(KINDS_REFUSED, argument="kind") from None
+
+
+def canonical_language(name: str) -> str:
+    """A language name as answers write it: lower case, aliases folded (`Shell` -> `bash`, `yml` -> `yaml`)."""
+    lowered = name.strip().lower()
+    return LANGUAGE_ALIASES.get(lowered, lowered)
+
+
+def check_language(language: str | None, kind: SearchKind = SearchKind.CODE) -> str | None:
+    """The canonical language asked for; None when none was (or it is blank); InvalidRequestError when it is not a
+    short identifier, or is given to a page search (it filters code blocks). A well-formed name no block has is not
+    an error: it finds nothing."""
+    if language is None or not language.strip():
+        return None
+    if kind is not SearchKind.CODE:
+        raise InvalidRequestError("language filters code blocks: use it with kind=code", argument="language")
+    if not LANGUAGE.fullmatch(language.strip()):
+        raise InvalidRequestError(LANGUAGE_REFUSED, argument="language")
+    return canonical_language(language)
 
 
 WHOLE_NUMBER = re.compile("[0-9]{1,15}")

@@ -116,7 +116,7 @@ def embed_all(indexes: dict[str, SiteIndex]) -> dict[str, float]:
     start = time.perf_counter()
     bulk = load_bulk()
     for site, index in indexes.items():
-        VECTORS[site] = SiteVectors.compute(bulk, index.entries)
+        VECTORS[site] = SiteVectors.compute(bulk, index.entries, code=index.code)
         seconds[site] = time.perf_counter() - start
         start = time.perf_counter()
     return seconds

@@ -43,7 +43,7 @@ def probe(corpus: Path, tokens: int, batch: int | None = None) -> dict[str, floa
     before = peak_mb()
     start = time.perf_counter()
     for index in indexes:
-        SiteVectors.compute(bulk, index.entries)
+        SiteVectors.compute(bulk, index.entries, code=index.code)
     return {"seconds": time.perf_counter() - start, "peak_before_mb": before, "peak_mb": peak_mb()}
 
 

@@ -84,7 +84,7 @@ def load(corpus: Path, vectors_cache: Path | None) -> tuple[Federation, list[str
             vectors = SiteVectors(stored["matrix"], tuple(str(key) for key in stored["keys"]))
         else:
             bulk = bulk or load_bulk()
-            vectors = SiteVectors.compute(bulk, index.entries)
+            vectors = SiteVectors.compute(bulk, index.entries, code=index.code)
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 np.savez(cached, matrix=vectors.matrix, keys=np.array(vectors.keys))

@@ -14,6 +14,7 @@ in `search_docs`' schema is built from the service's sites in `build_server`'s s
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -45,7 +46,7 @@ from shared.api import budget, caching, envelope, resources
 from shared.api.errors import answer, tool_error, where, within
 from shared.error_body import ErrorBody, encode
 from shared.errors import DocsError, InvalidRequestError
-from shared.models import Document, SearchResponse, SiteAnswer, VersionListing, View
+from shared.models import CodeSample, Document, SearchKind, SearchResponse, SiteAnswer, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.service import DocumentationService
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
@@ -70,7 +71,11 @@ configured, operated or decided, when you need the documentation's own words. A 
 get_doc; for a long page, pass its `anchor` as get_doc's `section` to read only the part that matched. The preview is
 only a snippet. An empty result means the documentation does not cover the question, or nothing scored above the
 relevance floor: rephrase with the words the docs would use, or drop `site`. `site` narrows the search to one
-documentation site. The query `*` lists pages instead of ranking them."""
+documentation site. The query `*` lists pages instead of ranking them.
+For an example to copy (a manifest, a command, a Terraform or Bicep resource), pass `kind="code"`: each result is
+then one code block, fenced with its language, with where it sits (`location` with the section's anchor, for
+get_doc) and the prose before it; `language` keeps one language (`bash`, `yaml`, `terraform`, `powershell`,
+`json`, `bicep`, `python`...)."""
 
 GET_DESCRIPTION = """\
 Get a documentation page as Markdown, with front matter saying where it came from (source URL, site, when it was
@@ -84,6 +89,16 @@ retrieved). Pass a `location` from a search_docs result, a site-qualified path s
 On failure the error names a reason code: `not_found` (search first), `ambiguous` (choose one of the candidates it
 lists), `unknown_site`, `site_unavailable`, `fetch_failed`, `timeout` or `bad_request` (an unknown section lists
 the page's sections)."""
+
+KIND_ARGUMENT = (
+    "`page` (the default) finds pages; `code` finds code blocks to copy, one result each, with the block's language "
+    "and text."
+)
+
+LANGUAGE_ARGUMENT = (
+    'With kind="code": only blocks in this language (bash, yaml, terraform, powershell, python, json, bicep...; '
+    "sh, shell, yml, hcl, tf, pwsh and py are read as their canonical names)."
+)
 
 VERSION_ARGUMENT = (
     "A version of a versioned site (an exact version such as `2.0`, or an alias such as `latest`); without it, the "
@@ -248,6 +263,10 @@ def build_server(
     limit_schema = {"type": "integer", "minimum": MIN_LIMIT, "maximum": MAX_LIMIT, "default": 10}
     site_schema = {"anyOf": [{"type": "string", "enum": list(service.sites)}, {"type": "null"}], "default": None}
     view_schema = {"anyOf": [{"type": "string", "enum": [view.value for view in View]}, {"type": "null"}]}
+    kind_schema = {
+        "anyOf": [{"type": "string", "enum": [kind.value for kind in SearchKind]}, {"type": "null"}],
+        "default": None,
+    }
 
     @server.tool(
         name="search_docs", title="Search documentation", description=SEARCH_DESCRIPTION, annotations=READ_ONLY
@@ -263,9 +282,16 @@ def build_server(
             str | None, Field(description="Search only this documentation site."), WithJsonSchema(site_schema)
         ] = None,
         version: Annotated[str | None, Field(description=VERSION_ARGUMENT, max_length=64)] = None,
+        kind: Annotated[
+            str | None,
+            Field(description=KIND_ARGUMENT, max_length=16),
+            WithJsonSchema(kind_schema),
+        ] = None,
+        language: Annotated[str | None, Field(description=LANGUAGE_ARGUMENT, max_length=32)] = None,
     ) -> Annotated[CallToolResult, SearchAnswer]:
         async def answer() -> CallToolResult:
-            response = await within(service.search(query, limit=limit, site=site, version=version), seconds)
+            asked = service.search(query, limit=limit, site=site, version=version, kind=kind, language=language)
+            response = await within(asked, seconds)
             return budget.fit_count(
                 lambda kept: search_answer(response, kept, site), len(response.results), fits, keep_at_least=1
             )
@@ -431,6 +457,19 @@ def render_versions(listing: VersionListing) -> str:
     return "\n".join(lines)
 
 
+def render_code(code: CodeSample, *, guessed: bool) -> str:
+    """A code result's block, fenced with its language (a fence longer than any backtick run inside it)."""
+    longest = max((len(run) for run in re.findall(r"`+", code.text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    note = " (language guessed from the text)" if guessed else ""
+    cut = (
+        f"\n   [cut: the block is {code.total_chars:,} characters; read its section with get_doc]"
+        if code.total_chars
+        else ""
+    )
+    return f"   code, {code.language}{note}:\n{fence}{code.language}\n{code.text}\n{fence}{cut}"
+
+
 def render_search(response: SearchResponse, site: str | None = None) -> str:
     """What an agent reads: one block per hit (title, location, breadcrumb, size, preview); for no hit, which sites
     were searched and what to try next; what was left out to fit the answer, and how to see it."""
@@ -458,6 +497,8 @@ def render_search(response: SearchResponse, site: str | None = None) -> str:
             lines.append(f"   section: {' > '.join(hit.breadcrumb)}{anchor}")
         if hit.preview_text:
             lines.append(f"   {hit.preview_text}")
+        if hit.code is not None:
+            lines.append(render_code(hit.code, guessed=bool(hit.language_guessed)))
     left_out = response.left_out if isinstance(response, SearchAnswer) else 0
     if left_out:
         shown = len(response.results)

@@ -17,7 +17,7 @@ from shared.api.errors import ServiceNotStarted, within
 from shared.compose import Composition
 from shared.error_body import ErrorBody
 from shared.errors import InvalidRequestError
-from shared.models import Document, SearchResponse, VersionListing, View
+from shared.models import Document, SearchKind, SearchResponse, VersionListing, View
 from shared.providers.base import Status
 from shared.reading import MAX_OFFSET, MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.validation import (
@@ -137,7 +137,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         tags=["docs"],
         dependencies=[
             Depends(_single_valued),
-            Depends(_known("q", "limit", "site", "version")),
+            Depends(_known("q", "limit", "site", "version", "kind", "language")),
             Depends(_whole_numbers("limit")),
         ],
     )
@@ -161,9 +161,27 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         version: Annotated[
             str | None, Query(description=VERSION_DESCRIPTION, max_length=64, pattern=VERSION_PATTERN)
         ] = None,
+        kind: Annotated[
+            str | None,
+            Query(
+                description="`page` (the default): pages, one result each. `code`: code blocks, one result each "
+                "(at most a few per page), with `code: {language, text}` and `languageGuessed`.",
+                max_length=16,
+                json_schema_extra={"enum": [value.value for value in SearchKind]},
+            ),
+        ] = None,
+        language: Annotated[
+            str | None,
+            Query(
+                description="With `kind=code`: only blocks in this language (`bash`, `yaml`, `terraform`, "
+                "`powershell`, `python`, `json`, `bicep`...; `sh`, `shell`, `yml`, `hcl`, `tf`, `pwsh`, `py` and "
+                "other aliases fold into those). A language no block has finds nothing.",
+                max_length=32,
+            ),
+        ] = None,
     ) -> SearchResponse:
         """Search every configured site; the first provider with results answers."""
-        work = composed.service.search(q, limit=limit, site=site, version=version)
+        work = composed.service.search(q, limit=limit, site=site, version=version, kind=kind, language=language)
         return await within(work, composed.settings.request_timeout_seconds)
 
     @app.get(

@@ -407,7 +407,7 @@ def test_openapi_document_describes_the_contract(api: httpx.Client) -> None:
     spec = api.get("/api/openapi.json").json()
     assert {"/api/docs/search", "/api/docs/get", "/api/health"} <= set(spec["paths"])
     search_op = spec["paths"]["/api/docs/search"]["get"]
-    assert {param["name"] for param in search_op["parameters"]} == {"q", "limit", "site", "version"}
+    assert {param["name"] for param in search_op["parameters"]} == {"q", "limit", "site", "version", "kind", "language"}
     assert {"200", "400"} <= set(search_op["responses"])
     assert {"404", "409", "502", "503"} <= set(spec["paths"]["/api/docs/get"]["get"]["responses"])
 

@@ -28,13 +28,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
+from shared.code_samples import guess, sample
 from shared.models import SearchResult
 from shared.preview import make_preview
+from shared.validation import canonical_language
 
 PROVIDER = "ai_search"
 _SUFFIXES = (".md", ".html", ".htm")
 RERANKER_SCORE = "@search.reranker_score"
 SEARCH_SCORE = "@search.score"
+CODE_PER_PAGE = 3
+"""Code chunks of one page a code search keeps at most (as the MkDocs provider's code search does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +51,13 @@ class Fields:
     description: str = "description"
     version: str | None = None
     """The field holding a versioned site's version (`VersionField`), when the index has one."""
+    language: str | None = None
+    """The field holding a code chunk's language (`LanguageField`), when the index has one."""
 
     def selected(self) -> list[str]:
         """What a search asks the index to return: exactly the fields mapping reads."""
-        named = (self.url, self.title, self.content, self.description, *((self.version,) if self.version else ()))
-        return list(dict.fromkeys(named))
+        optional = tuple(field for field in (self.version, self.language) if field)
+        return list(dict.fromkeys((self.url, self.title, self.content, self.description, *optional)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,19 +68,35 @@ class Mapper:
     base_url: str
     site_prefix: str
 
-    def results(self, hits: Iterable[Mapping[str, object]], query: str, limit: int) -> list[SearchResult]:
-        """Up to `limit` results in the hits' order; hits without a usable path are skipped, twins kept once."""
-        seen: set[str] = set()
+    def results(
+        self, hits: Iterable[Mapping[str, object]], query: str, limit: int, *, code: bool = False
+    ) -> list[SearchResult]:
+        """Up to `limit` results in the hits' order; hits without a usable path are skipped, twins kept once. With
+        `code`, each hit is a code chunk: its content is the block (`code_result`), and a page keeps up to
+        `CODE_PER_PAGE` of them."""
+        seen: dict[str, int] = {}
         results: list[SearchResult] = []
         for hit in hits:
             result = self.result(hit, query)
-            if result is None or result.location.lower() in seen:
+            if result is not None and code:
+                result = self.code_result(result, hit)
+            if result is None or seen.get(result.location.lower(), 0) >= (CODE_PER_PAGE if code else 1):
                 continue
-            seen.add(result.location.lower())
+            seen[result.location.lower()] = seen.get(result.location.lower(), 0) + 1
             results.append(result)
             if len(results) >= limit:
                 break
         return results
+
+    def code_result(self, result: SearchResult, hit: Mapping[str, object]) -> SearchResult | None:
+        """A code chunk's result: its content as the block, its language from `LanguageField` (else guessed, and
+        marked so); None for a chunk with no code in it."""
+        text = _text(hit.get(self.fields.content)).strip("\n")
+        if not text.strip():
+            return None
+        named = canonical_language(_text(hit.get(self.fields.language))) if self.fields.language else ""
+        language = named or guess(text)
+        return result.model_copy(update={"code": sample(text, language), "language_guessed": not named})
 
     def result(self, hit: Mapping[str, object], query: str) -> SearchResult | None:
         """One hit as a result, or None when its path cannot name a page."""

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from shared.deadline import capped
 from shared.errors import ConfigurationError, ProviderDeclinedError
 from shared.identity import credential as identity_credential
-from shared.models import Document, Found, SiteAnswer, SiteSearched
+from shared.models import Document, Found, SearchKind, SiteAnswer, SiteSearched
 from shared.providers.ai_search.errors import translate
 from shared.providers.ai_search.mapping import PROVIDER, Fields, Mapper
 from shared.providers.base import Instant, LastCalls, LastError, ProviderHealth, Status, absent
@@ -101,6 +101,7 @@ class AiSearchProvider:
             title=options.title_field,
             description=options.description_field,
             version=options.version_field,
+            language=options.language_field,
         )
         self._mapper = Mapper(self._fields, options.platform_docs_base_url, options.mkdocs_site_prefix)
         self._filter = options.search_filter.strip()
@@ -115,11 +116,29 @@ class AiSearchProvider:
         is left to the providers that know versions (the chain passes this one over)."""
         return bool(self._options.version_field)
 
-    async def search(self, query: str, *, limit: int, site: str | None = None, version: str | None = None) -> Found:
+    @property
+    def supports_code(self) -> bool:
+        """A code search is answered here when the index marks its code chunks (`CodeFilter`); without it, the chain
+        passes this provider over for code."""
+        return bool(self._options.code_filter)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int,
+        site: str | None = None,
+        version: str | None = None,
+        kind: SearchKind = SearchKind.PAGE,
+        language: str | None = None,
+    ) -> Found:
         """Results from the index, with every site in scope `searched` (the service cannot say when it indexed)."""
         if query.strip() == LIST_ALL:
             raise ProviderDeclinedError("listing every page is left to a provider that knows the sites' pages")
+        code = kind is SearchKind.CODE
         request_filter = self._request_filter(site, version)
+        if code:
+            request_filter = self._code_filter(request_filter, language)
         seconds = capped(self._options.timeout_seconds)
         shape = query_shape(query)
         log.debug(
@@ -135,7 +154,7 @@ class AiSearchProvider:
                 raise TimeoutError
             async with asyncio.timeout(seconds):
                 hits = await self._hits(query, self._fetched(limit), request_filter, seconds)
-            results = self._mapper.results(hits, query, limit)
+            results = self._mapper.results(hits, query, limit, code=code)
         except Exception as exc:
             error = translate(exc)
             self._calls.failed(error)
@@ -189,6 +208,20 @@ class AiSearchProvider:
             raise ProviderDeclinedError("AI Search has no SiteField configured to search one site")
         on_site = f"{self._options.site_field} eq {odata_string(site)}"
         return f"({self._filter}) and {on_site}" if self._filter else on_site
+
+    def _code_filter(self, request_filter: str | None, language: str | None) -> str:
+        """`request_filter` narrowed to the code chunks (`CodeFilter`), and to `language` on `LanguageField`; declined
+        when the index marks no code, or names no language and one is asked for."""
+        marked = (self._options.code_filter or "").strip()
+        if not marked:
+            raise ProviderDeclinedError("AI Search has no CodeFilter configured to find code chunks")
+        parts = [f"({request_filter})"] if request_filter else []
+        parts.append(f"({marked})")
+        if language is not None:
+            if not self._options.language_field:
+                raise ProviderDeclinedError("AI Search has no LanguageField configured to filter code by language")
+            parts.append(f"{self._options.language_field} eq {odata_string(language)}")
+        return " and ".join(parts)
 
     async def get(self, location: str, *, outline: bool = False) -> Document:
         raise ProviderDeclinedError("AI Search is search-only: pages are fetched by another provider")

@@ -24,6 +24,8 @@ it. Arrays:
                 posting naming its value among them (uint16 or int32), and the view's document count; IDF is
                 worked out from the offsets on load
     titles      the same for the title coverage postings
+    code        the index's code blocks (`code.py`) as one UTF-8 JSON array of their fields, decoded on first use
+                (`CodeColumns`): a page search never pays for them
 
 Why this shape: a cold instance downloads and loads every site's artifact before its first search, and at eight
 times the sample corpus that was the largest part of its work. A site's postings hold a few thousand distinct
@@ -46,18 +48,19 @@ import json
 import struct
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from shared.providers.mkdocs.code import CodeBlock
 from shared.providers.mkdocs.index import TEXT_FIELDS, EntryColumns, IndexEntry, IndexFormat, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.ranking import Postings, Ranker, _Page, _View
 
 MAGIC = b"DOCRANK\x01"
-FORMAT = 5
+FORMAT = 6
 _SMALL = 65_536
 """What a uint16 can number: documents and distinct values up to this many are stored in two bytes."""
 _HEADER = struct.Struct("<8sI")
@@ -107,6 +110,9 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
     arrays["pages.offsets"] = np.cumsum([0, *(len(sections) for _, sections in groups)], dtype=np.int64)
     chars = [index.page_chars[entries[sections[0]].page] for _, sections in groups]
     arrays["pages.chars"] = np.array(chars, dtype=np.int64)
+    blocks = json.dumps([list(block) for block in index.code], ensure_ascii=False, separators=(",", ":"))
+    arrays["code.json"] = np.frombuffer(blocks.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    scalars["code.blocks"] = len(index.code)
     table: dict[str, dict[str, Any]] = {}
     chunks: list[bytes] = []
     offset = 0
@@ -195,7 +201,8 @@ def _loads(
         return found
 
     paged = [(entry(sections[0]), sections, length) for (_, sections), length in zip(groups, chars, strict=True)]
-    index = SiteIndex.build(site, entries, paged=paged, format=IndexFormat(manifest["indexFormat"]))
+    blocks = CodeColumns(bytes(array("code.json")), int(scalars["code.blocks"]))
+    index = SiteIndex.build(site, entries, paged=paged, format=IndexFormat(manifest["indexFormat"]), code=blocks)
     raw = _text(array("vocabulary.terms"))
     terms = raw.split(_SEPARATOR) if raw else []
     if len(terms) != int(scalars["vocabulary.terms"]):
@@ -210,6 +217,56 @@ def _loads(
     views = _View.of(page_view.documents, page_view), _View.of(section_view.documents, section_view)
     pages = [_Page(entry(head), sections) for head, sections in groups]
     return index, Ranker.assemble(index, kinds, views[0], views[1], titles, pages)
+
+
+class CodeColumns(Sequence[CodeBlock]):
+    """A prebuilt ranker's code blocks: their count at once, the blocks themselves decoded on first use (a code search
+    or an embedding run), from the artifact's JSON; a JSON that does not give exactly that many blocks of the right
+    shape gives none (the count stays, so stored vectors still line up, and code search finds nothing there)."""
+
+    __slots__ = ("_count", "_decoded", "_payload")
+
+    def __init__(self, payload: bytes, count: int) -> None:
+        self._payload = payload
+        self._count = count
+        self._decoded: list[CodeBlock] | None = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, key: int) -> CodeBlock: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[CodeBlock]: ...
+
+    def __getitem__(self, key: int | slice) -> CodeBlock | list[CodeBlock]:
+        return self._blocks()[key]
+
+    def _blocks(self) -> list[CodeBlock]:
+        if self._decoded is None:
+            self._decoded = _decoded_blocks(self._payload, self._count)
+            self._payload = b""
+        return self._decoded
+
+
+def _decoded_blocks(payload: bytes, count: int) -> list[CodeBlock]:
+    fields = len(CodeBlock._fields)
+    try:
+        rows = json.loads(payload.decode("utf-8", "surrogatepass")) if payload else []
+        blocks = [
+            CodeBlock._make(row)
+            for row in rows
+            if isinstance(row, list)
+            and len(row) == fields
+            and all(isinstance(value, str) or (value is None and number == 2) for number, value in enumerate(row))
+        ]
+    except (ValueError, TypeError):
+        blocks = []
+    return blocks if len(blocks) == count else [_EMPTY_BLOCK] * count
+
+
+_EMPTY_BLOCK = CodeBlock("", "", None, "", "", "", "", "", "")
 
 
 def _checked(payload: bytes) -> tuple[dict[str, Any], memoryview]:

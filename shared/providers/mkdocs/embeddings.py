@@ -38,6 +38,7 @@ from functools import partial
 from shared.cache import CachedIndex, IndexStore, graph_name, scan_name, vectors_name
 from shared.embedding import MINILM, EmbeddingModel, ModelRecord
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError, StoreError
+from shared.providers.mkdocs import code as code_module
 from shared.providers.mkdocs import index as index_module
 from shared.providers.mkdocs import markup, text
 from shared.providers.mkdocs import vectors as vectors_module
@@ -47,7 +48,7 @@ from shared.providers.mkdocs.vectors import PROGRESS_ENTRIES, ScanRows, SiteVect
 
 log = logging.getLogger(__name__)
 
-TEXTS_CODE = code_digest(index_module, markup, text, vectors_module)
+TEXTS_CODE = code_digest(index_module, markup, text, vectors_module, code_module)
 """The code that turns an index into the texts embedded (`vectors.embedded_texts`): stored vectors recorded as
 computed from the same index copy by other code are checked text by text."""
 
@@ -86,8 +87,8 @@ def embedded_from(digest: str | None) -> str | None:
 
 
 def _rows(index: SiteIndex) -> int:
-    """How many rows an index's vectors have: one per entry, one per page outline."""
-    return len(index.entries) + len(index.pages)  # one page per distinct entry page
+    """How many rows an index's vectors have: one per entry, one per page outline, one per code block."""
+    return len(index.entries) + len(index.pages) + len(index.code)  # one page per distinct entry page
 
 
 def _current(found: SiteVectors, index: SiteIndex, digest: str | None) -> bool:
@@ -95,7 +96,7 @@ def _current(found: SiteVectors, index: SiteIndex, digest: str | None) -> bool:
     size), or else computed from exactly its texts (`SiteVectors.matches`: every text hashed again)."""
     if found.source is not None and found.source == embedded_from(digest):
         return len(found.keys) == _rows(index)
-    return found.matches(index.entries)
+    return found.matches(index.entries, index.code)
 
 
 async def read_stored(
@@ -211,7 +212,7 @@ async def compute_and_store(
     saved = _Saver(store, site, model.model_id, expected_version, asyncio.get_running_loop(), clock)
     vectors = await model.bulk(
         lambda encoder: SiteVectors.compute(
-            encoder, entries, reuse=reuse, stop=stop, progress=saved.progress, every=progress_entries
+            encoder, entries, code=index.code, reuse=reuse, stop=stop, progress=saved.progress, every=progress_entries
         )
     )
     # Complete: with its hubness, and what it was computed from, so a reader of this index skips hashing its texts.
@@ -220,7 +221,7 @@ async def compute_and_store(
     hubness = scan.hubness if scan is not None else None
     dumps = partial(vectors.dumps, model.model_id, len(entries), source=source, hubness=hubness)
     payload = await asyncio.to_thread(dumps)
-    await saved.write(payload, len(vectors.keys))  # rows: the entries and the page outlines
+    await saved.write(payload, len(vectors.keys))  # rows: the entries, the page outlines and the code blocks
     if scan is not None and not saved.lost:
         await store_scan(store, model, site, scan)
     return vectors

@@ -78,6 +78,9 @@ class SiteLoaded(SiteHealth):
     ranker: RankerState
     entries: int
     pages: int
+    code_blocks: int
+    """Its code blocks (`kind=code` searches them): embedded with its entries, so `semantic` is `ready` only once
+    their vectors are too."""
     fetched_at: Instant
     missing_pages: int
     ranking: Ranking

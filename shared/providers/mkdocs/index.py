@@ -14,6 +14,7 @@ from urllib.parse import unquote
 
 from shared.errors import IndexFormatError
 from shared.paths import SURROGATE, escapes
+from shared.providers.mkdocs.code import CodeBlock, blocks_of
 from shared.validation import MAX_LOCATION_LENGTH
 
 _TAG = re.compile(r"<[^<>]*>")
@@ -172,6 +173,8 @@ class SiteIndex:
     """Each page's entry numbers in index order, when known (`page_groups`): a page's entries without a pass over
     all of them."""
     format: IndexFormat = IndexFormat.MKDOCS
+    code: Sequence[CodeBlock] = ()
+    """The code blocks of its entries, in index order (`code.py`): what code search ranks."""
 
     def entries_of(self, page: str) -> list[IndexEntry]:
         """The page's entries in index order."""
@@ -191,6 +194,7 @@ class SiteIndex:
         *,
         paged: Sequence[tuple[IndexEntry, list[int], int]] | None = None,
         format: IndexFormat = IndexFormat.MKDOCS,
+        code: Sequence[CodeBlock] = (),
     ) -> SiteIndex:
         """The index over `entries`. `paged` (each page's first entry, all its entry numbers and its estimated
         Markdown length, pages in index order), when a prebuilt ranker gives it (`artifact.loads`), spares the
@@ -207,7 +211,7 @@ class SiteIndex:
             pages = [Page(entry.page, entry.page_title) for entry, _, _ in paged]
             members = {entry.page: numbers for entry, numbers, _ in paged}
             chars = {entry.page: length for entry, _, length in paged}
-        index = cls(site, entries, pages, page_chars=chars, members=members, format=format)
+        index = cls(site, entries, pages, page_chars=chars, members=members, format=format, code=code)
         for page in index.pages:
             lookup = page.lookup
             index.by_key.setdefault(lookup.lower(), []).append(page)
@@ -298,15 +302,16 @@ def _parse(site: str, payload: bytes | str) -> SiteIndex:
         raise IndexFormatError(f"not JSON: {exc}") from None
     docs = document.get("docs") if isinstance(document, dict) else None
     items = document.get("items") if isinstance(document, dict) else None
+    code: list[CodeBlock] = []
     if isinstance(docs, list):
-        entries, format = list(_entries(docs)), IndexFormat.MKDOCS
+        entries, format = list(_entries(docs, code)), IndexFormat.MKDOCS
     elif isinstance(items, list):  # Zensical's: the same locations, titles and text, with each page's trail
-        entries, format = list(_entries(items)), IndexFormat.ZENSICAL
+        entries, format = list(_entries(items, code)), IndexFormat.ZENSICAL
     else:
         raise IndexFormatError("no 'docs' list (MkDocs) or 'items' list (Zensical)")
     if not entries:
         raise IndexFormatError("the index has no entries")
-    return SiteIndex.build(site, entries, format=format)
+    return SiteIndex.build(site, entries, format=format, code=code)
 
 
 def unsafe_location(location: str) -> bool:
@@ -325,7 +330,8 @@ def _plain(value: object) -> str:
     return ""
 
 
-def _entries(docs: Iterable[object]) -> Iterable[IndexEntry]:
+def _entries(docs: Iterable[object], code: list[CodeBlock]) -> Iterable[IndexEntry]:
+    """The index's usable entries, in order; each one's code blocks are added to `code` as it is made."""
     page_titles: dict[str, str] = {}
     for raw in docs:
         if not isinstance(raw, dict) or not isinstance(raw.get("location"), str):
@@ -337,16 +343,27 @@ def _entries(docs: Iterable[object]) -> Iterable[IndexEntry]:
         title = html_to_text(_plain(raw.get("title"))).strip()
         if not sep:
             page_titles.setdefault(page, title)
-        yield IndexEntry(
+        text = _plain(raw.get("text"))
+        entry = IndexEntry(
             location=location,
             page=page,
             anchor=anchor if sep else None,
             title=title,
             page_title=page_titles.get(page, title),
-            text=html_to_text(_plain(raw.get("text"))),
+            text=html_to_text(text),
             boost=clamp_boost(raw.get("boost")),
             trail=_trail(raw.get("path")),
         )
+        code += blocks_of(
+            SURROGATE.sub("\ufffd", text),
+            location=location,
+            page=page,
+            anchor=entry.anchor,
+            title=title,
+            page_title=entry.page_title,
+            trail=entry.trail,
+        )
+        yield entry
 
 
 def _trail(path: object) -> str:

@@ -92,6 +92,8 @@ class SiteOutcome(Report):
     ranker: Step | None = absent()
     pages: Step | None = absent()
     semantic: Step | None = absent()
+    code: Step | None = absent()
+    """The languages of its code blocks, from the Markdown's fences (`languages.py`)."""
 
     @property
     def failed(self) -> bool:

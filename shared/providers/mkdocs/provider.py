@@ -33,16 +33,21 @@ from shared.models import (
     Reason,
     Resolution,
     Rule,
+    SearchKind,
     SearchResult,
     SiteAnswer,
     SiteSearched,
     VersionSet,
 )
 from shared.preview import make_preview
+from shared.providers.mkdocs import codesearch
+from shared.providers.mkdocs.code import CodeBlock
+from shared.providers.mkdocs.codesearch import CodeRankers
 from shared.providers.mkdocs.convert import Unconvertible, convert, includes_files, looks_like_html
 from shared.providers.mkdocs.federation import Federation
 from shared.providers.mkdocs.health import MkDocsHealth
-from shared.providers.mkdocs.index import SiteIndex, page_key
+from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_key
+from shared.providers.mkdocs.languages import CodeFences
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.pagecache import CachedPage, PageCache
@@ -98,17 +103,34 @@ class MkDocsProvider:
         """The last few sets of sites searched together (all of them, one named, those loaded so far)."""
         self._redirects = RedirectProbe(client)
         self._versioned = VersionedSites(settings, registry, Versions(settings, client))
+        self._code = CodeRankers(
+            CodeFences(settings, client, registry.store, lambda site, path: raw_markdown_url(settings, site, path))
+        )
         self.sites = settings.sites
 
     supports_versions = True
     """Searches and reads may name a version of a versioned site (`versions.py`)."""
 
-    async def search(self, query: str, *, limit: int, site: str | None = None, version: str | None = None) -> Found:
+    supports_code = True
+    """Searches may ask for code blocks (`kind=code`, with a `language`): `codesearch.py`."""
+
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int,
+        site: str | None = None,
+        version: str | None = None,
+        kind: SearchKind = SearchKind.PAGE,
+        language: str | None = None,
+    ) -> Found:
         loaded, states = await self._load_sites(site, version)
         # A provider ahead of MkDocs may have deferred the search structures: a search that reaches here builds them.
         if any(entry.ranker is None for entry in loaded):
             searchable = await asyncio.gather(*(self._registry.searchable(entry.index.site) for entry in loaded))
             loaded = [entry for entry in searchable if entry is not None]
+        if kind is SearchKind.CODE:
+            return Found(await self._search_code(query, loaded, limit, language), sites=states)
         if query.strip() == LISTING_QUERY:
             return Found(self._listing(loaded, limit), sites=states)
         if self._registry.embedding is not None:
@@ -140,6 +162,50 @@ class MkDocsProvider:
             ),
             sites=states,
         )
+
+    async def _search_code(
+        self, query: str, loaded: list[LoadedSite], limit: int, language: str | None
+    ) -> list[SearchResult]:
+        """The best code blocks for the query (`codesearch.py`), at most a few per page, in `language` if given."""
+        if self._registry.embedding is not None:
+            await self._registry.looked_up([entry.index.site for entry in loaded])
+            loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]
+        rankers = [_ranker(entry) for entry in loaded]
+        code = await self._code.of(loaded, rankers)
+        missing = [self._registry.missing(entry) for entry in loaded]
+        if query.strip() == LISTING_QUERY:
+            found = codesearch.listed(code, language=language, limit=limit, missing=missing)
+        else:
+            wanted = analyze_query(query)
+            federation = self._federation(tuple(entry.index.site for entry in loaded), rankers)
+            say = semantic_say(query, wanted, federation.parameters)
+            model = self._registry.embedding
+            scanned = None
+            if model is not None and say > 0 and federation.correction is not None:
+                try:
+                    scanned = await model.begin_query(query, codesearch.scan_both(federation))
+                except Exception as exc:  # ranking lexically beats answering nothing
+                    log.warning("embedding the code query failed (%s); ranked lexically", type(exc).__name__)
+            products, similarities = scanned if scanned is not None else (None, None)
+            found = codesearch.ranked(
+                code, federation, wanted, say, products, similarities, language=language, limit=limit, missing=missing
+            )
+        floor = self._settings.search.min_score if query.strip() != LISTING_QUERY else 0.0
+        results = []
+        for site, number, score in found:
+            if score < floor:
+                continue
+            ranker, block = code[site], code[site].blocks[number]
+            page = self._result(loaded[site], _block_hit(block, score), query)
+            results.append(
+                codesearch.result(page, block, ranker.languages[number], ranker.guessed[number], score, query)
+            )
+        return results
+
+    async def code_fences_read(self, site: str) -> None:
+        """Wait until the Markdown fences of a site's code blocks, being read since its first code search, are read
+        (`languages.py`; tools and tests: no search waits for them)."""
+        await self._code.settled(site)
 
     def _federation(self, sites: tuple[str, ...], rankers: list[Ranker]) -> Federation:
         """The sites' federation (`federation.py`), built again (a millisecond at 25 sites) only when one of their
@@ -611,6 +677,13 @@ def _without_keys(lines: list[str], keys: set[str]) -> list[str]:
         if not dropping:
             kept.append(line)
     return kept
+
+
+def _block_hit(block: CodeBlock, score: float) -> RankedHit:
+    """A code block as a page hit at its section: what `_result` turns into a result (location, url, breadcrumb)."""
+    entry = IndexEntry(block.location, block.page, block.anchor, block.title, block.page_title, "", 1.0, block.trail)
+    crumb = (*entry.trail_titles, block.page_title) + ((block.title,) if block.anchor is not None else ())
+    return RankedHit(entry, score, crumb, block.prose)
 
 
 def _ranker(loaded: LoadedSite) -> Ranker:

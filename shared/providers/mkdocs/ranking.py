@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.quantized import QuantizedRows, quantize, split_query
+from shared.providers.mkdocs.quantized import Quantized, QuantizedRows, QueryParts, quantize, split_query
 from shared.providers.mkdocs.text import Query, analyze, analyze_query, identifier_share, written_words
 from shared.providers.mkdocs.vectors import ScanRows, SiteVectors, neighbour_similarity
 
@@ -275,6 +275,8 @@ class Ranker:
     """The numbers it ranks with (`parameters.py`)."""
     semantic: _Semantic | None = None
     """Entry embeddings once `attach` has them (computed off the request path); until then ranking is lexical."""
+    code_blocks: int = 0
+    """How many code blocks the site's index holds (`SiteIndex.code`): their rows follow the outlines'."""
 
     @classmethod
     def build(
@@ -339,6 +341,7 @@ class Ranker:
             order,
             starts,
             parameters,
+            code_blocks=len(index.code),
         )
 
     def attach(self, vectors: SiteVectors | ScanRows) -> None:
@@ -349,8 +352,11 @@ class Ranker:
         other: 0.2 s for 4,000 entries), so the service calls it off the event loop.
         """
         rows = len(vectors.matrix) if isinstance(vectors, SiteVectors) else len(vectors)
-        if rows != len(self.entries) + len(self.pages):
-            raise ValueError(f"{rows} vectors for {len(self.entries)} entries and {len(self.pages)} page outlines")
+        if rows != len(self.entries) + len(self.pages) + self.code_blocks:
+            raise ValueError(
+                f"{rows} vectors for {len(self.entries)} entries, {len(self.pages)} page outlines and "
+                f"{self.code_blocks} code blocks"
+            )
         self.semantic = _Semantic.of(vectors, self.order, self.starts, self.parameters)
 
     def listing(self, limit: int | None = None, leave_out: frozenset[str] = frozenset()) -> list[RankedHit]:
@@ -500,6 +506,7 @@ def semantic_say(query: str, wanted: Query, parameters: RankingParameters) -> fl
 class _Semantic:
     rows: QuantizedRows
     """The entries' rows, then the page outlines' (`vectors.embedded_texts`), as the scan holds them (int8)."""
+    code_rows: QuantizedRows | None
     order: npt.NDArray[np.intp]
     """Entry numbers grouped by page, pages in order: one per entry, so its length is where the outlines' rows
     start."""
@@ -532,7 +539,23 @@ class _Semantic:
             floats = rounded.scaled_back(entries) if isinstance(vectors, ScanRows) else vectors.matrix[:entries]
             hubness = neighbour_similarity(floats, parameters.hub_neighbours)
         correction = (parameters.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
-        return cls(QuantizedRows(rounded), order, starts, correction, parameters)
+        pages = entries + len(starts)  # the code blocks' rows follow the outlines': scanned only by code search
+        columns, largest = rounded
+        code = Quantized(columns[:, pages:], largest[pages:]) if columns.shape[1] > pages else None
+        if code is not None:
+            rounded = Quantized(columns[:, :pages], largest[:pages])
+        return cls(
+            QuantizedRows(rounded),
+            QuantizedRows(code) if code is not None else None,
+            order,
+            starts,
+            correction,
+            parameters,
+        )
+
+    def code_similarities(self, query: QueryParts) -> npt.NDArray[np.float32] | None:
+        """Every code block row's cosine with the query (`split_query`); None when the site has no code rows."""
+        return self.code_rows.similarities(query) if self.code_rows is not None else None
 
     def close_pages(
         self, query: npt.NDArray[np.float32]

@@ -195,6 +195,11 @@ class SiteRegistry:
         self._sites = {site: _Site(site, interval) for site in settings.sites}
         self._missing = MissingPages(store, self._name)
 
+    @property
+    def store(self) -> IndexStore:
+        """The store the sites' indexes and what is derived from them are kept in."""
+        return self._store
+
     def add_version(self, key: str) -> None:
         """A versioned site's version (`models.version_key`) as a site of its own, loaded on its first use."""
         if key not in self._sites:
@@ -585,6 +590,7 @@ class SiteRegistry:
                     ranker=RankerState.DEFERRED if loaded.ranker is None else built,
                     entries=len(loaded.index.entries),
                     pages=len(loaded.index.pages),
+                    code_blocks=len(loaded.index.code),
                     fetched_at=loaded.fetched_at,
                     missing_pages=len(self.missing(loaded)),
                     ranking=ranking,

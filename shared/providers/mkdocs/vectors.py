@@ -14,6 +14,8 @@ credit, and the numbers in it, are in `parameters.py`.
   pages above the specific page a question was about. Cross-domain similarity local scaling (Conneau et al., 2018),
   with the query's own term left out since it does not change a query's order; the mean similarity to the nearest
   entries (`neighbour_similarity`) is computed where vectors are stored and stored beside them.
+- Every code block (`code.py`) is embedded once more, from where it sits, the prose before it and its start: code
+  search compares a question with it. Its rows come after the outlines, so page search never reads them.
 - Each row carries a hash of the text it embeds, so stored vectors apply only to exactly those texts and unchanged
   texts are never embedded twice.
 
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from shared.providers.mkdocs.code import CodeBlock
 from shared.providers.mkdocs.index import IndexEntry, page_groups
 from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.quantized import Quantized, quantize
@@ -75,16 +78,23 @@ def page_outline(entries: Sequence[IndexEntry], head: int, sections: Sequence[in
     return f"{entries[head].page_title}: {headings}\n{introduction}"
 
 
-def embedded_texts(entries: Sequence[IndexEntry]) -> list[str]:
+def code_text(block: CodeBlock) -> str:
+    """What a code block is embedded from: where it sits, what the prose before it says it is for, its start."""
+    heading = block.page_title if block.anchor is None else f"{block.page_title} > {block.title}"
+    return f"{heading}\n{block.prose}\n{' '.join(block.code.split()[:ENTRY_WORDS])}"
+
+
+def embedded_texts(entries: Sequence[IndexEntry], code: Sequence[CodeBlock] = ()) -> list[str]:
     """Every text embedded for a site, one row each: each entry's in index order, then each page's outline in
-    `page_groups` order."""
+    `page_groups` order, then each code block's in index order."""
     outlines = [page_outline(entries, head, sections) for head, sections in page_groups(entries)]
-    return [entry_text(entry) for entry in entries] + outlines
+    return [entry_text(entry) for entry in entries] + outlines + [code_text(block) for block in code]
 
 
 @dataclass(frozen=True, slots=True)
 class SiteVectors:
-    """One unit vector per embedded text (`embedded_texts`: the entries, then the page outlines), in that order,
+    """One unit vector per embedded text (`embedded_texts`: the entries, the page outlines, the code blocks), in that
+    order,
     and the key of the text each was computed from.
 
     Stored vectors are applied to an index only when every key matches its entries' texts, so they can never
@@ -108,6 +118,7 @@ class SiteVectors:
         encoder: Encoder,
         entries: Sequence[IndexEntry],
         *,
+        code: Sequence[CodeBlock] = (),
         reuse: SiteVectors | None = None,
         stop: threading.Event | None = None,
         progress: Callable[[Callable[[], SiteVectors]], None] | None = None,
@@ -122,7 +133,7 @@ class SiteVectors:
         """
         import numpy as np
 
-        texts = embedded_texts(entries)
+        texts = embedded_texts(entries, code)
         keys = tuple(text_key(text) for text in texts)
         matrix = np.zeros((len(texts), encoder.dimensions), dtype=np.float32)
         known = {key: row for row, key in enumerate(reuse.keys)} if reuse is not None else {}
@@ -147,9 +158,10 @@ class SiteVectors:
         rows = [row for row in range(len(keys)) if row not in pending]
         return cls(matrix[rows], tuple(keys[row] for row in rows))
 
-    def matches(self, entries: Sequence[IndexEntry]) -> bool:
-        """True when these vectors were computed from exactly these entries' texts and outlines, in this order."""
-        texts = embedded_texts(entries)
+    def matches(self, entries: Sequence[IndexEntry], code: Sequence[CodeBlock] = ()) -> bool:
+        """True when these vectors were computed from exactly these entries' texts, outlines and code blocks, in this
+        order."""
+        texts = embedded_texts(entries, code)
         return len(self.keys) == len(texts) and all(
             key == text_key(text) for key, text in zip(self.keys, texts, strict=True)
         )

@@ -16,7 +16,8 @@ why not). With semantic matching on (an embedding model given) and shared storag
 has no embeddings from this model for exactly its entries gets them computed here (only entries whose text
 changed since the stored ones, on the process's one bulk embedding lane, shared with the requests' own embedding
 work) and stored, so serving instances load them instead of computing them (`semantic` in the report: computed,
-current, or why not).
+current, or why not). With shared storage, the stored index version's code pages have their raw Markdown read
+for the languages their fences name (`languages.py`), stored once per index version (`code` in the report).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import asyncio
 import logging
 from collections import Counter
 from datetime import UTC, datetime
+from functools import partial
 
 from shared.cache import IndexStore, index_name, open_store, store_newest
 from shared.embedding import MINILM, EmbeddingModel
@@ -33,11 +35,13 @@ from shared.fetch import OriginClient
 from shared.providers.mkdocs.embeddings import ensure_vectors, scan_stored, share_graph
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.kinds import configured
+from shared.providers.mkdocs.languages import fences_stored, keep_fences, read_fences
 from shared.providers.mkdocs.loading import fetch_index, store_prebuilt
 from shared.providers.mkdocs.missing import MissingRecord, start
 from shared.providers.mkdocs.missing_store import read_record, save
 from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
 from shared.providers.mkdocs.pagecheck import PageCheck
+from shared.providers.mkdocs.provider import raw_markdown_url
 from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
@@ -63,8 +67,40 @@ async def warm_site(
         return outcome
     ranker = await warm_ranker(settings, store, site)
     pages = await warm_pages(settings, store, site, check or PageCheck(client, settings))
+    code = await warm_fences(client, settings, store, site)
     semantic = await warm_vectors(settings, store, site, embedding) if embedding is not None else None
-    return outcome.model_copy(update={"ranker": ranker, "pages": pages, "semantic": semantic})
+    return outcome.model_copy(update={"ranker": ranker, "pages": pages, "semantic": semantic, "code": code})
+
+
+async def warm_fences(client: OriginClient, settings: DocumentationSettings, store: IndexStore, site: str) -> Step:
+    """Make sure the stored index version's code blocks have their languages from the Markdown's fences stored
+    (`languages.py`), so no instance reads every code page itself; read, current, or why not. Never raises; only
+    counts are reported."""
+    if store.kind == "memory":
+        return Step(state=StepState.SKIPPED, detail="no shared storage to keep them in")
+    name = index_name(settings.cache_file_name_template, site)
+    try:
+        stat = await store.stat(name)
+        if stat is None or stat.digest is None:
+            return NO_STORED_INDEX
+        if await fences_stored(store, site, stat.digest):
+            return Step(state=StepState.CURRENT)  # decided from properties: nothing downloaded
+        cached = await store.read(name)
+        if cached is None:
+            return NO_STORED_INDEX
+        index = await asyncio.to_thread(parse_index, site, cached.payload)
+        url = partial(raw_markdown_url, settings)
+        found, complete = await read_fences(client, settings, url, site, index)
+        pages = len({block.page for block in index.code})
+        if not complete:
+            return Step(state=StepState.PARTIAL, detail=f"{len(found)} of {pages} code pages read; the rest next time")
+        await keep_fences(store, site, cached.digest, found)
+    except (StoreError, IndexFormatError) as exc:
+        return Step(state=StepState.FAILED, detail=str(exc))
+    except Exception as exc:  # one site's fences must not cost the other sites their warm-up
+        log.exception("warm-up %s: reading its code fences failed", site)
+        return Step(state=StepState.FAILED, detail=type(exc).__name__)
+    return Step(state=StepState.CHECKED, detail=f"{len(index.code)} code blocks on {pages} pages")
 
 
 async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: str) -> Step:
@@ -257,6 +293,8 @@ async def warm_all(
             log.info("warm-up %s: pages %s", site, outcome.pages)
         if outcome.semantic is not None:
             log.info("warm-up %s: embeddings %s", site, outcome.semantic)
+        if outcome.code is not None:
+            log.info("warm-up %s: code languages %s", site, outcome.code)
     counts = Counter(outcome.outcome for outcome in outcomes)
     log.info(
         "warm-up done: %d changed, %d unchanged, %d failed",

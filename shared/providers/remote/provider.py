@@ -31,7 +31,7 @@ from shared.deadline import capped
 from shared.errors import ConfigurationError, ProviderDeclinedError, ResolutionError
 from shared.forwarding import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
 from shared.identity import credential as identity_credential
-from shared.models import Document, Reason, Resolution, SearchResult
+from shared.models import Document, Reason, Resolution, SearchKind, SearchResult
 from shared.providers.base import Instant, LastCalls, LastError, ProviderHealth, Report, Status, absent
 from shared.providers.remote import mapping
 from shared.providers.remote.client import call_tool, in_session
@@ -110,21 +110,38 @@ class RemoteProvider:
     supports_versions = True
     """A `version` is passed on when the other deployment's tools declare the argument; otherwise this provider
     declines (search) or misses (get), and the chain asks the next."""
+    supports_code = True
+    """A code search (`kind`, `language`) is passed on when the other deployment's search_docs declares those
+    arguments; otherwise this provider declines it and the chain asks the next."""
 
     async def search(
-        self, query: str, *, limit: int, site: str | None = None, version: str | None = None
+        self,
+        query: str,
+        *,
+        limit: int,
+        site: str | None = None,
+        version: str | None = None,
+        kind: SearchKind = SearchKind.PAGE,
+        language: str | None = None,
     ) -> list[SearchResult]:
         shape = query_shape(query)
         log.debug("smithy_remote search (query length %d, %d terms, limit %d)", shape["length"], shape["terms"], limit)
         arguments: dict[str, Any] = {"query": query, "limit": limit}
         if site is not None:
             arguments["site"] = site
-        if version is not None:
-            arguments["version"] = version
-            answered = await self._session(lambda session: _search_with_version(session, arguments), "search_docs")
+        optional: dict[str, Any] = {"version": version} if version is not None else {}
+        if kind is SearchKind.CODE:
+            optional["kind"] = kind.value
+            if language is not None:
+                optional["language"] = language
+        if optional:
+            arguments.update(optional)
+            answered = await self._session(
+                lambda session: _search_declaring(session, arguments, set(optional)), "search_docs"
+            )
             if answered is None:
                 self._succeeded(None)
-                raise ProviderDeclinedError("the remote deployment's search_docs takes no version")
+                raise ProviderDeclinedError(f"the remote deployment's search_docs takes no {', '.join(optional)}")
             result = answered
         else:
             result = await self._call("search_docs", arguments)
@@ -297,9 +314,12 @@ async def _accepted(session: ClientSession, name: str) -> set[str]:
     return set((tool.input_schema if tool is not None else {}).get("properties", {}))
 
 
-async def _search_with_version(session: ClientSession, arguments: dict[str, Any]) -> CallToolResult | None:
-    """search_docs with a `version`, when the other deployment declares the argument; None when it does not."""
-    if "version" not in await _accepted(session, "search_docs"):
+async def _search_declaring(
+    session: ClientSession, arguments: dict[str, Any], needed: set[str]
+) -> CallToolResult | None:
+    """search_docs with arguments not every deployment takes (`version`, `kind`, `language`), when the other
+    deployment declares all of `needed`; None when it does not."""
+    if not needed <= await _accepted(session, "search_docs"):
         return None
     return await session.call_tool("search_docs", arguments)
 

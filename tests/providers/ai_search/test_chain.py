@@ -213,3 +213,43 @@ async def test_without_a_provider_ahead_mkdocs_builds_its_search_structures_with
         await c.service.get("guide/install")
         states = site_states(c)
     assert states[DEFAULT_SITE].ranker == "built"
+
+
+CODE_HITS = [
+    {
+        "@search.score": 7.0,
+        "metadata_storage_path": f"{BLOB}/{DEFAULT_SITE}/guide/install.md",
+        "title": "Install",
+        "content": "sudo apt-get install alpha-agent\nalpha status",
+        "language": "sh",
+    },
+    {
+        "@search.score": 6.0,
+        "metadata_storage_path": f"{BLOB}/{DEFAULT_SITE}/guide/configuration.md",
+        "title": "Configuration",
+        "content": "agent:\n  port: 8080",
+    },
+]
+
+
+async def test_a_code_search_passes_over_ai_search_unless_it_marks_code_chunks(
+    static_origin: StaticOrigin, search_server: AiSearchServer
+) -> None:
+    search_server.respond(CODE_HITS)
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+        response = await c.service.search("install the agent", limit=5, kind="code")
+    assert response.provider == "mkdocs" and response.results
+    assert all(result.code is not None for result in response.results)
+    assert search_server.searches() == []  # never asked: it holds no code chunks it could tell apart
+
+    settings = chain_settings(static_origin, search_server, CodeFilter="chunk_kind eq 'code'", LanguageField="language")
+    async with compose(settings, embedding=None, store=MemoryIndexStore()) as c:
+        coded = await c.service.search("install the agent", limit=5, kind="code", language="shell")
+    assert coded.provider == "ai_search"
+    first, second = coded.results
+    assert first.code is not None and first.code.language == "bash" and first.language_guessed is False
+    assert first.code.text == "sudo apt-get install alpha-agent\nalpha status" and first.location == "guide/install"
+    assert second.code is not None and second.code.language == "yaml" and second.language_guessed is True
+    [sent] = search_server.searches()
+    assert sent.body["filter"] == "(chunk_kind eq 'code') and language eq 'bash'"
+    assert "language" in sent.body["select"]

@@ -96,7 +96,7 @@ async def stored_vectors(store: IndexStore, loaded: LoadedSite) -> SiteVectors:
     stored = await store.read(VECTORS)
     assert stored is not None
     vectors = SiteVectors.loads(stored.payload, MODEL)
-    assert vectors is not None and vectors.matches(loaded.index.entries)
+    assert vectors is not None and vectors.matches(loaded.index.entries, loaded.index.code)
     return vectors
 
 
@@ -133,9 +133,13 @@ async def test_a_first_load_embeds_in_the_background_and_stores_the_vectors(sett
         assert loaded.ranker.semantic is not None
         vectors = await stored_vectors(store, loaded)
         probe = vectors.matrix[0]  # the attached rows are the stored ones (held as int8: to about 0.01 of a cosine)
+        pages = len(vectors.matrix) - len(loaded.index.code)  # the code blocks' rows are held apart
         np.testing.assert_allclose(
-            vectors.matrix @ probe, loaded.ranker.semantic.rows.similarities(split_query(probe)), atol=0.01
+            vectors.matrix[:pages] @ probe, loaded.ranker.semantic.rows.similarities(split_query(probe)), atol=0.01
         )
+        code = loaded.ranker.semantic.code_similarities(split_query(probe))
+        assert code is not None and len(loaded.index.code) > 0
+        np.testing.assert_allclose(vectors.matrix[pages:] @ probe, code, atol=0.01)
 
 
 async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
@@ -415,7 +419,7 @@ async def test_vectors_are_written_to_the_blob_store_once_under_their_own_name_a
     payload = blob_payload(f"embeddings/{SITE}/{MODEL}.json")
     assert payload is not None
     in_blob = SiteVectors.loads(payload, MODEL)
-    assert in_blob is not None and in_blob.matches(published_index.entries)
+    assert in_blob is not None and in_blob.matches(published_index.entries, published_index.code)
     np.testing.assert_allclose(in_blob.matrix, computed_vectors.matrix, atol=1e-3)
 
     again, computed = await ensure_vectors(counting_store, model, SITE, published_index)
@@ -443,7 +447,7 @@ async def test_vectors_record_the_index_copy_they_were_computed_from_and_older_o
     3, no record) are stored again with it, and nothing is embedded twice."""
     store, encoder = MemoryIndexStore(), CountingEncoder()
     model, digest = model_of(encoder), "ab" * 32
-    legacy = SiteVectors.compute(WordEncoder(), published_index.entries)
+    legacy = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
     document = {
         "format": 3,
         "model": MODEL,
@@ -506,7 +510,7 @@ async def test_an_instance_that_reads_the_vectors_for_want_of_rows_stores_the_ro
 
 async def test_scan_rows_of_another_copy_are_left_to_the_warm_up(published_index: SiteIndex) -> None:
     store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
-    vectors = SiteVectors.compute(WordEncoder(), published_index.entries)
+    vectors = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
     other = vectors.scan_rows(len(published_index.entries), embedded_from("cd" * 32) or "")
     await store_scan(store, model, SITE, other)
     before = await store.stat(SCAN)
@@ -518,7 +522,7 @@ async def test_scan_rows_of_another_copy_are_left_to_the_warm_up(published_index
 
 async def test_scan_rows_of_another_index_copy_are_never_attached(published_index: SiteIndex) -> None:
     store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
-    vectors = SiteVectors.compute(WordEncoder(), published_index.entries)
+    vectors = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
     await store_scan(store, model, SITE, vectors.scan_rows(len(published_index.entries), embedded_from(digest) or ""))
 
     assert await read_scan(store, model, SITE, published_index, digest=digest) is not None
@@ -533,7 +537,7 @@ class OtherWords(WordEncoder):
 
 async def test_a_record_of_another_size_is_not_trusted(published_index: SiteIndex) -> None:
     store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
-    vectors = SiteVectors.compute(WordEncoder(), published_index.entries)
+    vectors = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
     short = SiteVectors(vectors.matrix[:-1], vectors.keys[:-1])
     payload = short.dumps(MODEL, source=embedded_from(digest))
     await store.write(VECTORS, CachedIndex(payload, datetime.now(UTC)), expected_version=None)
@@ -582,25 +586,25 @@ async def store_a_run_cut_short(store: IndexStore, index: SiteIndex) -> None:
 async def test_a_run_cut_short_stores_its_progress_and_the_next_run_embeds_only_the_rest(
     counting_store: CountingStore, published_index: SiteIndex
 ) -> None:
-    entries = published_index.entries
+    entries, code = published_index.entries, published_index.code
     await store_a_run_cut_short(counting_store, published_index)
 
     stored = await counting_store.read(VECTORS)
     assert stored is not None and stored.entries == 16
     progress = SiteVectors.loads(stored.payload, MODEL)
-    assert progress is not None and not progress.matches(entries)
-    assert set(progress.keys) <= {text_key(text) for text in embedded_texts(entries)} and len(progress.keys) == 16
+    assert progress is not None and not progress.matches(entries, code)
+    assert set(progress.keys) <= {text_key(text) for text in embedded_texts(entries, code)} and len(progress.keys) == 16
 
     encoder = WordEncoder()
     vectors, computed = await ensure_vectors(counting_store, model_of(encoder), SITE, published_index)
 
     # the first run's rows were reused
-    assert computed is True and len(encoder.texts) == len(embedded_texts(entries)) - 16
+    assert computed is True and len(encoder.texts) == len(embedded_texts(entries, code)) - 16
     again = await counting_store.read(VECTORS)
     assert again is not None
     finished = SiteVectors.loads(again.payload, MODEL)
-    assert finished is not None and finished.matches(entries)
-    whole = SiteVectors.compute(WordEncoder(), entries)
+    assert finished is not None and finished.matches(entries, code)
+    whole = SiteVectors.compute(WordEncoder(), entries, code=code)
     np.testing.assert_allclose(finished.matrix, whole.matrix, atol=1e-3)
     np.testing.assert_allclose(vectors.matrix, whole.matrix, atol=1e-3)
 

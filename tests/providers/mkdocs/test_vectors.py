@@ -517,7 +517,7 @@ def test_attaching_vectors_for_another_number_of_entries_is_refused(encoder: Min
     index = ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS, ("deny", "Deny windows", "Block syncs.")))
     fewer = SiteVectors.compute(encoder, index.entries[:1])
 
-    with pytest.raises(ValueError, match="2 vectors for 2 entries and 1 page outlines"):
+    with pytest.raises(ValueError, match="2 vectors for 2 entries, 1 page outlines and 0 code blocks"):
         index.attach(fewer)
     assert index.semantic is None
 

@@ -26,10 +26,15 @@ from shared.cache import (
     vectors_name,
 )
 from shared.cli import _needs_attention
+from shared.compose import compose
 from shared.errors import StoreError
 from shared.fetch import OriginClient
+from shared.models import SearchKind
+from shared.providers.mkdocs import languages
 from shared.providers.mkdocs.index import parse_index
+from shared.providers.mkdocs.languages import fences_name
 from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
+from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.quantized import quantize
 from shared.providers.mkdocs.vectors import ScanRows, SiteVectors
 from shared.providers.mkdocs.warm import warm_all
@@ -73,6 +78,7 @@ def stored_names(*, embeddings: str | None = None) -> set[str]:
     record (and its embeddings from the model `embeddings`, and their scan rows)."""
     names = {blob_name(site) for site in PUBLISHED_SITES} | {missing_name(site) for site in PUBLISHED_SITES}
     names |= {ranking_name(site) for site in PUBLISHED_SITES}
+    names |= {fences_name(site) for site in PUBLISHED_SITES}  # every fixture site has code blocks
     if embeddings is not None:
         names |= {vectors_name(site, embeddings) for site in PUBLISHED_SITES}
         names |= {scan_name(site, embeddings) for site in PUBLISHED_SITES}
@@ -171,6 +177,7 @@ async def test_changed_origin_content_is_validated_and_written(
         entries=1,
         ranker=Step(state=StepState.BUILT),
         pages=Step(state=StepState.CHECKED, detail="0 missing"),
+        code=Step(state=StepState.CHECKED, detail="0 code blocks on 0 pages"),
     )
     assert report["alpha"].outcome is Outcome.UNCHANGED and report["alpha"].fetched_at is not None
     assert blobs(azurite, blob_container)[blob_name("beta-docs")] == changed
@@ -309,7 +316,7 @@ async def test_with_semantic_matching_the_warm_up_stores_embeddings_once_per_ind
     assert index is not None and vectors is not None
     parsed = parse_index("alpha", index.payload)
     stored = SiteVectors.loads(vectors.payload, model.model_id)
-    assert stored is not None and stored.matches(parsed.entries)
+    assert stored is not None and stored.matches(parsed.entries, parsed.code)
     assert scan is not None and scan.origin_etag == stored.source
     rows = ScanRows.loads(scan.payload, model.model_id)
     assert rows is not None and rows.source == stored.source and stored.hubness is not None
@@ -361,3 +368,38 @@ async def test_embeddings_that_could_not_be_stored_fail_their_site_in_the_report
         "failed: the computed embeddings could not be stored"
     }
     assert _needs_attention(report["alpha"])  # so `python -m shared warm` exits non-zero, naming the sites
+
+
+async def test_the_warm_up_stores_the_code_fences_once_per_index_version_for_every_instance(
+    blob_settings: DocumentationSettings, azurite: Azurite, blob_container: str
+) -> None:
+    store = CountingStore(open_store(blob_settings))
+    try:
+        first = await warm_all(blob_settings, store)
+        store.names.clear()
+        second = await warm_all(blob_settings, store)
+        assert not [name for op, name in store.names if op == "read" and name.endswith("/code/fences.json")]
+        index = await store.read(blob_name("gamma-docs"))
+        async with compose(blob_settings, embedding=None, store=store) as composed:
+            provider = next(p for p in composed.service.providers if isinstance(p, MkDocsProvider))
+            await provider.search("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE)
+            await provider.code_fences_read("gamma-docs")
+            found = await provider.search("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE)
+    finally:
+        await store.aclose()
+
+    assert {site: str(first[site].code).split(":")[0] for site in PUBLISHED_SITES} == dict.fromkeys(
+        PUBLISHED_SITES, "checked"
+    )
+    assert str(first["gamma-docs"].code) == "checked: 17 code blocks on 3 pages"
+    assert {str(second[site].code) for site in PUBLISHED_SITES} == {"current"}
+    assert first[UNPUBLISHED_SITE].code is None
+    assert index is not None
+    stored = languages.loads(blobs(azurite, blob_container)[fences_name("gamma-docs")], index.digest)
+    assert stored is not None and [fence.language for fence in stored["tutorials/first-steps/"]] == [
+        "yaml",
+        "terraform",
+        "",
+    ]
+    receiver = next(result for result in found if result.code is not None and "gamma_receiver" in result.code.text)
+    assert receiver.code is not None and receiver.code.language == "terraform" and receiver.language_guessed is False

@@ -1,0 +1,141 @@
+"""Code search over the loaded sites (`kind=code`): each site's code ranker kept with the ranker it was built
+beside, its blocks' languages from the fences once `languages.CodeFences` has them, and blocks as results.
+
+The page search runs first, on the same federation and query vector (`Federation.ranked`), because the pages it
+ranks lift their blocks (`coderank.py`); the vector is scanned once for the pages and the code rows together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from shared.code_samples import sample
+from shared.models import SearchResult
+from shared.preview import make_preview
+from shared.providers.mkdocs.code import CodeBlock
+from shared.providers.mkdocs.coderank import PAGE_POOL, CodeRanker, code_similarities, page_scores, rank_code
+from shared.providers.mkdocs.federation import Federation
+from shared.providers.mkdocs.languages import CodeFences, Fences
+from shared.providers.mkdocs.loading import LoadedSite
+from shared.providers.mkdocs.ranking import Ranker
+from shared.providers.mkdocs.text import Query
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from shared.providers.mkdocs.federation import Products
+
+    Similarities = list[npt.NDArray[np.float32] | None]
+
+
+def scan_both(federation: Federation) -> Callable[[npt.NDArray[np.float32]], tuple[Products | None, Similarities]]:
+    """What a code search does with its query vector on the embedding thread: the page scan and the code rows'."""
+
+    def scan(vector: npt.NDArray[np.float32]) -> tuple[Products | None, Similarities]:
+        return federation.scan(vector), code_similarities(federation, vector)
+
+    return scan
+
+
+class CodeRankers:
+    """Each site's code ranker, built (off the event loop) on its first code search and again whenever the site's
+    ranker is swapped; relabelled once the site's fences are known."""
+
+    def __init__(self, fences: CodeFences) -> None:
+        self._fences = fences
+        self._held: dict[str, tuple[Ranker, CodeRanker, Fences | None]] = {}
+
+    async def of(self, loaded: Sequence[LoadedSite], rankers: Sequence[Ranker]) -> list[CodeRanker]:
+        found = []
+        for site, ranker in zip(loaded, rankers, strict=True):
+            key = site.index.site
+            held = self._held.get(key)
+            if held is None or held[0] is not ranker:
+                built = await asyncio.to_thread(CodeRanker.build, site.index)
+                held = (ranker, built, None)
+            fences = self._fences.fences(key, site.index, site.digest)
+            if fences is not None and held[2] is not fences:
+                held = (ranker, await asyncio.to_thread(held[1].relabel, fences), fences)
+            self._held[key] = held
+            found.append(held[1])
+        return found
+
+    async def settled(self, site: str) -> None:
+        """Wait until the site's fences being read are read (tools, tests)."""
+        await self._fences.settled(site)
+
+    def blocks(self, site: str) -> int | None:
+        """How many code blocks the site's code ranker holds, None before its first code search."""
+        held = self._held.get(site)
+        return len(held[1].blocks) if held is not None else None
+
+
+def ranked(
+    code: Sequence[CodeRanker],
+    federation: Federation,
+    wanted: Query,
+    say: float,
+    products: Products | None,
+    similarities: Similarities | None,
+    *,
+    language: str | None,
+    limit: int,
+    missing: Sequence[frozenset[str]],
+) -> list[tuple[int, int, float]]:
+    """The best blocks as (site number, block number, score), best first."""
+    lexical = federation.lexical(wanted)
+    pages = federation.ranked(lexical, say, PAGE_POOL, products, missing)
+    fits = lexical.fits.tolist() if lexical is not None else [0.0] * len(code)
+    hits = rank_code(
+        code,
+        wanted,
+        fits=fits,
+        page_scores=page_scores(federation, pages),
+        similarities=similarities if similarities is not None else [None] * len(code),
+        say=say if similarities is not None else 0.0,
+        language=language,
+        limit=limit,
+        missing=missing,
+    )
+    return [(hit.site, hit.number, hit.score) for hit in hits]
+
+
+def listed(
+    code: Sequence[CodeRanker], *, language: str | None, limit: int, missing: Sequence[frozenset[str]]
+) -> list[tuple[int, int, float]]:
+    """The `*` query: blocks in index order, round-robin across sites, only in `language` when one is given."""
+    per_site = [
+        [
+            (site, number, 1.0)
+            for number, block in enumerate(ranker.blocks)
+            if (language is None or ranker.languages[number] == language) and block.page not in missing[site]
+        ]
+        for site, ranker in enumerate(code)
+    ]
+    interleaved = [hit for group in _zip_longest(per_site) for hit in group]
+    return interleaved[:limit]
+
+
+def _zip_longest(groups: list[list[tuple[int, int, float]]]) -> list[list[tuple[int, int, float]]]:
+    longest = max((len(group) for group in groups), default=0)
+    return [[group[n] for group in groups if n < len(group)] for n in range(longest)]
+
+
+def result(
+    base: SearchResult, block: CodeBlock, language: str, guessed: bool, score: float, query: str
+) -> SearchResult:
+    """A block's result: the page result's site, location and freshness (`base`, made by the provider for the
+    block's location) with the block, its language and the prose before it as the preview."""
+    preview = make_preview(block.prose, query) if block.prose.strip() else block.title
+    return base.model_copy(
+        update={
+            "preview_text": preview,
+            "score": round(score, 4) if math.isfinite(score) else 0.0,
+            "code": sample(block.code, language),
+            "language_guessed": guessed,
+        }
+    )

@@ -1,0 +1,225 @@
+"""Evaluate code search (`kind=code`) on a code-question set, in process, against bm25s over the same blocks.
+
+    python tools/code_eval.py --corpus ../shared/corpus/origin --eval tools/evals/code-dev-1.json [--cases]
+
+Ours is the service's code search (`shared.providers.mkdocs.coderank`: the blocks `code.py` cuts out of each site's
+index, their languages from the published Markdown's fences, the page search's scores, the blocks' own embeddings),
+with the default page-kind rules. Vectors are computed as the warm-up does (`SiteVectors.compute`, the bulk session)
+and kept in `--vectors` between runs. The peer is bm25s (Snowball English stemmer, English stop words) with one
+document per block (heading, the prose before the block, the code), merged across sites by score.
+
+A case is a hit at rank k when the k-th block is on an acceptable page and, where the set names sections
+(`acceptableAnchors`), in one of them; `terms` counts the hits whose block holds every `expectedCodeTerms` string.
+Each set is run twice: as asked (no language), and with the case's `language` as the filter. `--cases` prints every
+case's ranks: use it only on a development set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from shared.embedding import MINILM_ID, MiniLM, load_bulk  # noqa: E402
+from shared.providers.mkdocs.code import CodeBlock, fences  # noqa: E402
+from shared.providers.mkdocs.coderank import (  # noqa: E402
+    PAGE_POOL,
+    CodeParameters,
+    CodeRanker,
+    code_similarities,
+    page_scores,
+    rank_code,
+)
+from shared.providers.mkdocs.federation import Federation  # noqa: E402
+from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
+from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
+from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
+from shared.providers.mkdocs.ranking import Ranker, semantic_say  # noqa: E402
+from shared.providers.mkdocs.text import analyze_query  # noqa: E402
+from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts  # noqa: E402
+from shared.validation import canonical_language as canonical  # noqa: E402
+from tools.bench import DEFAULT_SITE, SITES, qualify  # noqa: E402
+
+LIMIT = 10
+Search = Callable[[str, str | None], list[tuple[str, CodeBlock]]]
+"""A system's code search: (qualified page, block) best first."""
+
+
+def load(corpus: Path) -> dict[str, SiteIndex]:
+    return {site: parse_index(site, (corpus / path).read_bytes()) for site, path in SITES.items()}
+
+
+def markdown_fences(corpus: Path, site: str, index: SiteIndex) -> dict[str, list[Any]]:
+    """Each page's fences from the Markdown published beside it (what the service reads over HTTP)."""
+    found: dict[str, list[Any]] = {}
+    for page in {block.page for block in index.code}:
+        key = page.strip("/") or "index"
+        for candidate in (corpus / site / f"{key}.md", corpus / site / key / "index.md"):
+            if candidate.is_file():
+                found[page] = fences(candidate.read_text(encoding="utf-8", errors="replace"))
+                break
+    return found
+
+
+def vectors(index: SiteIndex, cache: Path) -> SiteVectors:
+    texts = embedded_texts(index.entries, index.code)
+    digest = hashlib.sha256("\n\x00".join(texts).encode()).hexdigest()[:16]
+    path = cache / f"{index.site}-{digest}.bin"
+    if path.is_file():
+        loaded = SiteVectors.loads(path.read_bytes(), MINILM_ID)
+        if loaded is not None:
+            return loaded
+    computed = SiteVectors.compute(load_bulk(), index.entries, code=index.code)
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(computed.dumps(MINILM_ID, len(index.entries)))
+    return computed
+
+
+def ours(
+    indexes: dict[str, SiteIndex], corpus: Path, cache: Path, parameters: CodeParameters, *, semantic: bool = True
+) -> Search:
+    kinds = PathWeights.parse(DEFAULT_KINDS)
+    sites = list(indexes)
+    rankers = []
+    code = []
+    for site, index in indexes.items():
+        ranker = Ranker.build(index, kinds)
+        if semantic:
+            ranker.attach(vectors(index, cache))
+        rankers.append(ranker)
+        code.append(CodeRanker.build(index, parameters).relabel(markdown_fences(corpus, site, index)))
+    federation = Federation.of(rankers)
+    encoder = MiniLM.load() if semantic else None
+
+    def search(query: str, language: str | None) -> list[tuple[str, CodeBlock]]:
+        wanted = analyze_query(query)
+        say = semantic_say(query, wanted, federation.parameters)
+        lexical = federation.lexical(wanted)
+        vector = encoder.encode([query], query=True)[0] if encoder is not None else None
+        products = federation.scan(vector) if vector is not None and say > 0 else None
+        found = federation.ranked(lexical, say, PAGE_POOL, products)
+        similarities = code_similarities(federation, vector) if vector is not None else [None] * len(sites)
+        hits = rank_code(
+            code,
+            wanted,
+            fits=lexical.fits.tolist() if lexical is not None else [0.0] * len(sites),
+            page_scores=page_scores(federation, found),
+            similarities=similarities,
+            say=say,
+            language=language,
+            limit=LIMIT,
+        )
+        return [(qualify(sites[h.site], code[h.site].pages[h.number]), code[h.site].blocks[h.number]) for h in hits]
+
+    return search
+
+
+def bm25s_peer(indexes: dict[str, SiteIndex], corpus: Path) -> Search:
+    import bm25s  # type: ignore[import-untyped]
+    import Stemmer  # type: ignore[import-not-found]
+
+    stemmer = Stemmer.Stemmer("english")
+    models = []
+    for site, index in indexes.items():
+        labels = CodeRanker.build(index).relabel(markdown_fences(corpus, site, index)).languages
+        docs = [f"{block.page_title} {block.title} {block.prose} {block.code}" for block in index.code]
+        model = bm25s.BM25()
+        model.index(bm25s.tokenize(docs, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+        models.append((site, index, model, labels))
+
+    def search(query: str, language: str | None) -> list[tuple[str, CodeBlock]]:
+        tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)
+        if not tokens.ids[0]:
+            return []
+        merged = []
+        for site, index, model, labels in models:
+            docs, scores = model.retrieve(tokens, k=min(len(index.code), 200), show_progress=False)
+            for doc, score in zip(docs[0], scores[0], strict=True):
+                block = index.code[int(doc)]
+                if score > 0 and (language is None or labels[int(doc)] == language):
+                    merged.append((float(score), qualify(site, block.page), block))
+        merged.sort(key=lambda hit: -hit[0])
+        return [(page, block) for _, page, block in merged[:LIMIT]]
+
+    return search
+
+
+def judged(case: dict[str, Any], found: Sequence[tuple[str, CodeBlock]]) -> tuple[int | None, bool]:
+    """The first acceptable block's rank (1-based), and whether it holds every expected term."""
+    pages = {page.strip("/") for page in case["acceptableLocations"]}
+    anchors = set(case.get("acceptableAnchors") or [])
+    for rank, (page, block) in enumerate(found, 1):
+        if page.strip("/") in pages and (not anchors or (block.anchor or "") in anchors):
+            terms = all(term in block.code for term in case.get("expectedCodeTerms", []))
+            return rank, terms
+    return None, False
+
+
+def scores(search: Search, cases: list[dict[str, Any]], *, filtered: bool) -> tuple[dict[str, float], list[Any]]:
+    rows = []
+    for case in cases:
+        language = canonical(case["language"]) if filtered else None
+        rank, terms = judged(case, search(case["query"], language))
+        rows.append((case, rank, terms))
+    total = len(rows) or 1
+    summary = {
+        "hit@1": sum(1 for _, rank, _ in rows if rank == 1) / total,
+        "hit@5": sum(1 for _, rank, _ in rows if rank is not None and rank <= 5) / total,
+        "mrr@10": sum(1 / rank for _, rank, _ in rows if rank is not None) / total,
+        "terms@1": sum(1 for _, rank, terms in rows if rank == 1 and terms) / total,
+    }
+    return summary, rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument("--eval", type=Path, action="append", required=True)
+    parser.add_argument("--vectors", type=Path, default=Path("/tmp/code-eval-vectors"))
+    parser.add_argument("--cases", action="store_true", help="print each case's ranks (development sets only)")
+    parser.add_argument("--params", default="{}", help="CodeParameters overrides as JSON (tuning)")
+    parser.add_argument("--lexical", action="store_true", help="ours without meaning (Search__Semantic=false)")
+    args = parser.parse_args(argv)
+    overrides = json.loads(args.params)
+    if "fields" in overrides:
+        overrides["fields"] = tuple(tuple(pair) for pair in overrides["fields"])
+    parameters = CodeParameters(**overrides)
+    indexes = load(args.corpus)
+    print(f"code blocks: {', '.join(f'{site} {len(index.code)}' for site, index in indexes.items())}")
+    systems = {
+        "ours": ours(indexes, args.corpus, args.vectors, parameters, semantic=not args.lexical),
+        "bm25s": bm25s_peer(indexes, args.corpus),
+    }
+    for path in args.eval:
+        cases = json.loads(path.read_text())["cases"]
+        modes = Counter(case.get("failureMode", "?") for case in cases)
+        print(f"\n{path.name}: {len(cases)} cases ({', '.join(f'{m} {n}' for m, n in sorted(modes.items()))})")
+        for filtered in (False, True):
+            print(f"  {'with the language filter' if filtered else 'as asked (no language)'}")
+            results = {name: scores(search, cases, filtered=filtered) for name, search in systems.items()}
+            for name, (summary, _) in results.items():
+                print(f"    {name:6} " + "  ".join(f"{key} {value:.3f}" for key, value in summary.items()))
+            for mode in sorted(modes):
+                line = []
+                for name, (_, rows) in results.items():
+                    mine = [rank for case, rank, _ in rows if case.get("failureMode") == mode]
+                    line.append(f"{name} {sum(1 for r in mine if r == 1)}/{len(mine)}")
+                print(f"      {mode:18} hit@1 " + ", ".join(line))
+            if args.cases and not filtered:
+                for (case, rank, terms), (_, peer, _) in zip(results["ours"][1], results["bm25s"][1], strict=True):
+                    mark = "terms" if terms else "-"
+                    print(f"      {case['id']:12} ours {rank} {mark} bm25s {peer}  {case['query'][:70]}")
+    print(f"\n(default site {DEFAULT_SITE}; limit {LIMIT})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
