@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--site")
     search.add_argument("--version", help="a version (or alias) of the versioned sites searched")
+    search.add_argument("--kind", choices=("page", "code"), default="page", help="code: code blocks to copy")
+    search.add_argument("--language", help="with --kind code: only blocks in this language (bash, yaml, ...)")
     search.add_argument("--format", choices=("text", "json"), default="text")
     get = commands.add_parser("get", help="fetch one page as Markdown (whole, a section, a part or its outline)")
     get.add_argument("location")
@@ -150,7 +152,9 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
         if args.command in ("search", "list"):
             query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)
             site, version = getattr(args, "site", None), getattr(args, "version", None)
-            _print_search(await service.search(query, limit=limit, site=site, version=version), args.format)
+            kind, language = getattr(args, "kind", None), getattr(args, "language", None)
+            found = await service.search(query, limit=limit, site=site, version=version, kind=kind, language=language)
+            _print_search(found, args.format)
             return EXIT_OK
         if args.command == "versions":
             listing = VersionListing.of(args.site, await service.versions(args.site))
@@ -196,6 +200,10 @@ def _print_search(response: SearchResponse, fmt: str) -> None:
         return
     for rank, result in enumerate(response.results, 1):
         print(f"{rank:2}. {result.location}  ({result.score:g})\n    {result.title}\n    {result.preview_text}")
+        if result.code is not None:
+            guessed = ", guessed" if result.language_guessed else ""
+            print(f"    [{result.code.language}{guessed}]")
+            print("\n".join(f"    | {line}" for line in result.code.text.splitlines()))
     if not response.results:
         print("no results", file=sys.stderr)
 

@@ -47,6 +47,31 @@ def test_cli_search_answers_from_the_origin_with_the_default_settings(static_ori
     assert results and results[0]["location"] == "ops/ingress/"
 
 
+def test_cli_code_search_prints_the_blocks_with_their_language(static_origin: StaticOrigin) -> None:
+    env = {**os.environ, **fixture_env(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)}
+    searched = subprocess.run(
+        [sys.executable, "-m", "shared", "search", "pager receiver", "--kind", "code", "--language", "tf"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    refused = subprocess.run(
+        [sys.executable, "-m", "shared", "search", "install", "--kind", "code", "--language", "not a language"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert searched.returncode == 0, searched.stderr
+    assert searched.stdout.startswith(" 1. gamma-docs/tutorials/first-steps/#provision-the-pager-receiver")
+    assert "[terraform" in searched.stdout and '    | resource "gamma_receiver" "pager" {' in searched.stdout
+    assert refused.returncode == 2 and "language must be" in refused.stderr
+
+
 def test_serve_refuses_an_unknown_log_level_in_one_line() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "shared", "serve", "--log-level", "verbose"],
