@@ -167,7 +167,9 @@ async def test_the_timer_warms_the_blob_cache(
         names = {blob.name for blob in service.get_container_client(blob_container).list_blobs()}
     assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES} | {
         f"derived/{site}/missing/pages.json" for site in PUBLISHED_SITES
-    } | {f"derived/{site}/ranking/ranker.bin" for site in PUBLISHED_SITES}
+    } | {f"derived/{site}/ranking/ranker.bin" for site in PUBLISHED_SITES} | {
+        f"derived/{site}/code/fences.json" for site in PUBLISHED_SITES
+    }
 
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -296,6 +298,7 @@ async def test_an_index_blob_written_to_the_docs_container_refreshes_that_site_t
         "beta-docs-docs-search-index.json",
         "derived/beta-docs/missing/pages.json",
         "derived/beta-docs/ranking/ranker.bin",
+        "derived/beta-docs/code/fences.json",
     }
 
     # A refresh that fails raises, so the queue delivers the message again (and, at last, to the poison queue).

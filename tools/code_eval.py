@@ -46,9 +46,11 @@ from shared.providers.mkdocs.ranking import Ranker, semantic_say  # noqa: E402
 from shared.providers.mkdocs.text import analyze_query  # noqa: E402
 from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts  # noqa: E402
 from shared.validation import canonical_language as canonical  # noqa: E402
-from tools.bench import DEFAULT_SITE, SITES, qualify  # noqa: E402
+from tools.bench import DEFAULT_SITE, OFF_TOPIC, SITES, qualify  # noqa: E402
 
 LIMIT = 10
+FLOOR = 0.015
+"""The service's default relevance floor (`Search__MinScore`)."""
 Search = Callable[[str, str | None], list[tuple[str, CodeBlock]]]
 """A system's code search: (qualified page, block) best first."""
 
@@ -77,7 +79,9 @@ def vectors(index: SiteIndex, cache: Path) -> SiteVectors:
         loaded = SiteVectors.loads(path.read_bytes(), MINILM_ID)
         if loaded is not None:
             return loaded
-    computed = SiteVectors.compute(load_bulk(), index.entries, code=index.code)
+    earlier = sorted(cache.glob(f"{index.site}-*.bin"), key=lambda found: found.stat().st_mtime)
+    reuse = SiteVectors.loads(earlier[-1].read_bytes(), MINILM_ID) if earlier else None  # rows of unchanged texts
+    computed = SiteVectors.compute(load_bulk(), index.entries, code=index.code, reuse=reuse)
     cache.mkdir(parents=True, exist_ok=True)
     path.write_bytes(computed.dumps(MINILM_ID, len(index.entries)))
     return computed
@@ -111,13 +115,14 @@ def ours(
             code,
             wanted,
             fits=lexical.fits.tolist() if lexical is not None else [0.0] * len(sites),
-            page_scores=page_scores(federation, found),
+            page_scores=page_scores(federation, found, FLOOR),
             similarities=similarities,
             say=say,
             language=language,
             limit=LIMIT,
         )
-        return [(qualify(sites[h.site], code[h.site].pages[h.number]), code[h.site].blocks[h.number]) for h in hits]
+        kept = [h for h in hits if h.score >= FLOOR]
+        return [(qualify(sites[h.site], code[h.site].pages[h.number]), code[h.site].blocks[h.number]) for h in kept]
 
     return search
 
@@ -217,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                 for (case, rank, terms), (_, peer, _) in zip(results["ours"][1], results["bm25s"][1], strict=True):
                     mark = "terms" if terms else "-"
                     print(f"      {case['id']:12} ours {rank} {mark} bm25s {peer}  {case['query'][:70]}")
-    print(f"\n(default site {DEFAULT_SITE}; limit {LIMIT})")
+    answered = sum(1 for query in OFF_TOPIC if systems["ours"](query, None))
+    print(f"\noff-topic questions answered with any block above the floor ({FLOOR}): {answered} of {len(OFF_TOPIC)}")
+    print(f"(default site {DEFAULT_SITE}; limit {LIMIT})")
     return 0
 
 

@@ -6,7 +6,8 @@
 Starts a static origin over `--corpus` and `python -m shared serve` in its own process (no storage: the cache
 lives in memory; `--azurite`: in a fresh Azurite), waits until every site is loaded and, with semantic matching on,
 embedded (so what is measured is the steady state, not the first minute), then sends a fixed number of mixed
-requests (60% search, 30% get of a location a search returned, 10% `*` listings) from concurrent clients. Prints
+requests (50% search, 25% get of a location a search returned, 8% `*` listings, 17% code searches, `kind=code`, half
+of them naming a language) from concurrent clients. Prints
 throughput, p50/p99 per kind, the number of 5xx answers and transport errors, and the server's resident memory
 before and after (VmRSS, and VmHWM, its peak). Exits 1 when any answer was a 5xx or failed.
 
@@ -59,6 +60,17 @@ QUERIES = [
 ]
 
 
+CODE_QUERIES = [
+    ("applicationset with a git directory generator", None),
+    ("terraform okta oauth app with client credentials", "terraform"),
+    ("add a cluster with the argocd cli", "bash"),
+    ("external-dns deployment manifest for route53", "yaml"),
+    ("deploy the hub networking module with azure cli", None),
+    ("helm values for ingress tls", "yaml"),
+]
+"""Code searches (`kind=code`) and the language each asks for, if any."""
+
+
 def memory_mb(pid: int) -> dict[str, int]:
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     return {key: int(fields[key].split()[0]) // 1024 for key in ("VmRSS", "VmHWM")}
@@ -90,9 +102,9 @@ async def wait_ready(client: httpx.AsyncClient, seconds: float) -> None:
 
 async def run(client: httpx.AsyncClient, requests: int, clients: int, seed: int) -> dict[str, object]:
     rng = random.Random(seed)
-    plan = rng.choices(["search", "get", "list"], weights=[6, 3, 1], k=requests)
+    plan = rng.choices(["search", "get", "list", "code"], weights=[6, 3, 1, 2], k=requests)
     locations: list[str] = []
-    latencies: dict[str, list[float]] = {"search": [], "get": [], "list": []}
+    latencies: dict[str, list[float]] = {"search": [], "get": [], "list": [], "code": []}
     outcome = {"5xx": 0, "errors": 0, "4xx": 0}
     kinds: dict[str, int] = {}
     """Transport errors by exception type, so a failed run says what failed."""
@@ -106,6 +118,10 @@ async def run(client: httpx.AsyncClient, requests: int, clients: int, seed: int)
         if kind == "get":
             params = {"location": rng.choice(locations)}
             path = "/api/docs/get"
+        elif kind == "code":
+            query, language = rng.choice(CODE_QUERIES)
+            params = {"q": query, "kind": "code", **({"language": language} if language else {})}
+            path = "/api/docs/search"
         else:
             params = {"q": "*" if kind == "list" else rng.choice(QUERIES), "limit": "25" if kind == "list" else "10"}
             path = "/api/docs/search"

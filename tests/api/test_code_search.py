@@ -10,6 +10,8 @@ import pytest
 from shared.compose import compose
 from shared.models import SearchKind
 from shared.providers.mkdocs.provider import MkDocsProvider
+from shared.providers.remote import RemoteProvider
+from shared.settings import RemoteSettings
 from tests.api.test_mcp import session, text
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
@@ -40,6 +42,11 @@ def test_a_code_search_answers_blocks_with_their_language_and_where_they_sit(ser
     assert page.status_code == 200 and 'resource "gamma_receiver" "pager"' in page.json()["content"]
     section = httpx.get(server.url + "/api/docs/get", params={"location": top["location"], "section": top["anchor"]})
     assert section.status_code == 200 and "gamma_receiver" in section.json()["content"]
+
+
+def test_a_question_no_page_answers_finds_no_block(server: UvicornServer) -> None:
+    found = search(server, q="bake sourdough bread with a starter").json()
+    assert found["results"] == [] and found["provider"] == "none"
 
 
 def test_page_results_carry_no_code_fields(server: UvicornServer) -> None:
@@ -104,3 +111,14 @@ async def test_the_fences_name_the_languages_once_read_and_a_bare_fence_stays_a_
     bare = by_start["{"]
     assert fenced.code is not None and fenced.code.language == "terraform" and fenced.language_guessed is False
     assert bare.code is not None and bare.code.language == "json" and bare.language_guessed is True
+
+
+async def test_a_remote_deployment_is_asked_for_code_when_its_search_declares_it(server: UvicornServer) -> None:
+    provider = RemoteProvider(RemoteSettings.model_validate({"Endpoint": server.url + "/api/mcp"}), sites=())
+    try:
+        found = await provider.search("pager receiver", limit=3, kind=SearchKind.CODE, language="terraform")
+    finally:
+        await provider.aclose()
+
+    assert found and found[0].provider == "smithy_remote" and found[0].backend == "mkdocs"
+    assert found[0].code is not None and found[0].code.language == "terraform" and found[0].location == RECEIVER

@@ -128,13 +128,18 @@ PAGE_POOL = 50
 """Pages of the page search whose scores lift their blocks (`page_scores`)."""
 
 
-def page_scores(federation: Federation, found: Sequence[tuple[int, Scored, int]]) -> list[dict[str, float]]:
-    """Each site's pages among the page search's best (`Federation.ranked`), with their score over the best's."""
+def page_scores(
+    federation: Federation, found: Sequence[tuple[int, Scored, int]], floor: float = 0.0
+) -> list[dict[str, float]]:
+    """Each site's pages among the page search's best (`Federation.ranked`) that clear the relevance `floor`, with
+    their score over the best's: a question no page answers lifts no block (the floor keeps off-topic questions
+    out of code search as it does out of page search)."""
     scores: list[dict[str, float]] = [{} for _ in federation.rankers]
-    top = max((scored.scores[number] for _, scored, number in found), default=0.0)
+    kept = [(site, scored, number) for site, scored, number in found if scored.scores[number] >= floor]
+    top = max((scored.scores[number] for _, scored, number in kept), default=0.0)
     if top <= 0:
         return scores
-    for site, scored, number in found:
+    for site, scored, number in kept:
         scores[site][scored.page(number)] = scored.scores[number] / top
     return scores
 

@@ -85,8 +85,10 @@ def ranked(
     language: str | None,
     limit: int,
     missing: Sequence[frozenset[str]],
+    floor: float = 0.0,
 ) -> list[tuple[int, int, float]]:
-    """The best blocks as (site number, block number, score), best first."""
+    """The best blocks as (site number, block number, score), best first (`floor`: the relevance floor, which a
+    page must clear to lift its blocks)."""
     lexical = federation.lexical(wanted)
     pages = federation.ranked(lexical, say, PAGE_POOL, products, missing)
     fits = lexical.fits.tolist() if lexical is not None else [0.0] * len(code)
@@ -94,7 +96,7 @@ def ranked(
         code,
         wanted,
         fits=fits,
-        page_scores=page_scores(federation, pages),
+        page_scores=page_scores(federation, pages, floor),
         similarities=similarities if similarities is not None else [None] * len(code),
         say=say if similarities is not None else 0.0,
         language=language,

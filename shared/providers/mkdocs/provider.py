@@ -188,7 +188,16 @@ class MkDocsProvider:
                     log.warning("embedding the code query failed (%s); ranked lexically", type(exc).__name__)
             products, similarities = scanned if scanned is not None else (None, None)
             found = codesearch.ranked(
-                code, federation, wanted, say, products, similarities, language=language, limit=limit, missing=missing
+                code,
+                federation,
+                wanted,
+                say,
+                products,
+                similarities,
+                language=language,
+                limit=limit,
+                missing=missing,
+                floor=self._settings.search.min_score,
             )
         floor = self._settings.search.min_score if query.strip() != LISTING_QUERY else 0.0
         results = []

@@ -49,6 +49,15 @@ if TYPE_CHECKING:
 ENTRY_WORDS = 128
 """Words of an entry's text embedded after its heading (the encoder truncates further to its token budget)."""
 
+CODE_WORDS = 16
+"""Words of a code block embedded after its heading and the prose before it. Code splits into many word pieces: a
+block's row is about 64 of them with these two numbers (the entries' are about 79), which keeps the warm-up's
+embedding within 2.5 times what it was before #42 (`tools/embed-cost-latest.txt`); longer rows (48 words of prose,
+128 of code) were no better on the code development set."""
+
+CODE_PROSE_WORDS = 8
+"""Words of the prose before a code block embedded (its last ones: what is said just before the block)."""
+
 OUTLINE_WORDS = 32
 """Words of a page's introduction embedded in its outline, after its title and section headings."""
 
@@ -81,7 +90,8 @@ def page_outline(entries: Sequence[IndexEntry], head: int, sections: Sequence[in
 def code_text(block: CodeBlock) -> str:
     """What a code block is embedded from: where it sits, what the prose before it says it is for, its start."""
     heading = block.page_title if block.anchor is None else f"{block.page_title} > {block.title}"
-    return f"{heading}\n{block.prose}\n{' '.join(block.code.split()[:ENTRY_WORDS])}"
+    prose = " ".join(block.prose.split()[-CODE_PROSE_WORDS:]) if CODE_PROSE_WORDS else ""
+    return f"{heading}\n{prose}\n{' '.join(block.code.split()[:CODE_WORDS])}"
 
 
 def embedded_texts(entries: Sequence[IndexEntry], code: Sequence[CodeBlock] = ()) -> list[str]:

@@ -308,11 +308,14 @@ async def test_a_get_never_waits_for_the_finding_to_be_written(settings: Documen
 
 
 def page_requests(origin: StaticOrigin, site: str = SITE) -> list[tuple[str, str, str | None, int]]:
-    """The warm-up's page requests for a site: method, path, If-None-Match and status (the index's excluded)."""
+    """The warm-up's page requests for a site: method, path, If-None-Match and status (the index's excluded, and the
+    code pages' Markdown it reads for their fences: `warm.warm_fences`)."""
     return [
         (r.method, r.path, r.header("If-None-Match"), r.status)
         for r in origin.requests
-        if r.path.startswith(f"/{site}/") and not r.path.endswith("search_index.json")
+        if r.path.startswith(f"/{site}/")
+        and not r.path.endswith("search_index.json")
+        and not (r.method == "GET" and r.path.endswith(".md") and r.status == 200)
     ]
 
 

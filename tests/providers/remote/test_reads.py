@@ -137,3 +137,27 @@ async def test_rest_and_mcp_reach_an_older_deployment_alike(
             answer = await client.call_tool("get_doc", {"location": "gamma-docs/metrics"})
     assert rest["provider"] == "smithy_remote"
     assert answer.structured_content is not None and answer.structured_content["provider"] == "smithy_remote"
+
+
+class PageOnlyDeployment:
+    """A deployment from before code search: its `search_docs` takes `query`, `limit` and `site` only."""
+
+    def __init__(self) -> None:
+        server: MCPServer[Any] = MCPServer(name="documentation")
+        self.calls = 0
+
+        @server.tool(name="search_docs")
+        async def search_docs(query: str, limit: int = 10, site: str | None = None) -> Annotated[CallToolResult, Any]:
+            self.calls += 1
+            return CallToolResult(content=[TextContent(type="text", text="nothing")], structured_content={})
+
+        self.app = server.streamable_http_app(streamable_http_path="/api/mcp", stateless_http=True, json_response=True)
+
+
+async def test_a_deployment_whose_search_takes_no_kind_is_passed_over_for_code(static_origin: StaticOrigin) -> None:
+    old = PageOnlyDeployment()
+    with UvicornServer(old.app) as running:
+        async with deployment_a(a_settings(static_origin, running.url + "/api/mcp")) as a:
+            found = await a.service.search("pager receiver", limit=3, kind="code")
+    assert found.provider == "mkdocs" and found.results and found.results[0].code is not None
+    assert old.calls == 0  # its tools were listed, and search_docs never called with arguments it does not take
