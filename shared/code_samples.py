@@ -60,11 +60,18 @@ _PYTHON = re.compile(r"^\s*(?:def \w+\(|import \w+|from [\w.]+ import |class \w+
 _GO = re.compile(r"^\s*(?:package \w+|func \w*\(|import \()", re.M)
 
 
+GUESS_CHARS = 1_500
+"""What `guess` reads of a block: its start says its language (and a long block is read in linear time anyway)."""
+
+
 def guess(code: str) -> str:
-    """A best guess at a block's language from its text alone, canonical; `TEXT` when nothing fits."""
-    stripped = code.strip()
-    if stripped[:1] in "{[" and _json(stripped):
+    """A best guess at a block's language from its text alone (its first `GUESS_CHARS`), canonical; `TEXT` when
+    nothing fits."""
+    whole = code.strip()
+    if whole[:1] in "{[" and (_json(whole) if len(whole) <= 4 * GUESS_CHARS else _JSON_START.match(whole)):
         return "json"
+    code = code[:GUESS_CHARS]
+    stripped = code.strip()
     if _BICEP.search(code):
         return "bicep"
     if _TERRAFORM.search(code):
@@ -84,6 +91,9 @@ def guess(code: str) -> str:
     if stripped.startswith("<"):
         return "xml"
     return TEXT
+
+
+_JSON_START = re.compile(r'\s*[{\[]\s*(?:"[^"\n]*"\s*:|[{\["\d])')
 
 
 def _json(text: str) -> bool:

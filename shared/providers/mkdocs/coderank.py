@@ -68,10 +68,15 @@ class CodeRanker:
     parameters: CodeParameters = CODE
 
     @classmethod
-    def build(cls, index: SiteIndex, parameters: CodeParameters = CODE) -> CodeRanker:
+    def build(cls, index: SiteIndex, parameters: CodeParameters = CODE, view: _View | None = None) -> CodeRanker:
         """The ranker over the index's blocks, their languages from the HTML or guessed (`relabel` names them from
-        the Markdown's fences once those are known)."""
+        the Markdown's fences once those are known); `view`, when a prebuilt ranker stored one (built with the
+        default parameters), spares building it."""
         blocks = index.code
+        languages, guessed = _labels(blocks, [""] * len(blocks))
+        pages = tuple(block.page for block in blocks)
+        if view is not None and parameters == CODE and view.documents == len(blocks):
+            return cls(blocks, view, languages, guessed, pages, parameters)
         docs = [
             [
                 analyze(" ".join((block.page_title, *block.trail.split(TRAIL_SEPARATOR)[:-1], block.title))),
@@ -80,9 +85,8 @@ class CodeRanker:
             ]
             for block in blocks
         ]
-        view = _View.build(docs, parameters.fields, {}, parameters.k1)
-        languages, guessed = _labels(blocks, [""] * len(blocks))
-        return cls(blocks, view, languages, guessed, tuple(block.page for block in blocks), parameters)
+        built = _View.build(docs, parameters.fields, {}, parameters.k1)
+        return cls(blocks, built, languages, guessed, pages, parameters)
 
     def relabel(self, fences: Mapping[str, Sequence[Fence]]) -> CodeRanker:
         """This ranker with each block's language from its page's fences (`fences`: page path -> the page's fences,

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 from shared.code_samples import sample
 from shared.models import SearchResult
 from shared.preview import make_preview
+from shared.providers.mkdocs.artifact import CodeColumns
 from shared.providers.mkdocs.code import CodeBlock
 from shared.providers.mkdocs.coderank import PAGE_POOL, CodeRanker, code_similarities, page_scores, rank_code
 from shared.providers.mkdocs.federation import Federation
+from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.languages import CodeFences, Fences
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.ranking import Ranker
@@ -55,7 +57,7 @@ class CodeRankers:
             key = site.index.site
             held = self._held.get(key)
             if held is None or held[0] is not ranker:
-                built = await asyncio.to_thread(CodeRanker.build, site.index)
+                built = await asyncio.to_thread(_built, site.index)
                 held = (ranker, built, None)
             fences = self._fences.fences(key, site.index, site.digest)
             if fences is not None and held[2] is not fences:
@@ -72,6 +74,12 @@ class CodeRankers:
         """How many code blocks the site's code ranker holds, None before its first code search."""
         held = self._held.get(site)
         return len(held[1].blocks) if held is not None else None
+
+
+def _built(index: SiteIndex) -> CodeRanker:
+    """A site's code ranker, from the view its prebuilt ranker stored when it was loaded from one."""
+    view = index.code.view() if isinstance(index.code, CodeColumns) else None
+    return CodeRanker.build(index, view=view)
 
 
 def ranked(

@@ -18,7 +18,7 @@ from shared import memory
 from shared.cache import CachedIndex, CacheStat, IndexStore, ranking_name
 from shared.errors import IndexFormatError, OriginError, StoreError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
-from shared.providers.mkdocs import artifact, code, index, markup, parameters, ranking, text
+from shared.providers.mkdocs import artifact, code, coderank, index, markup, parameters, ranking, text
 from shared.providers.mkdocs.index import SiteIndex, parse_index
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.ranking import Ranker
@@ -32,7 +32,7 @@ def code_digest(*modules: ModuleType) -> str:
     return hashlib.sha256(b"".join(Path(module.__file__ or "").read_bytes() for module in modules)).hexdigest()[:32]
 
 
-RANKING_CODE = code_digest(artifact, code, index, markup, parameters, ranking, text)
+RANKING_CODE = code_digest(artifact, code, coderank, index, markup, parameters, ranking, text)
 """The code that decides tokens, entries and scores (the default parameters' numbers among it): a prebuilt ranker
 from any other code is never loaded."""
 

@@ -214,8 +214,15 @@ def test_fences_relabel_the_blocks_as_their_authors_named_them() -> None:
     assert fenced.guessed[:4] == code.guessed[:4]
 
 
-def test_a_prebuilt_ranker_carries_the_code_blocks() -> None:
+def test_a_prebuilt_ranker_carries_the_code_blocks_and_their_view() -> None:
     index = parse_index("gamma", SITE)
     payload = artifact.dumps(Ranker.build(index), index, index_digest="d" * 64, code="c")
     loaded, _ = artifact.loads(payload, site="gamma", index_digest="d" * 64, code="c", kinds=None)
-    assert len(loaded.code) == 5 and list(loaded.code) == list(index.code)
+    assert isinstance(loaded.code, artifact.CodeColumns) and len(loaded.code) == 5
+    view = loaded.code.view()
+    assert view is not None and list(loaded.code) == list(index.code)
+    stored, built = CodeRanker.build(loaded, view=view), CodeRanker.build(index)
+    assert stored.view is view
+    for question in ("helm upgrade gamma", "terraform pager receiver", "nothing here"):
+        wanted = analyze_query(question)
+        assert stored.lexical(wanted).tolist() == built.lexical(wanted).tolist()  # the very floats
