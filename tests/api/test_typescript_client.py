@@ -70,3 +70,8 @@ def test_the_typescript_client_reads_a_long_page_in_parts_and_as_a_resource(
     assert report["unknownTool"] == {"thrown": True, "code": -32602}
     assert report["prompts"]["thrown"] is True  # -32601; the v2 client in the 2026 era reports its HTTP 404
     assert report["search"]["results"] + report["search"]["leftOut"] == 25 and report["search"]["leftOut"] >= 1
+    code = report["code"]
+    assert code["isError"] is False and code["first"]["code"]["language"] == "terraform"
+    assert code["first"]["location"] == "gamma-docs/tutorials/first-steps/#provision-the-pager-receiver"
+    assert '```terraform\nresource "gamma_receiver" "pager" {' in code["text"]
+    assert report["badKind"]["isError"] is True and "page, code" in report["badKind"]["text"]

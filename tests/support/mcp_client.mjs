@@ -59,6 +59,11 @@ const prompts = await failure(() => client.getPrompt({ name: "no-such-prompt" })
 
 const found = await client.callTool({ name: "search_docs", arguments: { query } });
 const widest = await client.callTool({ name: "search_docs", arguments: { query: "*", limit: 25 } });
+const code = await client.callTool({
+  name: "search_docs",
+  arguments: { query: "terraform resource for the pager receiver", kind: "code", language: "hcl" },
+});
+const badKind = await client.callTool({ name: "search_docs", arguments: { query: "install", kind: "snippet" } });
 const link = found.content.find((block) => block.type === "resource_link" && block.name === location);
 const resourceParts = [];
 let uri = link.uri;
@@ -83,6 +88,12 @@ console.log(
     unknownTool,
     prompts,
     search: { results: widest.structuredContent.results.length, leftOut: widest.structuredContent.leftOut },
+    code: {
+      isError: code.isError ?? false,
+      first: code.structuredContent.results[0],
+      text: code.content[0].text,
+    },
+    badKind: { isError: badKind.isError, text: badKind.content[0].text },
     link: { uri: link.uri, mimeType: link.mimeType },
     resource: { joined: resourceParts.join(""), parts: resourceParts.length, mimeType: "text/markdown" },
     templates,

@@ -45,11 +45,13 @@ def scan_both(federation: Federation) -> Callable[[npt.NDArray[np.float32]], tup
 
 class CodeRankers:
     """Each site's code ranker, built (off the event loop) on its first code search and again whenever the site's
-    ranker is swapped; relabelled once the site's fences are known."""
+    ranker is swapped, once however many searches ask at the same time; relabelled once the site's fences are
+    known."""
 
     def __init__(self, fences: CodeFences) -> None:
         self._fences = fences
         self._held: dict[str, tuple[Ranker, CodeRanker, Fences | None]] = {}
+        self._building: dict[str, tuple[Ranker, asyncio.Future[CodeRanker]]] = {}
 
     async def of(self, loaded: Sequence[LoadedSite], rankers: Sequence[Ranker]) -> list[CodeRanker]:
         found = []
@@ -57,14 +59,32 @@ class CodeRankers:
             key = site.index.site
             held = self._held.get(key)
             if held is None or held[0] is not ranker:
-                built = await asyncio.to_thread(_built, site.index)
-                held = (ranker, built, None)
+                built = await self._built(site, ranker)
+                held = self._held.get(key)  # another search may have kept it (and relabelled it) meanwhile
+                if held is None or held[0] is not ranker:
+                    held = self._held[key] = (ranker, built, None)
             fences = self._fences.fences(key, site.index, site.digest)
             if fences is not None and held[2] is not fences:
-                held = (ranker, await asyncio.to_thread(held[1].relabel, fences), fences)
-            self._held[key] = held
+                held = self._held[key] = (ranker, await asyncio.to_thread(held[1].relabel, fences), fences)
             found.append(held[1])
         return found
+
+    async def _built(self, site: LoadedSite, ranker: Ranker) -> CodeRanker:
+        """The site's code ranker for this ranker, built once: a search arriving meanwhile waits for the same build
+        (and a search cancelled meanwhile does not cancel it)."""
+        key = site.index.site
+        building = self._building.get(key)
+        if building is None or building[0] is not ranker:
+            future = asyncio.ensure_future(asyncio.to_thread(_built, site.index))
+            building = self._building[key] = (ranker, future)
+            future.add_done_callback(lambda done: self._done(key, done))
+        return await asyncio.shield(building[1])
+
+    def _done(self, key: str, future: asyncio.Future[CodeRanker]) -> None:
+        if self._building.get(key, (None, None))[1] is future:
+            del self._building[key]
+        if not future.cancelled():
+            future.exception()  # retrieved: a failed build fails the searches that waited for it, and is tried again
 
     async def settled(self, site: str) -> None:
         """Wait until the site's fences being read are read (tools, tests)."""
