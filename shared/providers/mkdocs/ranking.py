@@ -24,6 +24,7 @@ numbers in it are drawn in `parameters.py`; why each part is there:
 from __future__ import annotations
 
 import math
+import threading
 from array import array
 from collections import Counter
 from collections.abc import Sequence
@@ -506,7 +507,8 @@ def semantic_say(query: str, wanted: Query, parameters: RankingParameters) -> fl
 class _Semantic:
     rows: QuantizedRows
     """The entries' rows, then the page outlines' (`vectors.embedded_texts`), as the scan holds them (int8)."""
-    code_rows: QuantizedRows | None
+    code_rows: _CodeRows | None
+    """The code blocks' rows (after the outlines'), scanned only by code search."""
     order: npt.NDArray[np.intp]
     """Entry numbers grouped by page, pages in order: one per entry, so its length is where the outlines' rows
     start."""
@@ -541,21 +543,15 @@ class _Semantic:
         correction = (parameters.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
         pages = entries + len(starts)  # the code blocks' rows follow the outlines': scanned only by code search
         columns, largest = rounded
-        code = Quantized(columns[:, pages:], largest[pages:]) if columns.shape[1] > pages else None
-        if code is not None:
+        code = None
+        if columns.shape[1] > pages:  # copied: the rows of every kind are freed once the scan has its own copy
+            code = _CodeRows(Quantized(np.ascontiguousarray(columns[:, pages:]), largest[pages:].copy()))
             rounded = Quantized(columns[:, :pages], largest[:pages])
-        return cls(
-            QuantizedRows(rounded),
-            QuantizedRows(code) if code is not None else None,
-            order,
-            starts,
-            correction,
-            parameters,
-        )
+        return cls(QuantizedRows(rounded), code, order, starts, correction, parameters)
 
     def code_similarities(self, query: QueryParts) -> npt.NDArray[np.float32] | None:
         """Every code block row's cosine with the query (`split_query`); None when the site has no code rows."""
-        return self.code_rows.similarities(query) if self.code_rows is not None else None
+        return self.code_rows.scan().similarities(query) if self.code_rows is not None else None
 
     def close_pages(
         self, query: npt.NDArray[np.float32]
@@ -578,6 +574,25 @@ class _Semantic:
         blended = (1 - share) * best + share * outlines.astype(np.float64)
         close = np.flatnonzero(blended > threshold)
         return close, self.parameters.weight * (blended[close] - threshold), cosines
+
+
+class _CodeRows:
+    """A site's code block rows, made ready to scan by the first code search: a cold instance loading many sites
+    does not pay an onnxruntime session per site for rows a page search never reads (10 ms for forge's 2,150)."""
+
+    __slots__ = ("_lock", "_quantized", "_rows")
+
+    def __init__(self, quantized: Quantized) -> None:
+        self._quantized: Quantized | None = quantized
+        self._rows: QuantizedRows | None = None
+        self._lock = threading.Lock()
+
+    def scan(self) -> QuantizedRows:
+        with self._lock:
+            if self._rows is None:
+                assert self._quantized is not None
+                self._rows, self._quantized = QuantizedRows(self._quantized), None  # the session holds its own copy
+            return self._rows
 
 
 def _best(sections: npt.NDArray[np.float64], numbers: list[int]) -> tuple[int, float]:
