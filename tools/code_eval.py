@@ -1,6 +1,7 @@
 """Evaluate code search (`kind=code`) on a code-question set, in process, against bm25s over the same blocks.
 
     python tools/code_eval.py --corpus ../shared/corpus/origin --eval tools/evals/code-dev-1.json [--cases]
+    python tools/code_eval.py --corpus ../shared/corpus/origin --eval ... --http http://127.0.0.1:7071
 
 Ours is the service's code search (`shared.providers.mkdocs.coderank`: the blocks `code.py` cuts out of each site's
 index, their languages from the published Markdown's fences, the page search's scores, the blocks' own embeddings),
@@ -11,7 +12,9 @@ document per block (heading, the prose before the block, the code), merged acros
 A case is a hit at rank k when the k-th block is on an acceptable page and, where the set names sections
 (`acceptableAnchors`), in one of them; `terms` counts the hits whose block holds every `expectedCodeTerms` string.
 Each set is run twice: as asked (no language), and with the case's `language` as the filter. `--cases` prints every
-case's ranks: use it only on a development set.
+case's ranks: use it only on a development set. `--http` asks a running service instead (black-box: every site
+searched once so it reads its fences, then waited for until health says every site ranks by meaning and has its
+fences read), each result matched back to its block by page, anchor and text.
 """
 
 from __future__ import annotations
@@ -127,6 +130,60 @@ def ours(
     return search
 
 
+MATCHED = 1_000
+"""Characters of a result's code matched back to its block (with its page and anchor): a cut block keeps its
+first 3,900."""
+
+
+def over_http(base: str, indexes: dict[str, SiteIndex]) -> Search:
+    """Ours black-box: the running service's `GET /api/docs/search?kind=code`, each result matched back to its block
+    (page and code text) so it is judged exactly as the in-process system is."""
+    import httpx
+
+    client = httpx.Client(base_url=base, timeout=60)
+    by_text = {
+        (qualify(site, block.page), block.anchor or "", block.code[:MATCHED]): block
+        for site, index in indexes.items()
+        for block in index.code
+    }
+
+    def search(query: str, language: str | None) -> list[tuple[str, CodeBlock]]:
+        params = {"q": query, "kind": "code", "limit": str(LIMIT), **({"language": language} if language else {})}
+        answer = client.get("/api/docs/search", params=params)
+        answer.raise_for_status()
+        found = []
+        for result in answer.json()["results"]:
+            page = result["location"].partition("#")[0]
+            block = by_text.get((page, result.get("anchor") or "", result["code"]["text"][:MATCHED]))
+            if block is not None:
+                found.append((page, block))
+        return found
+
+    return search
+
+
+def ready(base: str, sites: list[str], seconds: float = 600.0) -> None:
+    """Every site loaded, ranked by meaning, and its code fences read (one code search per site asks for them)."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    with httpx.Client(base_url=base, timeout=60) as client:
+        for site in sites:
+            client.get("/api/docs/search", params={"q": "example", "kind": "code", "site": site})
+        while True:
+            states = client.get("/api/health").json()["providers"]["mkdocs"]["sites"]
+            if all(
+                states[site].get("semantic") == "ready" and states[site].get("codeLanguages") == "read"
+                for site in sites
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"not ready within {seconds:g} s: {states}")
+            time.sleep(1)
+
+
 def bm25s_peer(indexes: dict[str, SiteIndex], corpus: Path) -> Search:
     import bm25s  # type: ignore[import-untyped]
     import Stemmer  # type: ignore[import-not-found]
@@ -192,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", action="store_true", help="print each case's ranks (development sets only)")
     parser.add_argument("--params", default="{}", help="CodeParameters overrides as JSON (tuning)")
     parser.add_argument("--lexical", action="store_true", help="ours without meaning (Search__Semantic=false)")
+    parser.add_argument("--http", help="ours is the service running at this base URL (black-box), over the corpus")
     args = parser.parse_args(argv)
     overrides = json.loads(args.params)
     if "fields" in overrides:
@@ -199,10 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     parameters = CodeParameters(**overrides)
     indexes = load(args.corpus)
     print(f"code blocks: {', '.join(f'{site} {len(index.code)}' for site, index in indexes.items())}")
-    systems = {
-        "ours": ours(indexes, args.corpus, args.vectors, parameters, semantic=not args.lexical),
-        "bm25s": bm25s_peer(indexes, args.corpus),
-    }
+    if args.http:
+        ready(args.http, list(indexes))
+        mine = over_http(args.http, indexes)
+    else:
+        mine = ours(indexes, args.corpus, args.vectors, parameters, semantic=not args.lexical)
+    systems = {"ours": mine, "bm25s": bm25s_peer(indexes, args.corpus)}
     for path in args.eval:
         cases = json.loads(path.read_text())["cases"]
         modes = Counter(case.get("failureMode", "?") for case in cases)
@@ -215,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             for mode in sorted(modes):
                 line = []
                 for name, (_, rows) in results.items():
-                    mine = [rank for case, rank, _ in rows if case.get("failureMode") == mode]
-                    line.append(f"{name} {sum(1 for r in mine if r == 1)}/{len(mine)}")
+                    ranks = [rank for case, rank, _ in rows if case.get("failureMode") == mode]
+                    line.append(f"{name} {sum(1 for r in ranks if r == 1)}/{len(ranks)}")
                 print(f"      {mode:18} hit@1 " + ", ".join(line))
             if args.cases and not filtered:
                 for (case, rank, terms), (_, peer, _) in zip(results["ours"][1], results["bm25s"][1], strict=True):

@@ -106,6 +106,9 @@ async def test_the_fences_name_the_languages_once_read_and_a_bare_fence_stays_a_
         assert first  # answered at once, the fences being read meanwhile
         await provider.code_fences_read("gamma-docs")
         after = await provider.search("pager receiver settings", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+        sites = provider.health().sites
+    assert sites["gamma-docs"].code_languages == "read"  # type: ignore[union-attr]
+    assert sites["alpha"].model_dump(by_alias=True).get("codeLanguages") is None  # not asked yet
     by_start = {result.code.text.split("\n", 1)[0]: result for result in after if result.code is not None}
     fenced = by_start['resource "gamma_receiver" "pager" {']
     bare = by_start["{"]

@@ -90,10 +90,9 @@ class CodeRankers:
         """Wait until the site's fences being read are read (tools, tests)."""
         await self._fences.settled(site)
 
-    def blocks(self, site: str) -> int | None:
-        """How many code blocks the site's code ranker holds, None before its first code search."""
-        held = self._held.get(site)
-        return len(held[1].blocks) if held is not None else None
+    def languages(self, site: str) -> str | None:
+        """Where the site's fences stand (`CodeFences.state`), None before its first code search."""
+        return self._fences.state(site)
 
 
 def _built(index: SiteIndex) -> CodeRanker:

@@ -81,6 +81,9 @@ class SiteLoaded(SiteHealth):
     code_blocks: int
     """Its code blocks (`kind=code` searches them): embedded with its entries, so `semantic` is `ready` only once
     their vectors are too."""
+    code_languages: str | None = absent()
+    """Where its code blocks' languages from the Markdown's fences stand once a code search asked for them:
+    `reading`, `partial` (some pages did not answer; asked again later) or `read` (`languages.py`)."""
     fetched_at: Instant
     missing_pages: int
     ranking: Ranking

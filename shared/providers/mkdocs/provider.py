@@ -45,7 +45,7 @@ from shared.providers.mkdocs.code import CodeBlock
 from shared.providers.mkdocs.codesearch import CodeRankers
 from shared.providers.mkdocs.convert import Unconvertible, convert, includes_files, looks_like_html
 from shared.providers.mkdocs.federation import Federation
-from shared.providers.mkdocs.health import MkDocsHealth
+from shared.providers.mkdocs.health import MkDocsHealth, SiteLoaded
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_key
 from shared.providers.mkdocs.languages import CodeFences
 from shared.providers.mkdocs.loading import LoadedSite
@@ -593,8 +593,14 @@ class MkDocsProvider:
 
     def health(self) -> MkDocsHealth:
         """The origin, each site's load state and how it ranks, without loading anything."""
+        sites = {
+            name: site.model_copy(update={"code_languages": self._code.languages(name)})
+            if isinstance(site, SiteLoaded)
+            else site
+            for name, site in self._registry.health().items()
+        }
         return MkDocsHealth.of(
-            self._registry.health(),
+            sites,
             origin=self._settings.origin,
             default_site=self._settings.default_site,
             semantic=self._registry.embedding is not None,
