@@ -1,6 +1,6 @@
 // The documentation retrieval service on Azure Functions Flex Consumption, keyless: `azd up`, or
 // `az deployment sub create --location <region> --template-file infra/main.bicep --parameters environmentName=<name>`.
-// Every setting the service reads (shared/settings.py) is a parameter below with the service's default and reaches
+// Every setting the service reads (shared/settings/) is a parameter below with the service's default and reaches
 // the app as one settings object: tools/settings_artifacts.py generates that part from the settings model, and
 // tests/infra/test_bicep.py checks it against what the rest deploys.
 targetScope = 'subscription'
@@ -227,7 +227,7 @@ param alertDeadLetteredEvents int = 1
 // The service's settings (Forge__Documentation__*): one parameter each, named after the setting, with its default
 // ---------------------------------------------------------------------------------------------------------------
 
-// BEGIN settings generated from shared/settings.py by tools/settings_artifacts.py: change the model, rerun it
+// BEGIN settings generated from shared/settings/ by tools/settings_artifacts.py: change the model, rerun it
 
 @description('Forge__Documentation__Origin: origin hosting every documentation site.')
 param origin string = 'https://docs.saif.com'

@@ -39,7 +39,7 @@ SAMPLE = ROOT / "local.settings.sample.json"
 MAIN = ROOT / "infra" / "main.bicep"
 PARAMETERS = ROOT / "infra" / "main.parameters.json"
 
-BEGIN = "// BEGIN settings generated from shared/settings.py by tools/settings_artifacts.py: change the model, rerun it"
+BEGIN = "// BEGIN settings generated from shared/settings/ by tools/settings_artifacts.py: change the model, rerun it"
 END = "// END generated settings"
 
 

@@ -1,7 +1,7 @@
 """The Bicep under infra/, parsed with pycep-parser (no Bicep CLI, no network) and checked against what it deploys.
 
 The app-setting checks derive the expected names from the settings model itself, so a setting added to
-`shared/settings.py` fails here until the artefacts are generated again (`tools/settings_artifacts.py`, whose
+`shared/settings/` fails here until the artefacts are generated again (`tools/settings_artifacts.py`, whose
 equality with the committed files tests/infra/test_settings_artifacts.py checks); these check what they deploy.
 """
 
@@ -362,7 +362,7 @@ def test_settings_parameters_carry_the_services_defaults() -> None:
         except ValueError:
             assert str(default) == service, f"{name}: Bicep default {default!r}, service default {service!r}"
     for name in WIRED:
-        # An empty app setting reads as unset (shared/settings.py), so "" (an empty list too) hides no default either.
+        # An empty app setting reads as unset (shared/settings/), so "" (an empty list too) hides no default either.
         assert fields[name].default == "", f"{name} has a service default the deployment would hide"
 
 

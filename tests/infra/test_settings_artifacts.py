@@ -25,7 +25,7 @@ from tools.settings_artifacts import (
 
 def test_the_committed_artefacts_are_what_the_settings_model_generates() -> None:
     differ = [str(path.name) for path in stale()]
-    assert not differ, f"{differ} differ from shared/settings.py: run python -m tools.settings_artifacts"
+    assert not differ, f"{differ} differ from shared/settings/: run python -m tools.settings_artifacts"
 
 
 def test_the_sample_is_a_functions_local_settings_file() -> None:
