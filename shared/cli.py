@@ -97,7 +97,7 @@ async def _warm(settings: DocumentationSettings) -> int:
         if embedding is not None:
             embedding.close()
     sites = {site: outcome.model_dump(mode="json", by_alias=True) for site, outcome in report.items()}
-    print(json.dumps({"cache": cache, "sites": sites}, indent=2))
+    print(json.dumps({"cache": cache.model_dump(mode="json"), "sites": sites}, indent=2))
     # An unpublished site (404) is a normal state the spec expects; anything else needs attention, embeddings
     # that could not be computed or stored included.
     broken = [site for site, item in report.items() if _needs_attention(item)]
@@ -116,7 +116,7 @@ def _one_shot(settings: DocumentationSettings, store: IndexStore) -> Documentati
 
     Without storage it would spend a minute of CPU embedding every site for one query and then exit.
     """
-    if store.kind != "memory" or not settings.search.semantic:
+    if store.shared or not settings.search.semantic:
         return settings
     logging.getLogger(__name__).info("no shared storage: ranking lexically (run `warm` with storage for embeddings)")
     return settings.model_copy(update={"search": settings.search.model_copy(update={"semantic": False})})

@@ -22,9 +22,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from shared import memory
-from shared.cache import IndexStore, open_store
+from shared.cache import IndexStore, StoreHealth, open_store
 from shared.embedding import MINILM, EmbeddingModel, ModelRecord, load_bulk
 from shared.fetch import OriginClient
+from shared.graph_sharing import fetch_graph, share_graph
+from shared.graphs import LOCAL_GRAPHS, GraphCache
 from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider, Report, Status, absent, roll_up
 from shared.providers.mkdocs import (
@@ -33,12 +35,10 @@ from shared.providers.mkdocs import (
     SiteRegistry,
     blob_events,
     configured,
-    fetch_graph,
     published_sites,
-    share_graph,
 )
 from shared.service import DocumentationService, InChain
-from shared.settings import PREFIX, DocumentationSettings
+from shared.settings import DocumentationSettings, unresolved
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +75,6 @@ def process_embedding(settings: DocumentationSettings) -> EmbeddingModel | None:
     return EmbeddingModel(load_bulk=load_bulk) if settings.search.semantic else None
 
 
-FAILING_STORE = ("error", "unreachable", "degraded")
-"""Cache store states that make health `degraded` (`unknown`, before the first call, does not)."""
-
-
 class UnresolvedSecrets(Report):
     """Secret settings whose value is still a Key Vault reference: what each guards stays off."""
 
@@ -94,7 +90,7 @@ class Health(Report):
 
     status: Status
     providers: dict[str, InChain]
-    cache: dict[str, object]
+    cache: StoreHealth
     embedding: dict[str, object]
     unresolved_secrets: UnresolvedSecrets | None = absent()
 
@@ -130,7 +126,7 @@ class Composition:
         cache = self.store.describe()
         pending = self.settings.unresolved_secrets()
         statuses = [entry.health.status for entry in providers.values()]
-        statuses += [Status.DEGRADED] if cache.get("status") in FAILING_STORE else []
+        statuses += [Status.DEGRADED] if cache.status.failing else []
         statuses += [Status.DEGRADED] if pending else []
         return Health(
             status=roll_up(statuses),
@@ -183,11 +179,14 @@ async def compose(
         search = settings.ai_search
         for key in pending:
             log.warning("%s is an unresolved Key Vault reference: what it guards stays off until it resolves", key)
-        if search is not None and search.endpoint and PREFIX + "AiSearch__ApiKey" not in pending:
+        if search is not None and search.endpoint and not unresolved(search.api_key):
             credential = ai_search.credential(settings)  # the provider owns it from here and closes it
             stack.push_async_callback(_close_quietly, credential)  # only matters if the constructor raises
             register(ai_search.AiSearchProvider(search, sites=settings.sites, credential=credential))
-        remote_pending = {PREFIX + "Remote__Token", PREFIX + "Remote__FunctionsKey"} & set(pending)
+        configured_remote = settings.remote
+        remote_pending = configured_remote is not None and (
+            unresolved(configured_remote.token) or unresolved(configured_remote.functions_key)
+        )
         if settings.remote is not None and settings.remote.endpoint and not remote_pending:
             token_source = remote.credential(settings)  # None with a static token; the provider closes it
             if token_source is not None:
@@ -208,17 +207,19 @@ async def compose(
         yield Composition(settings, service, store, embedding, refresher, client)
 
 
-async def _preload(embedding: EmbeddingModel, store: IndexStore, record: ModelRecord = MINILM) -> None:
+async def _preload(
+    embedding: EmbeddingModel, store: IndexStore, record: ModelRecord = MINILM, graphs: GraphCache = LOCAL_GRAPHS
+) -> None:
     """Load the query encoder, from the rewritten graph another instance shared when this one has none, and share
-    it when the store has none: only the first instance pays for the rewrite (`shared.embedding`). Whatever needs
-    the model meanwhile (a site's embedding job, a search) waits for this very load (`start_loading`) rather than
-    beginning one that would rewrite the graph itself."""
+    it when the store has none: only the first instance pays for the rewrite (`shared.graph_sharing`). Whatever
+    needs the model meanwhile (a site's embedding job, a search) waits for this very load (`start_loading`) rather
+    than beginning one that would rewrite the graph itself. `graphs`: the local cache the encoder loads from."""
     ours = embedding.model_id == record.model_id
-    loading = embedding.start_loading(fetch_graph(store, record) if ours else None)
+    loading = embedding.start_loading(fetch_graph(store, record, graphs) if ours else None)
     with contextlib.suppress(Exception):
         await asyncio.shield(loading)
     if ours:
-        await share_graph(store, record)
+        await share_graph(store, record, graphs)
 
 
 async def _settle(task: asyncio.Task[None]) -> None:

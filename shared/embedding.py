@@ -8,8 +8,8 @@ checked against it before anything runs. The graph is rewritten at load to compu
 only when it loads, so a process with semantic matching off never loads them.
 
 The rewritten graph is what a cold start pays for (importing onnx, 0.8 s, and the rewrite): its SHA-256 is recorded
-too, and a process keeps the graph in a local cache (`GRAPH_CACHE`) and, through the composition root, in the index
-store, so the next process, or another instance, loads the recorded bytes directly (`ModelRecord.cached_graph`).
+too, and a process keeps the graph on local disk (`shared.graphs`) and shares it through the index store
+(`shared.graph_sharing`), so the next process, or another instance, loads the recorded bytes directly.
 
 `EmbeddingModel` is built once per process by the composition root (`shared.compose.process_embedding`) and
 injected into whatever embeds: the MkDocs sites' background embedding, the warm-up timer and each search's query.
@@ -30,8 +30,6 @@ import hashlib
 import importlib
 import json
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +39,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from shared import memory
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
-from shared.model_graph import REWRITE, int8_compute
+from shared.graphs import LOCAL_GRAPHS, GraphCache
+from shared.model_graph import REWRITE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,8 +51,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RECORD = Path(__file__).parent / "data" / "model.json"
-GRAPH_CACHE = Path(tempfile.gettempdir()) / "docs-retrieval-graphs"
-"""Where a process keeps the rewritten graph for the next one on this machine (any writable directory will do)."""
 MAX_TOKENS = 128
 """Word pieces embedded per index entry, special tokens included: a heading plus its opening paragraph. 128 ranks
 better than 64 (hit@1 0.601 -> 0.614, hit@5 0.856 -> 0.861 over the 770 development questions, `tools/tune.py`;
@@ -108,47 +105,6 @@ class ModelRecord:
         )
 
     @property
-    def graph_name(self) -> str:
-        """The rewritten graph's file name, in the local cache and the store alike; empty when it is not recorded."""
-        return f"{self.model_id}-{self.graph_sha256[:16]}.onnx" if self.graph_sha256 else ""
-
-    def is_graph(self, graph: bytes) -> bool:
-        """Whether these are exactly the recorded graph's bytes."""
-        return (
-            bool(self.graph_sha256)
-            and len(graph) == self.graph_size
-            and hashlib.sha256(graph).hexdigest() == self.graph_sha256
-        )
-
-    def cached_graph(self, directory: Path | None = None) -> bytes | None:
-        """The recorded graph from the local cache, or None (absent, unreadable or not exactly the recorded bytes)."""
-        if not self.graph_name:
-            return None
-        try:
-            graph = ((directory or GRAPH_CACHE) / self.graph_name).read_bytes()
-        except OSError:
-            return None
-        return graph if self.is_graph(graph) else None
-
-    def keep_graph(self, graph: bytes, directory: Path | None = None) -> bool:
-        """Put the recorded graph in the local cache for the next process (written whole, then renamed); False when
-        these are not its bytes or the cache cannot be written (the service works the same, only starts slower)."""
-        if not self.is_graph(graph):
-            return False
-        folder = directory or GRAPH_CACHE
-        part = folder / f"{self.graph_name}.{os.getpid()}.{threading.get_ident()}.part"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            part.write_bytes(graph)
-            os.replace(part, folder / self.graph_name)
-        except OSError as exc:
-            log.info("the model graph was not cached (%s)", type(exc).__name__)
-            with contextlib.suppress(OSError):
-                part.unlink()
-            return False
-        return True
-
-    @property
     def model_id(self) -> str:
         """Names the vectors this model computes: vectors of another file, graph rewrite or token budget are never
         mixed with its own."""
@@ -198,7 +154,7 @@ class MiniLM:
         self.dimensions = record.dimensions
 
     @classmethod
-    def load(cls, record: ModelRecord = MINILM, *, lanes: int = 1) -> MiniLM:
+    def load(cls, record: ModelRecord = MINILM, *, lanes: int = 1, graphs: GraphCache = LOCAL_GRAPHS) -> MiniLM:
         """Read, check and load the model; raises EmbeddingUnavailableError when that is impossible.
 
         Every run is single-threaded; `lanes` > 1: `encode` keeps that many runs in flight (bulk work), 1: one
@@ -206,7 +162,7 @@ class MiniLM:
         lexical part runs meanwhile on the event loop's thread) and with other requests; onnxruntime's own threads
         would compete with both, and keep spinning on a core after each run while the scan and the lexical part
         wait for it: on 2 cores, at eight times the sample corpus, that made searches about 3 ms slower over HTTP
-        than a single-threaded run with the lexical part beside it (`tools/scale.py`).
+        than a single-threaded run with the lexical part beside it (`tools/scale.py`). `graphs`: the graph's cache.
         """
         try:
             import onnxruntime  # type: ignore[import-untyped]  # ships no type hints
@@ -216,11 +172,7 @@ class MiniLM:
         memory.tune()
         try:
             content, tokenizer_path = record.verified()  # the installed files are checked whatever is cached
-            graph = record.cached_graph()
-            if graph is None:
-                graph = int8_compute(content)
-                if not record.keep_graph(graph) and record.graph_sha256:
-                    log.warning("the rewritten model graph differs from data/model.json: it is used, never cached")
+            graph = graphs.graph(record, content)
             del content
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3
@@ -341,11 +293,13 @@ class EmbeddingModel:
         *,
         model_id: str = MINILM_ID,
         load_bulk: Callable[[], Encoder] | None = None,
+        trim: Callable[[], None] = memory.trim,  # freed memory back to the system, on the lane after bulk work
     ) -> None:
         self.model_id = model_id
         """Known before loading, so stored vectors can be named without the model in memory."""
         self._load = load
         self._load_bulk = load_bulk
+        self._trim = trim
         self._encoder: Encoder | None = None
         self._bulk_encoder: Encoder | None = None
         self._pending = 0
@@ -445,7 +399,7 @@ class EmbeddingModel:
         try:
             return work(self._lane_encoder(encoder))
         finally:
-            memory.trim()
+            self._trim()
 
     def _lane_encoder(self, encoder: Encoder) -> Encoder:
         """The bulk encoder, loaded on first use by the lane (its only caller); the query encoder without one."""
@@ -477,7 +431,7 @@ class EmbeddingModel:
             # Its weights and buffers back to the system, on the lane: a job dropped from the queue settles on the
             # event loop's thread, which must not wait for a heap walk.
             with contextlib.suppress(RuntimeError):  # shut down: the process is ending anyway
-                self._bulk.submit(memory.trim)
+                self._bulk.submit(self._trim)
 
     def describe(self) -> dict[str, object]:
         """What health says about the model, without loading it."""

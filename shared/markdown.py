@@ -1,5 +1,7 @@
 """The structure of a page's Markdown: front matter, headings and fenced code blocks, found in one linear pass (pure).
 
+One front matter grammar serves reads and the front matter `get` adds (`with_front_matter`).
+
 Reads (`shared.reading`) cut pages at line boundaries outside code blocks and map the search index's sections to
 headings; both need to know where these are without rendering the Markdown. Only what a cut or an outline needs is
 recognised: ATX headings (`## Title`), setext headings (a line under `===` or `---`), and fences of three or more
@@ -85,6 +87,29 @@ def front_matter_end(text: str) -> int:
         if text[start:end].strip() == "---":
             return end
     return 0
+
+
+def with_front_matter(markdown: str, fields: dict[str, str]) -> str:
+    """`fields` first in the page's front matter: merged into its own block when it has one (whose keys of the same
+    names, and their continuation lines, give way, so each key appears once), else a new block before the page."""
+    body = markdown.lstrip("\ufeff")
+    end = front_matter_end(body)
+    theirs = _without_keys(body[:end].splitlines()[1:-1], set(fields)) if end else []
+    header = "".join(f"{key}: {value}\n" for key, value in fields.items()) + "".join(f"{line}\n" for line in theirs)
+    return f"---\n{header}---\n{body[end:]}" if end else f"---\n{header}---\n\n{body}"
+
+
+def _without_keys(lines: list[str], keys: set[str]) -> list[str]:
+    """Front matter lines without the top-level `keys` and the indented or list lines that continue them."""
+    kept: list[str] = []
+    dropping = False
+    for line in lines:
+        top_level = bool(line) and not line[0].isspace() and not line.startswith("- ")
+        if top_level:
+            dropping = line.split(":", 1)[0].strip() in keys
+        if not dropping:
+            kept.append(line)
+    return kept
 
 
 def _fence_mark(line: str) -> tuple[str, int] | None:

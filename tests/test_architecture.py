@@ -41,7 +41,9 @@ PURE = {
     "shared.providers.mkdocs.kinds",
     "shared.providers.mkdocs.markup",
     "shared.providers.mkdocs.missing",
+    "shared.providers.mkdocs.postings",
     "shared.providers.mkdocs.ranking",
+    "shared.providers.mkdocs.semantics",
     "shared.providers.mkdocs.resolution",
     "shared.providers.mkdocs.parameters",
     "shared.providers.mkdocs.quantized",
@@ -94,7 +96,7 @@ BASE = {
     *(module for module in PURE if provider_of(module) is None),
 }
 """What every layer may import: the settings, telemetry, and the pure modules outside the providers."""
-SERVICES = {"shared.fetch", "shared.embedding", "shared.identity", "shared.cache"}
+SERVICES = {"shared.fetch", "shared.embedding", "shared.graph_sharing", "shared.identity", "shared.cache"}
 """Shared services with I/O that providers and the composition root use."""
 CONTRACT = {"shared.providers", "shared.providers.base"}
 NAMESPACES = {"shared", "shared.providers"}
@@ -114,7 +116,9 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.cache", {"shared.fetch", "shared.identity", *BASE}),
     ("shared.fetch", BASE),
     ("shared.entra", {"shared.fetch", *BASE}),  # the tenant's signing keys, fetched like everything else
-    ("shared.embedding", BASE),
+    ("shared.embedding", {"shared.graphs", *BASE}),
+    ("shared.graphs", BASE),  # the encoder's rewritten graph on local disk
+    ("shared.graph_sharing", {"shared.cache", "shared.embedding", "shared.graphs", *BASE}),
     ("shared.identity", BASE),
     ("shared.telemetry", {"shared.identity", *BASE}),  # the exporter authenticates as the app's identity
     ("shared.deadline", BASE),
@@ -264,7 +268,7 @@ def test_the_chain_names_no_provider() -> None:
 
 def test_only_settings_and_the_hosts_read_the_environment() -> None:
     for module, path in MODULES.items():
-        if module in ("shared.settings", "shared.cli"):
+        if module in ("shared.settings.source", "shared.cli"):
             continue
         text = path.read_text(encoding="utf-8")
         assert "os.environ" not in text and "getenv" not in text, f"{module} reads the environment"

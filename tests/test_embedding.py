@@ -272,13 +272,15 @@ async def test_a_dropped_bulk_job_still_lets_the_bulk_encoder_go() -> None:
     assert "never" not in bulk.texts and model._pending == 0 and model._bulk_encoder is None
 
 
-def test_releasing_the_bulk_encoder_hands_memory_back_on_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
-    from shared import memory
-
+def test_releasing_the_bulk_encoder_hands_memory_back_on_the_lane() -> None:
     trims: list[str] = []
-    monkeypatch.setattr(memory, "trim", lambda: trims.append(threading.current_thread().name))
     queries = WordEncoder()
-    model = EmbeddingModel(lambda: queries, model_id=queries.model_id, load_bulk=Loads())
+    model = EmbeddingModel(
+        lambda: queries,
+        model_id=queries.model_id,
+        load_bulk=Loads(),
+        trim=lambda: trims.append(threading.current_thread().name),
+    )
 
     asyncio.run(model.bulk(lambda e: e.encode(["one", "job"])))
     # The release's trim is queued by the job's done-callback on the lane, which may still be running when the loop
@@ -314,12 +316,12 @@ async def test_bulk_work_falls_back_to_the_query_encoder_when_its_own_cannot_be_
 # -- memory handed back after bulk work
 
 
-def test_bulk_work_hands_its_freed_memory_back_even_when_it_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    from shared import memory
-
+def test_bulk_work_hands_its_freed_memory_back_even_when_it_fails() -> None:
     trims: list[str] = []
-    monkeypatch.setattr(memory, "trim", lambda: trims.append(threading.current_thread().name))
-    model = model_of(WordEncoder())
+    encoder = WordEncoder()
+    model = EmbeddingModel(
+        lambda: encoder, model_id=encoder.model_id, trim=lambda: trims.append(threading.current_thread().name)
+    )
 
     async def scenario() -> None:
         assert await model.bulk(lambda encoder: encoder.model_id) == model.model_id
@@ -331,14 +333,14 @@ def test_bulk_work_hands_its_freed_memory_back_even_when_it_fails(monkeypatch: p
     assert len(trims) == 2 and all(name.startswith("embedding") for name in trims)  # on the bulk lane
 
 
-def test_memory_controls_are_harmless_no_ops_without_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_memory_controls_are_harmless_no_ops_without_glibc() -> None:
     from shared import memory
 
     memory.tune()
     memory.trim()  # the real glibc calls on this machine
-    monkeypatch.setattr(memory, "_libc", lambda: None)
-    memory.tune()
-    memory.trim()
+    without = memory.Heap(lambda: None)
+    without.tune()
+    without.trim()
 
 
 async def test_waiting_for_the_encoder_holds_no_worker_thread_and_loads_it_once() -> None:

@@ -162,7 +162,7 @@ async def test_the_timer_warms_the_blob_cache(
     await timer(SimpleNamespace(past_due=True))
     composition = module.api.state.composition
     # Over the service's own store and origin session (started for it), not a second of each.
-    assert composition is not None and composition.store.describe()["status"] == "ok"
+    assert composition is not None and composition.store.describe().status == "ok"
     with BlobServiceClient.from_connection_string(azurite.connection_string) as service:
         names = {blob.name for blob in service.get_container_client(blob_container).list_blobs()}
     assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES} | {

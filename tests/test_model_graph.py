@@ -12,6 +12,7 @@ import pytest
 
 from shared.embedding import MINILM, MiniLM, ModelRecord
 from shared.errors import EmbeddingUnavailableError
+from shared.graphs import GraphCache, graph_file, is_graph
 from shared.model_graph import REWRITE, int8_compute
 
 REPO = Path(__file__).resolve().parents[1]
@@ -119,79 +120,67 @@ def test_a_weights_file_of_another_size_is_refused() -> None:
 
 def test_the_recorded_graph_is_exactly_what_the_rewrite_makes_of_the_weights(weights: bytes) -> None:
     """A change to the rewrite (or to the pinned onnx) must update `graph` in data/model.json with `REWRITE`."""
-    assert MINILM.graph_sha256 and MINILM.is_graph(int8_compute(weights))
+    assert MINILM.graph_sha256 and is_graph(MINILM, int8_compute(weights))
 
 
-def test_a_loaded_graph_is_cached_and_the_next_process_skips_the_rewrite(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import shared.embedding as embedding
+def no_rewrite(_: bytes) -> bytes:
+    raise AssertionError("rewritten although the cache or the store holds the recorded graph")
 
-    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path)
-    first = MiniLM.load()
-    assert (tmp_path / MINILM.graph_name).read_bytes() == MINILM.cached_graph(tmp_path)
 
-    def no_rewrite(_: bytes) -> bytes:
-        raise AssertionError("rewritten although the cache holds the recorded graph")
+def test_a_loaded_graph_is_cached_and_the_next_process_skips_the_rewrite(tmp_path: Path) -> None:
+    first = MiniLM.load(graphs=GraphCache(tmp_path))
+    assert (tmp_path / graph_file(MINILM)).read_bytes() == GraphCache(tmp_path).cached(MINILM)
 
-    monkeypatch.setattr(embedding, "int8_compute", no_rewrite)
-    again = MiniLM.load()
+    again = MiniLM.load(graphs=GraphCache(tmp_path, no_rewrite))
     text = ["Sync windows block deployments during a freeze."]
     assert np.array_equal(first.encode(text), again.encode(text))
 
 
-def test_a_cached_graph_that_is_not_the_recorded_one_is_never_loaded_and_is_replaced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import shared.embedding as embedding
-
-    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path)
-    (tmp_path / MINILM.graph_name).write_bytes(b"\0" * MINILM.graph_size)  # the right size, not the bytes
-    assert MINILM.cached_graph(tmp_path) is None
-    MiniLM.load()
-    assert MINILM.cached_graph(tmp_path) is not None
-    assert not MINILM.keep_graph(b"another graph", tmp_path)
-    assert list(tmp_path.iterdir()) == [tmp_path / MINILM.graph_name]  # no partial file left behind
+def test_a_cached_graph_that_is_not_the_recorded_one_is_never_loaded_and_is_replaced(tmp_path: Path) -> None:
+    cache = GraphCache(tmp_path)
+    (tmp_path / graph_file(MINILM)).write_bytes(b"\0" * MINILM.graph_size)  # the right size, not the bytes
+    assert cache.cached(MINILM) is None
+    MiniLM.load(graphs=cache)
+    assert cache.cached(MINILM) is not None
+    assert not cache.keep(MINILM, b"another graph")
+    assert list(tmp_path.iterdir()) == [tmp_path / graph_file(MINILM)]  # no partial file left behind
 
 
 def test_a_record_without_a_graph_hash_never_caches(tmp_path: Path) -> None:
-    unrecorded = dataclasses.replace(MINILM, graph_sha256="")
-    assert unrecorded.graph_name == "" and unrecorded.cached_graph(tmp_path) is None
-    assert not unrecorded.keep_graph(b"x", tmp_path) and not list(tmp_path.iterdir())
+    unrecorded, cache = dataclasses.replace(MINILM, graph_sha256=""), GraphCache(tmp_path)
+    assert graph_file(unrecorded) == "" and cache.cached(unrecorded) is None
+    assert not cache.keep(unrecorded, b"x") and not list(tmp_path.iterdir())
 
 
-async def test_instances_share_the_rewritten_graph_through_the_store(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_instances_share_the_rewritten_graph_through_the_store(tmp_path: Path) -> None:
     """The first instance rewrites and shares the graph; a fresh one (empty local cache) loads it from the store
     without rewriting. A graph in the store that is not the recorded one is ignored."""
-    import shared.embedding as embedding
     from shared.cache import MemoryIndexStore, graph_name
     from shared.compose import _preload
     from shared.embedding import EmbeddingModel
 
+    def instance(cache: GraphCache) -> EmbeddingModel:
+        """A process's model whose encoder loads through `cache`, as the default one does through the local cache."""
+        return EmbeddingModel(lambda: MiniLM.load(graphs=cache))
+
     store = MemoryIndexStore()
-    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path / "first")
-    first = EmbeddingModel()
-    await _preload(first, store)
+    first_cache = GraphCache(tmp_path / "first")
+    first = instance(first_cache)
+    await _preload(first, store, graphs=first_cache)
     assert first.describe()["state"] == "loaded"
-    shared = await store.read(graph_name(MINILM.graph_name))
-    assert shared is not None and MINILM.is_graph(shared.payload)
+    shared = await store.read(graph_name(graph_file(MINILM)))
+    assert shared is not None and is_graph(MINILM, shared.payload)
 
-    def no_rewrite(_: bytes) -> bytes:
-        raise AssertionError("rewritten although the store holds the recorded graph")
-
-    monkeypatch.setattr(embedding, "int8_compute", no_rewrite)
-    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path / "second")
-    second = EmbeddingModel()
-    await _preload(second, store)
-    assert second.describe()["state"] == "loaded" and MINILM.cached_graph(tmp_path / "second") is not None
+    second_cache = GraphCache(tmp_path / "second", no_rewrite)
+    second = instance(second_cache)
+    await _preload(second, store, graphs=second_cache)
+    assert second.describe()["state"] == "loaded" and second_cache.cached(MINILM) is not None
 
     tampered = MemoryIndexStore()
     await tampered.write(
-        graph_name(MINILM.graph_name), dataclasses.replace(shared, payload=b"x"), expected_version=None
+        graph_name(graph_file(MINILM)), dataclasses.replace(shared, payload=b"x"), expected_version=None
     )
-    monkeypatch.setattr(embedding, "GRAPH_CACHE", tmp_path / "third")
-    third = EmbeddingModel()
-    await _preload(third, tampered)  # the rewrite is refused here, so the model is unavailable, never the store's
-    assert third.describe()["state"] == "unavailable" and not (tmp_path / "third" / MINILM.graph_name).exists()
+    third_cache = GraphCache(tmp_path / "third", no_rewrite)
+    third = instance(third_cache)
+    await _preload(third, tampered, graphs=third_cache)  # the rewrite is refused here: unavailable, never the store's
+    assert third.describe()["state"] == "unavailable" and not (tmp_path / "third" / graph_file(MINILM)).exists()

@@ -191,7 +191,7 @@ async def test_the_composition_root_adds_given_providers_to_the_chain_and_closes
         health = composed.health()
         assert list(health.providers) == ["first", "mkdocs", "last"]
         assert health.providers["first"] == InChain(order=0, fetch=True, health=ProviderHealth(status=Status.OK))
-        assert health.cache["kind"] == "memory"
+        assert health.cache.kind == "memory"
         assert health.embedding == {"state": "off"}
     assert first.closed and fallback.closed
 
@@ -250,7 +250,7 @@ async def test_health_is_degraded_while_the_cache_store_fails(
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
     async with compose(settings, embedding=None, store=MemoryIndexStore(status=store_status)) as composed:
         report = composed.health()
-    assert report.status == status and report.cache["status"] == store_status
+    assert report.status == status and report.cache.status == store_status
 
 
 OK, DEGRADED, UNAVAILABLE = Status.OK, Status.DEGRADED, Status.UNAVAILABLE

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -275,19 +274,33 @@ class FakeCredential:
         return AccessToken("fake", 0)
 
 
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every connection or name lookup in this process fails, and is recorded."""
-    attempts: list[object] = []
+NETWORK_EVENTS = ("socket.connect", "socket.getaddrinfo")
+"""The audit events of every connection (`connect` and `connect_ex`, blocking or not) and every name lookup."""
+_refusing: list[list[object]] = []
+"""The attempts recorded by the test running under `no_network`, if one is (the audit hook refuses only then)."""
 
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        attempts.append(args[1:2] or args[:1])
+
+def _refuse_network(event: str, args: tuple[Any, ...]) -> None:
+    if _refusing and event in NETWORK_EVENTS:
+        _refusing[-1].append(args[1:2] or args[:1])  # the address connected to, or the port looked up
         raise OSError("no network in this test")
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    return attempts
+
+@pytest.fixture(scope="session")
+def network_audit() -> None:
+    """The audit hook that refuses the network under `no_network`: installed once, as hooks stay for the process."""
+    sys.addaudithook(_refuse_network)
+
+
+@pytest.fixture
+def no_network(network_audit: None) -> Iterator[list[object]]:
+    """Every connection or name lookup in this process fails, on any thread, and is recorded."""
+    attempts: list[object] = []
+    _refusing.append(attempts)
+    try:
+        yield attempts
+    finally:
+        _refusing.remove(attempts)
 
 
 def test_with_a_connection_string_the_exporters_use_the_managed_identity(

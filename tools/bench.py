@@ -48,7 +48,8 @@ from shared.providers.mkdocs.federation import Federation  # noqa: E402
 from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
 from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
 from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker, semantic_say  # noqa: E402
+from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.semantics import semantic_say  # noqa: E402
 from shared.providers.mkdocs.text import analyze_query  # noqa: E402
 from shared.providers.mkdocs.vectors import SiteVectors  # noqa: E402
 from tools.eval import Case, discovery, hit_rank, page_of, parse_eval_set  # noqa: E402

@@ -6,11 +6,12 @@ then compare the two files.
     python tools/capture.py --compare before.json after.json
 
 For every question of the `--eval` sets it records the search (ranks, locations, scores and the whole JSON),
-as asked and, for code sets, with `kind=code` and the case's language; the top hit's page, its outline and its
-first section; a listing (`q=*`) per site; the refusals of a few bad inputs; health; and, with `--refresh-token`,
-the publish hook's refresh report (the warm-up's steps over every site). It first waits until every site is
-loaded, ranked by meaning and has its code fences read, so both runs see the same state. Fields that say when something happened
-or how long it took are dropped, and the origin's address is `{origin}` (they differ between any two runs); everything else is kept byte for byte.
+as asked and, for code sets, with `kind=code` and the case's language; the top hit's page and its outline; a
+listing (`q=*`) per site; the refusals of a few bad inputs; health; and, with `--refresh-token`, the publish hook's
+refresh report (the warm-up's steps over every site). It first waits until every site is loaded, ranked by meaning
+and has its code fences read, so both runs see the same state. Fields that say when something happened or how long
+it took are dropped, and the origin's address is `{origin}` (they differ between any two runs); everything else is
+kept byte for byte.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ from shared.providers.mkdocs.federation import Federation  # noqa: E402
 from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
 from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
 from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker, semantic_say  # noqa: E402
+from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.semantics import semantic_say  # noqa: E402
 from shared.providers.mkdocs.text import analyze_query  # noqa: E402
 from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts  # noqa: E402
 from shared.validation import canonical_language as canonical  # noqa: E402

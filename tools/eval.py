@@ -25,7 +25,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -419,8 +419,9 @@ SELF_TEST_SET = """{"version": 2, "cases": [
   {"id": "c", "query": "qc", "acceptableLocations": ["site/page/"]}]}"""
 
 
-def self_test() -> list[str]:
-    """Run the harness's own assertions offline; returns the failures (empty when all pass)."""
+def self_test(limit_guard: Callable[[int], None] = check_limit) -> list[str]:
+    """Run the harness's own assertions offline (`limit_guard`: the guard checked); returns the failures (empty when
+    all pass)."""
     failures: list[str] = []
 
     def check(condition: bool, what: str) -> None:
@@ -443,7 +444,7 @@ def self_test() -> list[str]:
     check(discovery(6)["ndcgAt5"] == 0.0 and not discovery(6)["hitAt5"], "rank 6 is outside hit@5")
     check(discovery(11)["reciprocalRankAt10"] == 0.0 and discovery(None)["hitRank"] is None, "MRR stops at 10")
     for limit, ok in ((4, False), (5, True), (50, True), (51, False)):
-        check(_raises(partial(check_limit, limit)) != ok, f"limit guard for {limit}")
+        check(_raises(partial(limit_guard, limit)) != ok, f"limit guard for {limit}")
     check(attribute_commit(" abc1234 ", "1.0+deadbeef") == ("abc1234", "parameter"), "the parameter wins")
     check(attribute_commit(None, "1.2.3+1a2b3c4d5e") == ("1a2b3c4d5e", "cli-version"), "SHA from the version")
     check(attribute_commit(None, "0.1.0") == (None, "unknown"), "no SHA means unknown, not a guess")
@@ -496,20 +497,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+Target = Callable[[argparse.Namespace, EvalSet], Coroutine[Any, Any, tuple[list[dict[str, Any]], str | None]]]
+"""What measures an eval set (`measure_target`: a running API or the service in process)."""
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    limit_guard: Callable[[int], None] = check_limit,
+    target: Target = measure_target,
+) -> int:
+    """The command line; `limit_guard` and `target` are the real ones unless a test passes its own."""
     args = parse_args(argv)
     if args.self_test:
         given = [name for name in ("eval_set", "base_url", "origin", "output", "commit_sha") if getattr(args, name)]
         if given or args.label != "unlabeled" or args.search_limit != 10 or args.pass_thru:
             print("--self-test takes no other options (it runs offline, on synthetic records)", file=sys.stderr)
             return 2
-        failures = self_test()
+        failures = self_test(limit_guard)
         for failure in failures:
             print(f"FAIL: {failure}", file=sys.stderr)
         print("self-test failed" if failures else "self-test passed", file=sys.stderr)
         return 1 if failures else 0
     try:
-        check_limit(args.search_limit)
+        limit_guard(args.search_limit)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -520,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if str(REPO) not in sys.path:  # run as a script, tools/ is on the path but the package is not
         sys.path.insert(0, str(REPO))
     eval_set = parse_eval_set(args.eval_set.read_text(encoding="utf-8"))
-    cases, version = asyncio.run(measure_target(args, eval_set))
+    cases, version = asyncio.run(target(args, eval_set))
     record = run_record(args, eval_set, cases, version)
     if record["commitShaSource"] == "unknown":
         print("warning: commitSha is unknown; pass --commit-sha to attribute the measured build", file=sys.stderr)

@@ -27,7 +27,8 @@ import numpy.typing as npt  # noqa: E402
 from shared.providers.mkdocs.federation import Federation  # noqa: E402
 from shared.providers.mkdocs.index import parse_index  # noqa: E402
 from shared.providers.mkdocs.quantized import QueryParts  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker, semantic_say  # noqa: E402
+from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.semantics import semantic_say  # noqa: E402
 from shared.providers.mkdocs.text import analyze_query  # noqa: E402
 from tools.bench import KINDS, SITES, VECTORS, embed_all, encoder, qualify  # noqa: E402
 from tools.eval import discovery, hit_rank, parse_eval_set  # noqa: E402

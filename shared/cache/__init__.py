@@ -12,13 +12,15 @@ from shared.cache.names import (
     scan_name,
     vectors_name,
 )
-from shared.cache.store import CachedIndex, CacheStat, IndexStore, store_newest
+from shared.cache.store import CachedIndex, CacheStat, IndexStore, StoreHealth, StoreStatus, store_newest
 
 __all__ = [
     "CacheStat",
     "CachedIndex",
     "IndexStore",
     "MemoryIndexStore",
+    "StoreHealth",
+    "StoreStatus",
     "graph_name",
     "index_name",
     "missing_name",

@@ -44,7 +44,7 @@ from azure.core.exceptions import (
 from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import BlobClient, BlobServiceClient, LinearRetry
 
-from shared.cache.store import CachedIndex, CacheStat
+from shared.cache.store import CachedIndex, CacheStat, StoreHealth, StoreStatus
 from shared.errors import StoreError
 from shared.fetch import MAX_INDEX_BYTES
 
@@ -63,13 +63,13 @@ COOL_DOWN_SECONDS = 30.0
 PROBE_AFTER = 5.0
 """Seconds without hearing from storage after which health asks it again in the background."""
 
-UNKNOWN, OK, UNREACHABLE, ERROR = "unknown", "ok", "unreachable", "error"
+UNKNOWN, OK, UNREACHABLE, ERROR = StoreStatus.UNKNOWN, StoreStatus.OK, StoreStatus.UNREACHABLE, StoreStatus.ERROR
 
 
 class BlobIndexStore:
     """IndexStore over one container; owns its BlobServiceClient and any credential, closed by `aclose`."""
 
-    kind = "blob"
+    shared = True
 
     def __init__(
         self,
@@ -239,22 +239,22 @@ class BlobIndexStore:
         with contextlib.suppress(StoreError):
             await self._guarded("probe", properties)
 
-    def _record(self, status: str, detail: str) -> None:
+    def _record(self, status: StoreStatus, detail: str) -> None:
         if status != self._status:
             level = logging.INFO if status == OK else logging.WARNING
             log.log(level, "index cache storage is %s: %s", status, detail)
         self._status, self._detail = status, detail
 
-    def describe(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "shared": True,
-            "status": self._status,
-            "detail": self._detail,
-            "source": self._source,
-            "account": self._client.account_name or urlsplit(self._client.url).netloc,
-            "container": self._container,
-        }
+    def describe(self) -> StoreHealth:
+        return StoreHealth(
+            kind="blob",
+            shared=True,
+            status=self._status,
+            detail=self._detail,
+            source=self._source,
+            account=self._client.account_name or urlsplit(self._client.url).netloc,
+            container=self._container,
+        )
 
     async def aclose(self) -> None:
         if self._probing is not None:
@@ -265,7 +265,7 @@ class BlobIndexStore:
             await self._credential.close()
 
 
-def _diagnose(exc: BaseException) -> tuple[str, str]:
+def _diagnose(exc: BaseException) -> tuple[StoreStatus, str]:
     """Health's status and detail for a failed storage call; the origin answers meanwhile."""
     if isinstance(exc, ClientAuthenticationError):
         return ERROR, f"storage refused the credentials ({type(exc).__name__}); serving from the origin"

@@ -9,7 +9,7 @@ from pydantic import SecretStr
 
 from shared.cache.blob import BlobIndexStore, client_options
 from shared.cache.memory import MemoryIndexStore
-from shared.cache.store import IndexStore
+from shared.cache.store import IndexStore, StoreStatus
 from shared.identity import credential
 from shared.settings import PREFIX, DocumentationSettings
 
@@ -54,7 +54,9 @@ def _identity_store(settings: DocumentationSettings, source: str, service_uri: s
 
 def _unusable(source: str, reason: str) -> IndexStore:
     log.warning("%s is not a usable storage setting (%s); the index cache lives in memory only", source, reason)
-    return MemoryIndexStore(status="degraded", detail=f"{source} is not usable ({reason}); cache lives in this process")
+    return MemoryIndexStore(
+        status=StoreStatus.DEGRADED, detail=f"{source} is not usable ({reason}); cache lives in this process"
+    )
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -5,20 +5,21 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from shared.cache.store import CachedIndex, CacheStat
+from shared.cache.store import CachedIndex, CacheStat, StoreHealth, StoreStatus
 
 
 class MemoryIndexStore:
     """IndexStore in a dict, with versions counted up, so the cache semantics hold without storage."""
 
-    kind = "memory"
-
     def __init__(
         self,
         *,
-        status: str = "memory-only",
+        status: StoreStatus = StoreStatus.MEMORY_ONLY,
         detail: str = "no storage configured; the cache lives in this process only",
+        shared: bool = False,
     ) -> None:
+        self.shared = shared
+        """False but in tests standing in for a shared store."""
         self._entries: dict[str, CachedIndex] = {}
         self._counter = 0
         self._status = status
@@ -57,8 +58,8 @@ class MemoryIndexStore:
     def probe(self) -> None:
         """Nothing to ask: the process holds it."""
 
-    def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "shared": False, "status": self._status, "detail": self._detail}
+    def describe(self) -> StoreHealth:
+        return StoreHealth(kind="memory", shared=self.shared, status=self._status, detail=self._detail)
 
     async def aclose(self) -> None:
         self._entries.clear()

@@ -11,7 +11,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from enum import StrEnum
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 WRITE_ATTEMPTS = 3
 
@@ -28,7 +31,8 @@ def age_hours(fetched_at: datetime, now: datetime | None = None) -> float:
 
 @dataclass(frozen=True, slots=True)
 class CachedIndex:
-    """One site's cached index and what it was copied from."""
+    """One stored copy: a site's index and what it was copied from, or data derived from an index (a prebuilt
+    ranker, vectors, code fences) and what it was built from (`derived`, `built_from`)."""
 
     payload: bytes
     fetched_at: datetime
@@ -37,6 +41,19 @@ class CachedIndex:
     origin_last_modified: str | None = None
     version: str | None = None
     entries: int | None = None
+
+    @classmethod
+    def derived(
+        cls, payload: bytes, fetched_at: datetime, *, built_from: str, entries: int | None = None
+    ) -> CachedIndex:
+        """Data derived from an index, recording what it was built from where an index records its origin's ETag
+        (one metadata field, so stored copies keep one layout)."""
+        return cls(payload, fetched_at, origin_etag=built_from, entries=entries)
+
+    @property
+    def built_from(self) -> str | None:
+        """What derived data was built from (`derived`)."""
+        return self.origin_etag
 
     def age_hours(self, now: datetime | None = None) -> float:
         return age_hours(self.fetched_at, now)
@@ -57,6 +74,11 @@ class CacheStat:
     origin_last_modified: str | None = None
     entries: int | None = None
 
+    @property
+    def built_from(self) -> str | None:
+        """What derived data was built from (`CachedIndex.derived`)."""
+        return self.origin_etag
+
     def age_hours(self, now: datetime | None = None) -> float:
         return age_hours(self.fetched_at, now)
 
@@ -66,10 +88,51 @@ class CacheStat:
         return self.digest is not None and bool(self.entries)
 
 
+class StoreStatus(StrEnum):
+    """Where a store stands, from what it last saw."""
+
+    UNKNOWN = "unknown"
+    """Not contacted yet."""
+    OK = "ok"
+    UNREACHABLE = "unreachable"
+    ERROR = "error"
+    DEGRADED = "degraded"
+    """Storage is configured but not usable: the cache lives in this process."""
+    MEMORY_ONLY = "memory-only"
+    """No storage configured: the cache lives in this process."""
+
+    @property
+    def failing(self) -> bool:
+        """Every instance loads from the origin meanwhile: health is `degraded` (`unknown` is not failing)."""
+        return self in (StoreStatus.ERROR, StoreStatus.UNREACHABLE, StoreStatus.DEGRADED)
+
+
+def _absent() -> Any:
+    return Field(None, exclude_if=lambda value: value is None)
+
+
+class StoreHealth(BaseModel):
+    """What health says of the cache store (never from I/O of its own)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    """`blob` or `memory`."""
+    shared: bool
+    """Other instances read what it holds (the warm-up writes derived data only to such a store)."""
+    status: StoreStatus
+    detail: str
+    source: str | None = _absent()
+    """Which setting configured it."""
+    account: str | None = _absent()
+    container: str | None = _absent()
+
+
 class IndexStore(Protocol):
     """A shared or local store of named copies (indexes and their artifacts). Every method may raise StoreError."""
 
-    kind: str
+    shared: bool
+    """Other instances read what it holds; a process-local store's derived data would die with it."""
 
     async def read(self, name: str) -> CachedIndex | None:
         """The cached copy, or None when there is none."""
@@ -86,7 +149,7 @@ class IndexStore(Protocol):
     async def touch(self, name: str, fetched_at: datetime, *, expected_version: str) -> str | None:
         """Record that the origin confirmed the copy is current (HTTP 304); same race rule as `write`."""
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> StoreHealth:
         """What health reports about the store, from what it last saw; never does I/O."""
 
     def probe(self) -> None:

@@ -55,7 +55,7 @@ def entry(payload: bytes, at: datetime = T0, **fields: object) -> CachedIndex:
 async def test_no_storage_configured_means_memory_only() -> None:
     store = open_store(load_settings({}))
     assert isinstance(store, MemoryIndexStore)
-    assert store.describe()["shared"] is False
+    assert store.describe().shared is False
     await store.aclose()
 
 
@@ -82,9 +82,9 @@ async def test_the_storage_account_comes_from_the_first_configured_setting(
     store = open_store(load_settings({key: value.replace("{cs}", cs) for key, value in environ.items()}))
     try:
         described = store.describe()
-        assert (described["kind"], described["source"], described["shared"]) == ("blob", source, True)
-        assert described["container"] == "docs-index-cache"
-        assert described["status"] == "unknown"  # opening a store does no I/O
+        assert (described.kind, described.source, described.shared) == ("blob", source, True)
+        assert described.container == "docs-index-cache"
+        assert described.status == "unknown"  # opening a store does no I/O
         assert "AccountKey" not in str(described)
     finally:
         await store.aclose()
@@ -93,8 +93,8 @@ async def test_the_storage_account_comes_from_the_first_configured_setting(
 async def test_an_unusable_connection_string_degrades_to_memory_and_says_so() -> None:
     store = open_store(load_settings({"AzureWebJobsStorage": "not a connection string"}))
     described = store.describe()
-    assert (described["kind"], described["status"]) == ("memory", "degraded")
-    assert "AzureWebJobsStorage" in str(described["detail"])
+    assert (described.kind, described.status) == ("memory", "degraded")
+    assert "AzureWebJobsStorage" in str(described.detail)
     await store.aclose()
 
 
@@ -132,7 +132,7 @@ async def test_round_trip_with_metadata_in_a_container_created_on_first_write(
     )
     stat = await store.stat("forge")
     assert stat is not None and stat.version == written and stat.complete
-    assert store.describe()["status"] == "ok"
+    assert store.describe().status == "ok"
 
 
 async def test_blobs_are_named_exactly_as_the_store_is_asked(azurite: Azurite, blob_container: str) -> None:
@@ -276,7 +276,7 @@ async def test_an_unreachable_account_fails_fast_and_health_says_so() -> None:
             await store.read("s")
         assert asyncio.get_running_loop().time() - started < 5
         described = store.describe()
-        assert described["status"] == "unreachable" and "origin" in str(described["detail"])
+        assert described.status == "unreachable" and "origin" in str(described.detail)
 
         with pytest.raises(StoreError, match="cool-down"):  # not asked again during the cool-down
             await store.stat("s")
@@ -305,7 +305,7 @@ async def test_a_stalled_account_costs_one_short_wait_then_is_skipped(own_azurit
                 await store.stat("s")
             # A few times the answer timeout, never the operation's 30 s: the request it rides on answers.
             assert loop.time() - started < OPERATION_TIMEOUT / 3
-            assert store.describe()["status"] == "unreachable"
+            assert store.describe().status == "unreachable"
             started = loop.time()
             with pytest.raises(StoreError, match="cool-down"):  # skipped, no second wait
                 await store.read("s")
@@ -322,13 +322,13 @@ async def test_health_hears_of_a_stall_within_seconds_with_no_call_under_way(own
     try:
         await store.write("s", entry(b"x"), expected_version=None)
         store.probe()  # heard from just now: nothing asked
-        assert store.describe()["status"] == "ok"
+        assert store.describe().status == "ok"
         with own_azurite.paused():
             ticks[0] = PROBE_AFTER + 1
             store.probe()
             store.probe()  # one probe at a time
             deadline = time.monotonic() + OPERATION_TIMEOUT / 3
-            while store.describe()["status"] != "unreachable":
+            while store.describe().status != "unreachable":
                 assert time.monotonic() < deadline, store.describe()
                 await asyncio.sleep(0.05)
     finally:

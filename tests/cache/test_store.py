@@ -66,8 +66,8 @@ async def test_memory_store_touch_changes_the_date_and_version_but_not_the_paylo
 
 async def test_memory_store_describes_itself_as_process_local() -> None:
     described = MemoryIndexStore().describe()
-    assert described["kind"] == "memory" and described["shared"] is False
-    assert "memory" in str(described["status"])
+    assert described.kind == "memory" and described.shared is False
+    assert "memory" in str(described.status)
 
 
 async def test_store_newest_lets_a_newer_copy_replace_an_older_winner() -> None:

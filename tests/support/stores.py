@@ -7,7 +7,7 @@ import socket
 from collections import Counter
 from datetime import datetime
 
-from shared.cache import CachedIndex, CacheStat, IndexStore
+from shared.cache import CachedIndex, CacheStat, IndexStore, StoreHealth
 
 
 class CountingStore:
@@ -15,7 +15,7 @@ class CountingStore:
 
     def __init__(self, inner: IndexStore) -> None:
         self.inner = inner
-        self.kind = inner.kind
+        self.shared = inner.shared
         self.calls: Counter[str] = Counter()
         self.names: list[tuple[str, str]] = []
         """Each read, stat and write, with the name it was for."""
@@ -39,7 +39,7 @@ class CountingStore:
         self.calls["touch"] += 1
         return await self.inner.touch(name, fetched_at, expected_version=expected_version)
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> StoreHealth:
         return self.inner.describe()
 
     def probe(self) -> None:

@@ -22,9 +22,8 @@ def test_self_test_is_its_own_parameter_set_and_refuses_other_options() -> None:
     assert harness.main(["--self-test", "--origin", "http://x"]) == 2
 
 
-def test_self_test_exits_one_on_a_failed_assertion(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(harness, "check_limit", lambda limit: None)
-    assert harness.main(["--self-test"]) == 1
+def test_self_test_exits_one_on_a_failed_assertion() -> None:
+    assert harness.main(["--self-test"], limit_guard=lambda limit: None) == 1
 
 
 @pytest.mark.parametrize("limit", [4, 51, 0])
@@ -98,7 +97,7 @@ class FakeBackend:
         return "0.1.0+deadbee"
 
 
-def test_a_run_writes_a_schema_two_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_writes_a_schema_two_record(tmp_path: Path) -> None:
     eval_set = tmp_path / "set.json"
     case = {"id": "c1", "query": "admin password", "acceptableLocations": ["faq/"], "expectedPreviewTerms": ["admin"]}
     eval_set.write_text(json.dumps({"version": 1, "cases": [case]}))
@@ -106,10 +105,9 @@ def test_a_run_writes_a_schema_two_record(tmp_path: Path, monkeypatch: pytest.Mo
     async def fake_target(args: Any, parsed: harness.EvalSet) -> tuple[list[dict[str, Any]], str | None]:
         return await harness.measure(FakeBackend(), parsed, args.search_limit)
 
-    monkeypatch.setattr(harness, "measure_target", fake_target)
     output = tmp_path / "runs" / "run.json"
     args = ["--eval-set", str(eval_set), "--base-url", "http://api", "--label", "t", "--output", str(output)]
-    assert harness.main(args) == 0
+    assert harness.main(args, target=fake_target) == 0
     record = json.loads(output.read_text())
     assert record["schemaVersion"] == 2 and record["label"] == "t"
     assert (record["commitSha"], record["commitShaSource"]) == ("deadbee", "cli-version")
@@ -124,9 +122,7 @@ def test_a_run_writes_a_schema_two_record(tmp_path: Path, monkeypatch: pytest.Mo
     assert record["resolvedCliPath"] == "http://api"
 
 
-def test_pass_thru_prints_the_whole_record(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_pass_thru_prints_the_whole_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     eval_set = tmp_path / "set.json"
     eval_set.write_text(
         json.dumps({"version": 1, "cases": [{"id": "c1", "query": "q", "acceptableLocations": ["faq/"]}]})
@@ -135,7 +131,6 @@ def test_pass_thru_prints_the_whole_record(
     async def fake_target(args: Any, parsed: harness.EvalSet) -> tuple[list[dict[str, Any]], str | None]:
         return await harness.measure(FakeBackend(), parsed, args.search_limit)
 
-    monkeypatch.setattr(harness, "measure_target", fake_target)
     args = [
         "--eval-set",
         str(eval_set),
@@ -145,7 +140,7 @@ def test_pass_thru_prints_the_whole_record(
         str(tmp_path / "r.json"),
         "--pass-thru",
     ]
-    assert harness.main(args) == 0
+    assert harness.main(args, target=fake_target) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["schemaVersion"] == 2 and printed["cases"]
 

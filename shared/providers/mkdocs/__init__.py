@@ -3,7 +3,6 @@
 What the rest of the service uses of it is named here; its other modules are its own (`tests/test_architecture.py`).
 """
 
-from shared.providers.mkdocs.embeddings import fetch_graph, share_graph
 from shared.providers.mkdocs.kinds import configured
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.refresh import Refresher, blob_events, published_sites
@@ -16,8 +15,6 @@ __all__ = [
     "SiteRegistry",
     "blob_events",
     "configured",
-    "fetch_graph",
     "published_sites",
     "run_warmup",
-    "share_graph",
 ]

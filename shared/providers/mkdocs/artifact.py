@@ -1,44 +1,13 @@
 """A site's ranker, prebuilt: what a cold instance would otherwise parse and build, as arrays it loads at once.
 
 The warm-up stores one beside each index version (`shared.cache.ranking_name`); an instance with warm storage loads
-it instead of parsing the index JSON and building the ranker. The layout, little-endian, no pickle:
+it instead of parsing the index JSON and building the ranker. The layout is little-endian and executes nothing on
+load (no pickle): `MAGIC`, a JSON manifest (the format, the index version and the code digest it was built from,
+each array's dtype, shape and offset), the arrays, and a SHA-256 of all that. What depends on configuration (the
+page-kind rules) is not stored: `Ranker.assemble` works it out on load. An artifact that fails its checksum, its
+format, its index version or its code digest is refused (`ArtifactError`): the caller builds the ranker itself.
 
-    MAGIC (8 bytes) | manifest length (uint32) | manifest (UTF-8 JSON) | arrays (`size` bytes) | SHA-256 (32)
-
-The manifest names the format, the index's generator (`indexFormat`: MkDocs or Zensical), the index version it was
-built from (the index's SHA-256), the code that built it
-(a digest of the modules that decide tokens and scores: another build never serves it), the arrays' size, and each
-array's dtype, shape and offset among them (each 8-byte aligned). The trailing SHA-256 covers everything before
-it. Arrays:
-
-    entries     location, page, anchor, title, page_title, text, trail: UTF-8 blobs with int64 offsets (in bytes: each
-                entry's field is decoded from its slice whenever the entry is asked for, `EntryColumns`);
-                `anchor_set` (uint8) tells a null anchor from an empty one; `boost` (float64)
-    pages       the ranker's pages in index order: `heads` (the entry that represents each), `sections` (every
-                page's entries, page after page) with `offsets` (one per page, plus one), and `chars` (each page's
-                estimated Markdown length): what would otherwise take three passes over every entry
-    vocabulary  terms (NUL-joined UTF-8), numbered in order: the site's one vocabulary, shared by its views
-    page_view, section_view
-                offsets (int64, one per term the view numbered, plus one), numbers (uint16 while the view has at
-                most 65,536 documents, else int32), `distinct` values (float64, sorted) and one `codes` entry per
-                posting naming its value among them (uint16 or int32), and the view's document count; IDF is
-                worked out from the offsets on load
-    titles      the same for the title coverage postings
-    code        the index's code blocks (`code.py`) as one UTF-8 JSON array of their fields, and their BM25F view
-                and vocabulary (`code_view`, `code_vocabulary`, as above), decoded on first use (`CodeColumns`): a
-                page search never pays for them
-
-Why this shape: a cold instance downloads and loads every site's artifact before its first search, and at eight
-times the sample corpus that was the largest part of its work. A site's postings hold a few thousand distinct
-values among a hundred thousand postings, so a value is named in two bytes rather than written in eight, and put
-back exactly (`distinct[codes]`, the same floats): forge's artifact is 5.5 MB (7.5 MB in format 2, its index JSON
-3.5 MB). Deflating it (zlib) made it 1.5 MB, but inflating a small site's took longer than parsing its JSON: the
-smallest sample site then loaded in 5.1 to 5.6 times its `json.loads`, over the 5 times allowed.
-
-What depends on configuration (the page-kind rules) is not stored: `Ranker.assemble` works it out on load, with
-the default ranking parameters, the only ones an artifact is built with (their code is in the digest). An
-artifact that fails its checksum, its format, its index version or its code digest is refused (`ArtifactError`):
-the caller builds the ranker itself and never serves it.
+The full specification (every array, and why this shape) is in `docs/how-it-works/formats.md`.
 """
 
 from __future__ import annotations
@@ -59,7 +28,8 @@ from shared.providers.mkdocs.coderank import CodeRanker
 from shared.providers.mkdocs.index import TEXT_FIELDS, EntryColumns, IndexEntry, IndexFormat, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT
-from shared.providers.mkdocs.ranking import Postings, Ranker, _Page, _View
+from shared.providers.mkdocs.postings import FieldView, Postings
+from shared.providers.mkdocs.ranking import RankedPage, Ranker
 
 MAGIC = b"DOCRANK\x01"
 FORMAT = 6
@@ -203,8 +173,8 @@ def _loads(
         _unpostings(array, name, int(scalars[f"{name}.documents"]), vocabulary)
         for name in ("page_view", "section_view", "titles")
     )
-    views = _View.of(page_view.documents, page_view), _View.of(section_view.documents, section_view)
-    pages = [_Page(entry(head), sections) for head, sections in groups]
+    views = FieldView.of(page_view.documents, page_view), FieldView.of(section_view.documents, section_view)
+    pages = [RankedPage(entry(head), sections) for head, sections in groups]
     return index, Ranker.assemble(index, kinds, views[0], views[1], titles, pages)
 
 
@@ -226,7 +196,7 @@ class CodeColumns(Sequence[CodeBlock]):
         self._arrays = arrays or {}
         self._scalars = scalars or {}
 
-    def view(self) -> _View | None:
+    def view(self) -> FieldView | None:
         """The blocks' stored BM25F view (built with the default code parameters), or None when it does not fit."""
         try:
             vocabulary = _terms(self._arrays["code_vocabulary.terms"], self._scalars["code_vocabulary.terms"])
@@ -234,7 +204,7 @@ class CodeColumns(Sequence[CodeBlock]):
             postings = _unpostings(self._arrays.__getitem__, "code_view", documents, vocabulary)
         except (ArtifactError, KeyError, TypeError, ValueError, IndexError):
             return None
-        return _View.of(documents, postings) if documents == self._count else None
+        return FieldView.of(documents, postings) if documents == self._count else None
 
     def __len__(self) -> int:
         return self._count

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.code import CodeBlock, fenced_languages, named
 from shared.providers.mkdocs.index import TRAIL_SEPARATOR, SiteIndex
+from shared.providers.mkdocs.postings import FieldView
 from shared.providers.mkdocs.quantized import split_query
-from shared.providers.mkdocs.ranking import _View
 from shared.providers.mkdocs.text import Query, analyze
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class CodeRanker:
     """A site's code blocks, ready to rank, with each block's language and whether it was guessed."""
 
     blocks: Sequence[CodeBlock]
-    view: _View
+    view: FieldView
     languages: tuple[str, ...]
     guessed: tuple[bool, ...]
     pages: tuple[str, ...]
@@ -68,7 +68,7 @@ class CodeRanker:
     parameters: CodeParameters = CODE
 
     @classmethod
-    def build(cls, index: SiteIndex, parameters: CodeParameters = CODE, view: _View | None = None) -> CodeRanker:
+    def build(cls, index: SiteIndex, parameters: CodeParameters = CODE, view: FieldView | None = None) -> CodeRanker:
         """The ranker over the index's blocks, their languages from the HTML or guessed (`relabel` names them from
         the Markdown's fences once those are known); `view`, when a prebuilt ranker stored one (built with the
         default parameters), spares building it."""
@@ -85,7 +85,7 @@ class CodeRanker:
             ]
             for block in blocks
         ]
-        built = _View.build(docs, parameters.fields, {}, parameters.k1)
+        built = FieldView.build(docs, parameters.fields, {}, parameters.k1)
         return cls(blocks, built, languages, guessed, pages, parameters)
 
     def relabel(self, fences: Mapping[str, Sequence[Fence]]) -> CodeRanker:

@@ -32,16 +32,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from functools import partial
 
-from shared.cache import CachedIndex, IndexStore, graph_name, scan_name, vectors_name
-from shared.embedding import MINILM, EmbeddingModel, ModelRecord
+from shared.cache import CachedIndex, IndexStore, scan_name, vectors_name
+from shared.embedding import EmbeddingModel
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError, StoreError
 from shared.providers.mkdocs import code as code_module
 from shared.providers.mkdocs import index as index_module
 from shared.providers.mkdocs import markup, text
 from shared.providers.mkdocs import vectors as vectors_module
+from shared.providers.mkdocs.health import Semantic
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.loading import LoadedSite, code_digest
 from shared.providers.mkdocs.vectors import PROGRESS_ENTRIES, ScanRows, SiteVectors
@@ -60,16 +60,6 @@ PROGRESS_SECONDS = 60.0
 """While a site is embedded, the rows computed so far are stored at most this often: a run cut short loses less."""
 PROGRESS_WRITE_SECONDS = 30.0
 """The longest the embedding waits for one progress write before going on without it."""
-
-
-class Semantic(StrEnum):
-    """Where a site's entry embeddings stand."""
-
-    OFF = "off"
-    PENDING = "pending"
-    READY = "ready"
-    UNAVAILABLE = "unavailable"
-    FAILED = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +120,7 @@ async def read_scan(
     except StoreError as exc:
         log.info("site %s: stored scan rows unreadable (%s)", site, exc)
         return None
-    if stored is None or stored.origin_etag != embedded_from(digest):
+    if stored is None or stored.built_from != embedded_from(digest):
         return None
     found = await asyncio.to_thread(ScanRows.loads, stored.payload, model.model_id)
     if found is None or found.source != embedded_from(digest):
@@ -144,7 +134,7 @@ async def scan_stored(store: IndexStore, model: EmbeddingModel, site: str, diges
     """Whether scan rows for this index copy are stored, from their properties alone (no download). They are written
     only once their vectors are, so the warm-up takes them as the sign that a site's embeddings are current."""
     found = await store.stat(scan_name(site, model.model_id))
-    return found is not None and found.origin_etag == embedded_from(digest)
+    return found is not None and found.built_from == embedded_from(digest)
 
 
 async def store_scan(
@@ -157,10 +147,10 @@ async def store_scan(
     name = scan_name(site, model.model_id)
     try:
         existing = await store.stat(name)
-        if existing is not None and existing.origin_etag == scan.source and not unreadable:
+        if existing is not None and existing.built_from == scan.source and not unreadable:
             return False
         payload = await asyncio.to_thread(scan.dumps, model.model_id)
-        entry = CachedIndex(payload, datetime.now(UTC), origin_etag=scan.source, entries=len(scan))
+        entry = CachedIndex.derived(payload, datetime.now(UTC), built_from=scan.source, entries=len(scan))
         return await store.write(name, entry, expected_version=existing.version if existing else None) is not None
     except StoreError as exc:
         log.info("site %s: could not store the scan rows (%s)", site, exc)
@@ -180,7 +170,7 @@ async def repair_scan(
     except StoreError as exc:
         log.info("site %s: could not check the stored scan rows (%s)", site, exc)
         return False
-    if existing is not None and existing.origin_etag != source:
+    if existing is not None and existing.built_from != source:
         return False
     scan = await asyncio.to_thread(vectors.scan_rows, len(index.entries), source)
     written = await store_scan(store, model, site, scan, unreadable=existing is not None)
@@ -493,38 +483,3 @@ class EmbeddingJobs:
         backoff = min(MAX_RETRY_SECONDS, self._retry_seconds * 2 ** (failures - 1))
         delay = backoff * random.uniform(1.0, 1.2)  # noqa: S311  jitter, not cryptography
         self._retries[site] = asyncio.get_running_loop().call_later(delay, self.start, site, loaded)
-
-
-async def fetch_graph(store: IndexStore, record: ModelRecord = MINILM) -> bool:
-    """Put the model's rewritten graph in the local cache from the store, unless the cache has it or the store's
-    copy is not the recorded one (`shared.embedding`); True when it was fetched. Never raises."""
-    if not record.graph_name:
-        return False
-    try:
-        if await asyncio.to_thread(record.cached_graph) is not None:
-            return False
-        found = await store.read(graph_name(record.graph_name))
-        if found is None or not record.is_graph(found.payload):
-            return False
-        return await asyncio.to_thread(record.keep_graph, found.payload)
-    except Exception as exc:  # the model loads all the same, only slower
-        log.info("the shared model graph was not fetched (%s)", type(exc).__name__)
-        return False
-
-
-async def share_graph(store: IndexStore, record: ModelRecord = MINILM) -> bool:
-    """Put the local cache's rewritten graph in the store for other instances, unless it has one; True when it was
-    written. Never raises."""
-    if not record.graph_name:
-        return False
-    try:
-        if await store.stat(graph_name(record.graph_name)) is not None:
-            return False
-        graph = await asyncio.to_thread(record.cached_graph)
-        if graph is None:
-            return False
-        shared = CachedIndex(graph, fetched_at=datetime.now(UTC))
-        return await store.write(graph_name(record.graph_name), shared, expected_version=None) is not None
-    except Exception as exc:
-        log.info("the model graph was not shared (%s)", type(exc).__name__)
-        return False

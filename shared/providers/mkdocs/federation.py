@@ -1,13 +1,14 @@
 """Rank many sites' pages for one query in one pass: what the provider searches when it searches every site.
 
-Ranking each site on its own (`Ranker.score`) and merging costs a few dozen numpy calls per site per query, whatever
+Ranking each site on its own and merging costs a few dozen numpy calls per site per query, whatever
 the site's size: with many sites that fixed cost was most of a search. A `Federation` lays the sites' per-page and
 per-entry arrays (boosts, page-kind rules, section order, hubness correction) end to end, once per set of loaded
 rankers, and a query then gathers every site's postings slices for its terms into one array per view, adds them
 up in one `bincount`, and scores, blends and sorts all pages together. Each site's postings, vocabulary, IDF and
 vectors stay its own (nothing is copied, so memory does not grow), and every page's score is computed from the same
-numbers in the same order as `Ranker.score` computes it, so the merged ranking is exactly the per-site one
-(`tests/providers/mkdocs/test_federation.py` checks it, scores to the last bit). The sites' rankers must rank
+numbers in the same order as one site alone would, so the merged ranking is exactly the per-site one (a reference
+per-site scorer in `tests/support/ranking.py` checks it, scores to the last bit). This is the one scorer: a
+single site is searched as a federation of one. The sites' rankers must rank
 with the same parameters (`parameters.py`), or one score would not mean what another does.
 """
 
@@ -17,9 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from shared import memory
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.postings import Postings, coordinate
 from shared.providers.mkdocs.quantized import split_query
-from shared.providers.mkdocs.ranking import Postings, Ranker, Scored, _Semantic, coordinate, site_fit
+from shared.providers.mkdocs.ranking import Ranker, Scored, site_fit
+from shared.providers.mkdocs.semantics import SiteSemantics
 from shared.providers.mkdocs.text import Query
 
 if TYPE_CHECKING:
@@ -30,12 +34,16 @@ if TYPE_CHECKING:
     """Every site's similarities with a query vector, in site order (`Federation.scan`)."""
 
 
+FEDERATIONS = 4
+"""Sets of sites searched together whose federations are kept (`Federations`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Federation:
     """Sites' rankers, in search order, with their per-page and per-entry arrays laid end to end."""
 
     rankers: tuple[Ranker, ...]
-    semantics: tuple[_Semantic | None, ...]
+    semantics: tuple[SiteSemantics | None, ...]
     """Each ranker's attached embeddings when this was built (`Ranker.semantic`): an attach since needs a rebuild."""
     vocabularies: tuple[dict[str, int], ...]
     """Each site's one vocabulary, shared by its three views (`Ranker.build`, `artifact.loads`)."""
@@ -114,7 +122,7 @@ class Federation:
         """The best `limit` pages of all the sites, best first, leaving out each site's `missing` pages: (site
         number, that site's `Scored`, the page's number in it), each site's `Scored` holding its pages among them.
 
-        The same pages, scores and order as ranking each site with `Ranker.score` and merging by score (ties in
+        The same pages, scores and order as ranking each site alone and merging by score (ties in
         site order, then each site's own order). `lexical`, `scan` and `ranked`, for a caller with nothing to do
         between them."""
         products = self.scan(vector) if vector is not None and say > 0 else None
@@ -209,7 +217,7 @@ class Federation:
         return coordinate(*_gathered(views, numbers, weights, bases, bases[-1]))
 
     def _weights(self, numbers: list[list[int]], words: int, *, page: bool) -> list[list[float]]:
-        """`_View.weights` of every site's page (or section) view at once: per site, each term's weight, 0 where the
+        """`FieldView.weights` of every site's page (or section) view at once: per site, each term's weight, 0 where the
         view does not hold it. Each site's maximum is summed term by term, as `sum` does, so every weight is the
         same float."""
         import numpy as np
@@ -268,7 +276,13 @@ class Federation:
     def _close_pages(
         self, products: list[npt.NDArray[np.float32]]
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
-        """`_Semantic.close_pages` of every site, end to end, from each site's products with the query (`scan`)."""
+        """Pages whose similarity is above the threshold and their credit, and every entry's corrected cosine, from each
+        site's products with the query (`scan`), end to end.
+
+        A page's similarity is its best entry's corrected cosine blended with its outline's (`outline_share`). Only
+        an entry whose own cosine is above the threshold is corrected: the threshold is what keeps off-topic
+        questions out, and the correction only reorders what passes it (raising an unusually specific entry over
+        it would let any question reach a small site's odd page)."""
         import numpy as np
 
         assert self.correction is not None
@@ -282,6 +296,27 @@ class Federation:
         blended = (1 - share) * best + share * outlines.astype(np.float64)
         close = np.flatnonzero(blended > threshold)
         return close, self.parameters.weight * (blended[close] - threshold), cosines
+
+
+class Federations:
+    """The last few sets of sites searched together (all of them, one named, those loaded so far), each set's
+    federation built again (a millisecond at 25 sites) only when one of their rankers or embeddings changed; kept
+    by site names, so a swapped site's old ranker is not held."""
+
+    def __init__(self, size: int = FEDERATIONS) -> None:
+        self._size = size
+        self._kept: dict[tuple[str, ...], Federation] = {}
+
+    def of(self, sites: tuple[str, ...], rankers: list[Ranker]) -> Federation:
+        federation = self._kept.get(sites)
+        if federation is None or not federation.current(rankers):
+            federation = Federation.of(rankers)
+            memory.heap_for(federation.array_bytes)
+            self._kept.pop(sites, None)
+            while len(self._kept) >= self._size:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[sites] = federation
+        return federation
 
 
 class Lexical(NamedTuple):

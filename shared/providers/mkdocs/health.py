@@ -5,7 +5,8 @@
                                 SiteFailed   failed                   `unavailable`, unless only unpublished
                                 SiteLoaded   loaded                   `ok`; its ranker, and why it ranks lexically
 
-The models become JSON only at the API; this module only says what each one holds.
+The models become JSON only at the API; this module says what each one holds and how a loaded site reads
+(`site_loaded`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,18 @@ from typing import Annotated
 from pydantic import PlainSerializer, SerializeAsAny
 
 from shared.providers.base import Instant, ProviderHealth, Report, Status, absent, roll_up
-from shared.providers.mkdocs.embeddings import Semantic
 from shared.providers.mkdocs.index import IndexFormat
+from shared.providers.mkdocs.loading import LoadedSite, Source
+
+
+class Semantic(StrEnum):
+    """Where a site's entry embeddings stand."""
+
+    OFF = "off"
+    PENDING = "pending"
+    READY = "ready"
+    UNAVAILABLE = "unavailable"
+    FAILED = "failed"
 
 
 class SiteState(StrEnum):
@@ -71,7 +82,7 @@ class SiteFailed(SiteHealth):
 
 class SiteLoaded(SiteHealth):
     state: SiteState = SiteState.LOADED
-    source: str
+    source: Source
     index_format: IndexFormat
     """Which generator's index the site publishes: `mkdocs` (`search/search_index.json`) or `zensical`
     (`search.json`)."""
@@ -97,6 +108,51 @@ class SiteLoaded(SiteHealth):
     @property
     def status(self) -> Status | None:
         return Status.OK
+
+
+def site_loaded(loaded: LoadedSite, semantic: Semantic, reason: str, *, updating: bool, missing: int) -> SiteLoaded:
+    """How a loaded site reads: `semantic` and `reason` are where its newest index's embeddings stand, `updating`
+    that a newer index is being embedded, `missing` its pages the origin does not serve."""
+    ranking, shown, why, newer = _ranking(loaded, semantic, reason, updating=updating)
+    built = RankerState.PREBUILT if loaded.prebuilt else RankerState.BUILT
+    return SiteLoaded(
+        source=loaded.source,
+        index_format=loaded.index.format,
+        ranker=RankerState.DEFERRED if loaded.ranker is None else built,
+        entries=len(loaded.index.entries),
+        pages=len(loaded.index.pages),
+        code_blocks=len(loaded.index.code),
+        fetched_at=loaded.fetched_at,
+        missing_pages=missing,
+        ranking=ranking,
+        semantic=shown,
+        why=why,
+        updating=newer,
+    )
+
+
+def _ranking(
+    loaded: LoadedSite, semantic: Semantic, reason: str, *, updating: bool
+) -> tuple[Ranking, Semantic | None, str | None, str | None]:
+    """How the site ranks, where its embeddings stand, why it ranks lexically, and whether a newer index is being
+    embedded."""
+    if loaded.ranker is None:
+        why = (
+            "a provider ahead of MkDocs answers searches: the search structures are built when a search falls "
+            "through to MkDocs; resolution and get use the index"
+        )
+        return Ranking.DEFERRED, None, why, None
+    if loaded.ranker.semantic is None:
+        why = {
+            Semantic.OFF: "semantic matching is off (Search__Semantic=false)",
+            Semantic.PENDING: "its embeddings are being computed in the background",
+            Semantic.UNAVAILABLE: f"the embedding model is unavailable: {reason}",
+            Semantic.FAILED: f"embedding its index failed: {reason}; it is tried again later (backing off)",
+            Semantic.READY: "",
+        }[semantic]
+        return Ranking.LEXICAL, semantic, why, None
+    newer = "a newer index is being embedded; it is served with its vectors once they are ready" if updating else None
+    return Ranking.SEMANTIC, semantic, None, newer
 
 
 LEXICAL_NOTE = "a search over any site listed in lexicalSites ranks every site lexically (one kind of score)"

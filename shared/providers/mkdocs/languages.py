@@ -154,7 +154,7 @@ class CodeFences:
 
 async def stored_fences(store: IndexStore, site: str, digest: str) -> Fences | None:
     """The site's stored fences when they are of this index version; None when none are (or unreadable)."""
-    if store.kind == "memory":
+    if not store.shared:
         return None
     try:
         entry = await store.read(fences_name(site))
@@ -166,17 +166,17 @@ async def stored_fences(store: IndexStore, site: str, digest: str) -> Fences | N
 async def fences_stored(store: IndexStore, site: str, digest: str) -> bool:
     """Whether fences of this index version are stored, from the record's properties alone (no download)."""
     found = await store.stat(fences_name(site))
-    return found is not None and found.origin_etag == digest
+    return found is not None and found.built_from == digest
 
 
 async def keep_fences(store: IndexStore, site: str, digest: str, found: Fences) -> bool:
     """Store the site's fences of this index version for every instance (whoever writes last wins: each reader
     checks the version); True when written. Never raises."""
-    if store.kind == "memory":
+    if not store.shared:
         return False
     try:
         existing = await store.stat(fences_name(site))
-        entry = CachedIndex(dumps(digest, found), datetime.now(UTC), origin_etag=digest, entries=len(found))
+        entry = CachedIndex.derived(dumps(digest, found), datetime.now(UTC), built_from=digest, entries=len(found))
         written = await store.write(fences_name(site), entry, expected_version=existing.version if existing else None)
     except StoreError as exc:
         log.info("site %s: code fences not stored (%s)", site, exc)

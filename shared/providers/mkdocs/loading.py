@@ -1,6 +1,9 @@
-"""A site's index copies: fetched from the origin and validated, parsed from the cache, built into a ranker.
+"""Where a site's index comes from: the load policy, and the copies it chooses between.
 
-Parsing and ranking run off the event loop, so a cold site load does not stall requests for sites already loaded.
+A site loads from the first that serves: a fresh stored copy's prebuilt ranker (the warm-up's), the fresh stored
+copy parsed and ranked here, the origin's copy (fetched, validated and written back), and a stale stored copy when
+the origin fails. A store check (`SiteLoader.newer`) finds a newer copy written by any instance. Parsing and
+ranking run off the event loop, so a cold site load does not stall requests for sites already loaded.
 """
 
 from __future__ import annotations
@@ -9,16 +12,28 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
 
 from shared import memory
-from shared.cache import CachedIndex, CacheStat, IndexStore, ranking_name
-from shared.errors import IndexFormatError, OriginError, StoreError
+from shared.cache import CachedIndex, CacheStat, IndexStore, index_name, ranking_name, store_newest
+from shared.errors import IndexFormatError, OriginError, SiteUnavailableError, StoreError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
-from shared.providers.mkdocs import artifact, code, coderank, index, markup, parameters, ranking, text
+from shared.providers.mkdocs import (
+    artifact,
+    code,
+    coderank,
+    index,
+    markup,
+    parameters,
+    postings,
+    ranking,
+    semantics,
+    text,
+)
 from shared.providers.mkdocs.index import SiteIndex, parse_index
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.ranking import Ranker
@@ -32,7 +47,7 @@ def code_digest(*modules: ModuleType) -> str:
     return hashlib.sha256(b"".join(Path(module.__file__ or "").read_bytes() for module in modules)).hexdigest()[:32]
 
 
-RANKING_CODE = code_digest(artifact, code, coderank, index, markup, parameters, ranking, text)
+RANKING_CODE = code_digest(artifact, code, coderank, index, markup, parameters, postings, ranking, semantics, text)
 """The code that decides tokens, entries and scores (the default parameters' numbers among it): a prebuilt ranker
 from any other code is never loaded."""
 
@@ -40,6 +55,25 @@ from any other code is never loaded."""
 ZENSICAL_INDEX_PATH = "/search.json"
 """Where a Zensical site publishes its search index, under its base URL (read when the MkDocs index is not there)."""
 GONE = (404, 410)
+
+
+class Source(StrEnum):
+    """Where a loaded index copy came from."""
+
+    ORIGIN = "origin"
+    CACHE = "cache"
+    STALE_CACHE = "stale-cache"
+    """The store's copy, older than CacheDurationHours, served because the origin failed."""
+
+
+class Prebuilt(StrEnum):
+    """What storing a prebuilt ranker came to (`store_prebuilt`)."""
+
+    BUILT = "built"
+    CURRENT = "current"
+    """One for this index version and this code was there already."""
+    CHANGED = "changed"
+    """The stored index is no longer the version asked for: nothing built."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +86,7 @@ class LoadedSite:
     (`SiteRegistry.searchable` builds it then): resolution and `get` need only the index."""
     version: str | None
     """The store version this copy was last compared with; the periodic check looks for a different one."""
-    source: str
+    source: Source
     fetched_at: datetime
     digest: str
     prebuilt: bool = False
@@ -129,7 +163,7 @@ def _build(index: SiteIndex, weights: PathWeights) -> Ranker:
 
 
 async def build(
-    entry: CachedIndex, source: str, index: SiteIndex, weights: PathWeights, *, rank: bool = True
+    entry: CachedIndex, source: Source, index: SiteIndex, weights: PathWeights, *, rank: bool = True
 ) -> LoadedSite:
     """Rank off the event loop, so a cold load does not stall requests for sites already loaded; `rank=False`
     leaves the search structures for later (`SiteRegistry.searchable`)."""
@@ -152,7 +186,7 @@ async def load_prebuilt(
     site: str,
     stat: CacheStat,
     weights: PathWeights,
-    source: str = "cache",
+    source: Source = Source.CACHE,
     *,
     likely_current: bool = True,
 ) -> LoadedSite | None:
@@ -167,13 +201,13 @@ async def load_prebuilt(
     try:
         if not likely_current:
             described = await store.stat(ranking_name(site))
-            if described is None or described.origin_etag != _built_from(stat):
+            if described is None or described.built_from != _built_from(stat):
                 return None
         kept = await store.read(ranking_name(site))
     except StoreError as exc:
         log.info("site %s: prebuilt ranker unreadable (%s)", site, type(exc).__name__)
         return None
-    if kept is None or kept.origin_etag != _built_from(stat):
+    if kept is None or kept.built_from != _built_from(stat):
         return None
     digest = stat.digest
     try:
@@ -192,17 +226,17 @@ async def store_prebuilt(
     stat: CacheStat,
     read: Callable[[], Awaitable[CachedIndex | None]],
     weights: PathWeights,
-) -> str:
+) -> Prebuilt:
     """Build and store the ranker of the stored index version `stat` unless one for this version and code is there
-    (decided from properties alone): `built`, `current`, or `changed` when `read` (the index's download) is no
+    (decided from properties alone): built, current, or changed when `read` (the index's download) is no
     longer that version. Raises StoreError and IndexFormatError."""
     name = ranking_name(site)
     existing = await store.stat(name)
-    if existing is not None and existing.origin_etag == _built_from(stat):
-        return "current"
+    if existing is not None and existing.built_from == _built_from(stat):
+        return Prebuilt.CURRENT
     cached = await read()
     if cached is None or stat.digest is None or cached.digest != stat.digest:
-        return "changed"
+        return Prebuilt.CHANGED
     digest, payload = stat.digest, cached.payload
 
     def prebuild() -> bytes:
@@ -211,6 +245,150 @@ async def store_prebuilt(
 
     built = await asyncio.to_thread(prebuild)
     memory.trim()
-    entry = CachedIndex(built, stat.fetched_at, origin_etag=_built_from(stat))
+    entry = CachedIndex.derived(built, stat.fetched_at, built_from=_built_from(stat))
     written = await store.write(name, entry, expected_version=existing.version if existing else None)
-    return "built" if written is not None else "current"
+    return Prebuilt.BUILT if written is not None else Prebuilt.CURRENT
+
+
+@dataclass(frozen=True, slots=True)
+class Newer:
+    """What a store check found: `copy` replaces the served index (`fresh`), or is it relabelled (not `fresh`)."""
+
+    copy: LoadedSite
+    fresh: bool
+
+
+class SiteLoader:
+    """The load policy of one process's sites: which copy a first load serves, and what a store check finds."""
+
+    def __init__(
+        self, settings: DocumentationSettings, client: OriginClient, store: IndexStore, weights: PathWeights
+    ) -> None:
+        self._settings = settings
+        self._client = client
+        self._store = store
+        self._weights = weights
+
+    @property
+    def weights(self) -> PathWeights:
+        return self._weights
+
+    def name(self, site: str) -> str:
+        """The store's name for the site's index: the spec's cache file name."""
+        return index_name(self._settings.cache_file_name_template, site)
+
+    async def load(self, site: str, *, rank: bool) -> LoadedSite:
+        """The copy a first load serves; raises SiteUnavailableError when there is none. `rank=False` leaves the
+        search structures for the first search that needs them."""
+        name = self.name(site)
+        prebuilt = await self._prebuilt(site, name) if rank else None
+        if prebuilt is not None:
+            return prebuilt
+        cached = await self._read_cache(site, name)
+        # Parsing validates the copy; the ranker, the costly part, is built only for the copy actually served.
+        parsed = await try_parse(site, cached) if cached is not None else None
+        if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
+            return await build(cached, Source.CACHE, parsed, self._weights, rank=rank)
+        try:
+            fetched = await fetch_index(self._client, self._settings, site, conditional=cached if parsed else None)
+        except (OriginError, IndexFormatError) as exc:
+            if parsed is not None and cached is not None:
+                log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)
+                return await build(cached, Source.STALE_CACHE, parsed, self._weights, rank=rank)
+            unpublished = isinstance(exc, OriginError) and exc.status == 404
+            raise SiteUnavailableError(site, str(exc), unpublished=unpublished) from exc
+        if fetched is None:
+            assert parsed is not None and cached is not None  # a 304 only answers a conditional request
+            usable = await build(cached, Source.CACHE, parsed, self._weights, rank=rank)
+            return await self._revalidated(site, usable, cached.version)
+        version = await self._write_back(site, fetched.entry, cached)
+        built = await build(fetched.entry, Source.ORIGIN, fetched.index, self._weights, rank=rank)
+        return replace(built, version=version)
+
+    async def prebuilt_for(self, site: str, current: LoadedSite) -> LoadedSite | None:
+        """The stored prebuilt ranker of exactly the served copy, labelled as it; None when there is none."""
+        try:
+            stat = await self._store.stat(self.name(site))
+        except StoreError:
+            return None
+        if stat is None or stat.digest != current.digest:
+            return None
+        prebuilt = await load_prebuilt(self._store, site, stat, self._weights, source=current.source)
+        return replace(prebuilt, version=current.version, fetched_at=current.fetched_at) if prebuilt else None
+
+    async def written_since(self, site: str, failed_at: datetime) -> bool:
+        """The store holds a copy fetched after `failed_at` (the warm-up's, for a site that failed here)."""
+        try:
+            stat = await self._store.stat(self.name(site))
+        except StoreError:
+            return False
+        return stat is not None and stat.fetched_at > failed_at
+
+    async def newer(self, site: str, current: LoadedSite, known: LoadedSite, *, rank: bool) -> Newer | None:
+        """What the store holds beyond `known` (the newest copy in hand; `current` is served): a newer copy, the
+        same one relabelled with the store's version, or None. An unchanged copy costs one property read."""
+        try:
+            stat = await self._store.stat(self.name(site))
+            if stat is None or stat.version in (current.version, known.version):
+                return None
+            if stat.digest == known.digest:  # revalidated or rewritten with the same content
+                fetched_at = max(current.fetched_at, stat.fetched_at)
+                return Newer(replace(current, version=stat.version, fetched_at=fetched_at), fresh=False)
+            if stat.fetched_at < known.fetched_at:  # older than what this instance already holds
+                return Newer(replace(current, version=stat.version), fresh=False)
+            prebuilt = (
+                await load_prebuilt(self._store, site, stat, self._weights, likely_current=False) if rank else None
+            )
+            if prebuilt is not None:
+                log.info(
+                    "site %s: a newer cached index is in, prebuilt (%d entries)", site, len(prebuilt.index.entries)
+                )
+                return Newer(prebuilt, fresh=True)
+            cached = await self._store.read(self.name(site))
+        except StoreError as exc:
+            log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
+            return None
+        parsed = await try_parse(site, cached) if cached is not None else None
+        if parsed is not None and cached is not None and cached.fetched_at >= known.fetched_at:
+            fresh = await build(cached, Source.CACHE, parsed, self._weights, rank=rank)
+            log.info("site %s: a newer cached index is in (%d entries)", site, len(fresh.index.entries))
+            return Newer(fresh, fresh=True)
+        return Newer(replace(current, version=cached.version), fresh=False) if cached is not None else None
+
+    async def _prebuilt(self, site: str, name: str) -> LoadedSite | None:
+        """A fresh stored copy's prebuilt ranker (the warm-up's), loaded instead of parsing and building; None when
+        there is no fresh copy or no usable prebuilt ranker for it."""
+        try:
+            stat = await self._store.stat(name)
+        except StoreError:
+            return None
+        if stat is None or not stat.complete or stat.age_hours() >= self._settings.cache_duration_hours:
+            return None
+        return await load_prebuilt(self._store, site, stat, self._weights)
+
+    async def _revalidated(self, site: str, usable: LoadedSite, version: str | None) -> LoadedSite:
+        """The origin answered 304 for a stale copy: it is current again; record that for other instances."""
+        now = datetime.now(UTC)
+        touched = None
+        try:
+            if version is not None:
+                touched = await self._store.touch(self.name(site), now, expected_version=version)
+        except StoreError as exc:
+            log.info("site %s: could not record the revalidation (%s)", site, exc)
+        return replace(usable, source=Source.CACHE, fetched_at=now, version=touched or version)
+
+    async def _read_cache(self, site: str, name: str) -> CachedIndex | None:
+        try:
+            return await self._store.read(name)
+        except StoreError as exc:  # a broken store degrades to the origin, never to a 500
+            log.info("site %s: index cache unreadable (%s); using the origin", site, exc)
+            return None
+
+    async def _write_back(self, site: str, entry: CachedIndex, cached: CachedIndex | None) -> str | None:
+        try:
+            return await store_newest(
+                self._store, self.name(site), entry, expected_version=cached.version if cached else None
+            )
+        except StoreError as exc:
+            log.info("site %s: could not write the index cache (%s)", site, exc)
+            return None

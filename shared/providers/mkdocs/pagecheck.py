@@ -23,7 +23,7 @@ from shared.errors import OriginError
 from shared.fetch import OriginClient, Response
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.missing import MissingRecord, Validators, Verdict, verdict
-from shared.providers.mkdocs.provider import raw_markdown_url
+from shared.providers.mkdocs.pages import raw_markdown_url
 from shared.settings import DocumentationSettings
 
 _NO_HEAD = frozenset({405, 501})

@@ -23,20 +23,17 @@ numbers in it are drawn in `parameters.py`; why each part is there:
 
 from __future__ import annotations
 
-import math
-import threading
-from array import array
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.quantized import Quantized, QuantizedRows, QueryParts, quantize, split_query
-from shared.providers.mkdocs.text import Query, analyze, analyze_query, identifier_share, written_words
-from shared.providers.mkdocs.vectors import ScanRows, SiteVectors, neighbour_similarity
+from shared.providers.mkdocs.postings import FieldView, Postings, _Builder
+from shared.providers.mkdocs.semantics import SiteSemantics
+from shared.providers.mkdocs.text import Query, analyze, written_words
+from shared.providers.mkdocs.vectors import ScanRows, SiteVectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,190 +56,8 @@ class RankedHit:
     section: IndexEntry | None = None
 
 
-class _Builder:
-    """Collects (term, document, value) triples compactly while a view is built, then packs them.
-
-    The views of one site share one vocabulary (`terms`): each term string and its dictionary slot are held once
-    per site, not once per view."""
-
-    def __init__(self, terms: dict[str, int] | None = None) -> None:
-        self.ids: dict[str, int] = terms if terms is not None else {}
-        self.terms = array("i")
-        self.numbers = array("i")
-        self.values = array("d")
-
-    def add(self, term: str, number: int, value: float) -> None:
-        self.terms.append(self.ids.setdefault(term, len(self.ids)))
-        self.numbers.append(number)
-        self.values.append(value)
-
-    def pack(self, documents: int) -> Postings:
-        """The triples grouped by term, each term's documents in the order they were added."""
-        import numpy as np
-
-        terms = np.frombuffer(self.terms, dtype=np.int32)
-        order = np.argsort(terms, kind="stable")
-        offsets = np.zeros(len(self.ids) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(terms, minlength=len(self.ids)), out=offsets[1:])
-        numbers = np.frombuffer(self.numbers, dtype=np.int32)[order]
-        values = np.frombuffer(self.values, dtype=np.float64)[order]
-        return Postings(documents, self.ids, array("q", offsets.tobytes()), numbers, values)
-
-
-@dataclass(frozen=True, slots=True)
-class Postings:
-    """Term -> (document numbers, values), packed: one array of each for all terms, sliced per term.
-
-    Packed, a view takes about 16 bytes per posting (the four sample sites: 5 MB); as Python lists of tuples it
-    took about 100 (75 MB). A query adds each of its terms' values into an array of per-document sums, term by
-    term in the query's order, exactly as a loop over the lists did.
-    """
-
-    documents: int
-    terms: dict[str, int]
-    """Term -> its number in the site's vocabulary (shared by its views): its slice is
-    `offsets[number]:offsets[number + 1]`, empty for a term of another view (or beyond `offsets`: one numbered
-    after this view was packed)."""
-    offsets: array[int]
-    """int64, one more than the terms numbered when this view was packed; Python integers when indexed."""
-    numbers: npt.NDArray[np.int32]
-    values: npt.NDArray[np.float64]
-
-    def _slice(self, term: str) -> tuple[int, int]:
-        number = self.terms.get(term)
-        if number is None or number + 1 >= len(self.offsets):
-            return 0, 0
-        return self.offsets[number], self.offsets[number + 1]
-
-    def of(self, term: str) -> list[tuple[int, float]]:
-        """The term's (document, value) pairs, in document order."""
-        start, end = self._slice(term)
-        return list(zip(self.numbers[start:end].tolist(), self.values[start:end].tolist(), strict=True))
-
-    def frequency(self, term: str) -> int:
-        """How many documents hold the term."""
-        start, end = self._slice(term)
-        return end - start
-
-    def sums(
-        self, weights: dict[str, float], *, matched: bool = True
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
-        """Each document's weighted score and (unless not wanted) the query weight it matched: the hot loop of every
-        query."""
-        import numpy as np
-
-        terms, offsets, last = self.terms, self.offsets, len(self.offsets) - 1
-        slices = [
-            (start, end, weight)
-            for term, weight in weights.items()
-            if (number := terms.get(term)) is not None
-            and number < last
-            and (start := offsets[number]) != (end := offsets[number + 1])
-        ]
-        if not slices:
-            return np.zeros(self.documents), np.zeros(self.documents) if matched else None
-        # One pass in query-term order: bincount adds each document's contributions in that order, as a loop would.
-        numbers = np.concatenate([self.numbers[start:end] for start, end, _ in slices])
-        weight = np.repeat([w for _, _, w in slices], [end - start for start, end, _ in slices])
-        values = np.concatenate([self.values[start:end] for start, end, _ in slices])
-        scores = np.bincount(numbers, weights=weight * values, minlength=self.documents).astype(np.float64, copy=False)
-        if not matched:
-            return scores, None
-        shares = np.bincount(numbers, weights=weight, minlength=self.documents).astype(np.float64, copy=False)
-        return scores, shares
-
-    def coordinated(self, weights: dict[str, float]) -> npt.NDArray[np.float64]:
-        """Every document's score scaled by the share of the query weight it matched (0 where none)."""
-        scores, matched = self.sums(weights)
-        assert matched is not None
-        return coordinate(scores, matched)
-
-
 @dataclass(slots=True)
-class _View:
-    """One BM25F view: postings of saturated field-weighted term frequencies, and IDF per term."""
-
-    documents: int
-    postings: Postings
-    idf: array[float] = field(default_factory=lambda: array("d"))
-    """IDF by term number, 0 for a term the view does not hold (a held term's IDF is always above 0)."""
-
-    @classmethod
-    def build(
-        cls,
-        docs: Sequence[Sequence[list[str]]],
-        fields: Sequence[tuple[float, float]],
-        terms: dict[str, int],
-        k1: float,
-    ) -> _View:
-        """Index `docs` (fields in `fields` order, saturated by `k1`), numbering new terms in the site's vocabulary
-        `terms`."""
-        builder = _Builder(terms)
-        count = max(1, len(docs))
-        averages = [max(1.0, sum(len(doc[f]) for doc in docs) / count) for f in range(len(fields))]
-        for number, doc in enumerate(docs):
-            blended: dict[str, float] = {}
-            # The last field is the body, the largest: it seeds the blend in one comprehension.
-            for (weight, b), words, average in reversed(list(zip(fields, doc, averages, strict=True))):
-                scale = weight / (1 - b + b * len(words) / average)
-                if not blended:
-                    blended = {term: occurrences * scale for term, occurrences in Counter(words).items()}
-                    continue
-                for term, occurrences in Counter(words).items():
-                    blended[term] = blended.get(term, 0.0) + occurrences * scale
-            for term, tf in blended.items():
-                builder.add(term, number, tf / (k1 + tf))
-        return cls.of(len(docs), builder.pack(len(docs)))
-
-    @classmethod
-    def of(cls, documents: int, postings: Postings) -> _View:
-        """The view over packed postings, each term's IDF from how many documents hold it (its slice's length)."""
-        import numpy as np
-
-        view = cls(documents, postings)
-        frequencies = np.diff(np.frombuffer(postings.offsets, dtype=np.int64))
-        # A site has a few hundred distinct document frequencies among thousands of terms: each IDF is computed once,
-        # by `term_idf` itself (the same float), and laid out by term.
-        if not len(frequencies):
-            view.idf = array("d")
-            return view
-        by_frequency = np.zeros(int(frequencies.max()) + 1, dtype=np.float64)
-        for df in np.flatnonzero(np.bincount(frequencies)).tolist():
-            by_frequency[df] = view.term_idf(df) if df else 0.0
-        view.idf = array("d", by_frequency[frequencies].tobytes())
-        return view
-
-    def idf_of(self, term: str) -> float:
-        """The term's IDF in this view, 0 when the view does not hold it."""
-        number = self.postings.terms.get(term)
-        return self.idf[number] if number is not None and number < len(self.idf) else 0.0
-
-    def term_idf(self, df: int) -> float:
-        return math.log(1 + (self.documents - df + 0.5) / (df + 0.5))
-
-    def weights(self, query: Query) -> dict[str, float]:
-        """Each matchable query term's IDF over the query's maximum.
-
-        Joined words add evidence, not maximum, and are capped at the query's most informative word: an
-        alternative spelling of two words says no more than they do, however rare it is (`DNS records` must not
-        let every `DNSRecord` outweigh the rest of the query).
-        """
-        terms, held, count = self.postings.terms, self.idf, len(self.idf)
-        idf = {
-            term: held[number] if (number := terms.get(term)) is not None and number < count else 0.0
-            for term in (*query.words, *query.joined)
-        }
-        maximum = sum(idf[term] or self.term_idf(0) for term in query.words)
-        weights = {term: idf[term] / maximum for term in query.words if idf[term]}
-        cap = max(weights.values(), default=0.0)
-        for term in query.joined:
-            if idf[term]:
-                weights[term] = min(idf[term] / maximum, cap)
-        return weights
-
-
-@dataclass(slots=True)
-class _Page:
+class RankedPage:
     entry: IndexEntry
     sections: list[int]
 
@@ -252,9 +67,9 @@ class Ranker:
     """A site's pages, ready to rank; build once per loaded index."""
 
     entries: Sequence[IndexEntry]
-    pages: list[_Page]
-    page_view: _View
-    section_view: _View
+    pages: list[RankedPage]
+    page_view: FieldView
+    section_view: FieldView
     titles: Postings
     """Title term -> (page, the term's share of that title's IDF), for title coverage."""
     kinds: PathWeights
@@ -274,7 +89,7 @@ class Ranker:
     """Where each page's entries start in `order`."""
     parameters: RankingParameters
     """The numbers it ranks with (`parameters.py`)."""
-    semantic: _Semantic | None = None
+    semantic: SiteSemantics | None = None
     """Entry embeddings once `attach` has them (computed off the request path); until then ranking is lexical."""
     code_blocks: int = 0
     """How many code blocks the site's index holds (`SiteIndex.code`): their rows follow the outlines'."""
@@ -289,9 +104,9 @@ class Ranker:
         pages = _pages(entries)
         page_docs = [_page_doc(page, entries, titles, bodies) for page in pages]
         vocabulary: dict[str, int] = {}
-        page_view = _View.build(page_docs, parameters.page_fields, vocabulary, parameters.k1)
+        page_view = FieldView.build(page_docs, parameters.page_fields, vocabulary, parameters.k1)
         sections = list(zip(titles, bodies, strict=True))
-        section_view = _View.build(sections, parameters.section_fields, vocabulary, parameters.k1)
+        section_view = FieldView.build(sections, parameters.section_fields, vocabulary, parameters.k1)
         titled = _title_index(page_view, pages)
         return cls.assemble(index, kinds, page_view, section_view, titled, pages, parameters=parameters)
 
@@ -300,10 +115,10 @@ class Ranker:
         cls,
         index: SiteIndex,
         kinds: PathWeights | None,
-        page_view: _View,
-        section_view: _View,
+        page_view: FieldView,
+        section_view: FieldView,
         titles: Postings,
-        pages: list[_Page] | None = None,
+        pages: list[RankedPage] | None = None,
         *,
         parameters: RankingParameters = DEFAULT,
     ) -> Ranker:
@@ -358,7 +173,7 @@ class Ranker:
                 f"{rows} vectors for {len(self.entries)} entries, {len(self.pages)} page outlines and "
                 f"{self.code_blocks} code blocks"
             )
-        self.semantic = _Semantic.of(vectors, self.order, self.starts, self.parameters)
+        self.semantic = SiteSemantics.of(vectors, self.order, self.starts, self.parameters)
 
     def listing(self, limit: int | None = None, leave_out: frozenset[str] = frozenset()) -> list[RankedHit]:
         """Pages in index order (the `*` query), one unscored hit per page entry, the first `limit` of those whose
@@ -369,58 +184,9 @@ class Ranker:
         kept = [page for page in self.pages if page.entry.page not in leave_out][:limit]
         return [RankedHit(page.entry, 1.0, (page.entry.title,), self._text(page)) for page in kept]
 
-    def _text(self, page: _Page) -> str:
+    def _text(self, page: RankedPage) -> str:
         """The whole page's text, joined when a preview needs it (kept, it would hold every entry's text twice)."""
         return " ".join(self.entries[n].text for n in page.sections if self.entries[n].text.strip())
-
-    def search(self, query: str, limit: int, vector: npt.NDArray[np.float32] | None = None) -> list[RankedHit]:
-        """The best pages for `query`, best first, one hit per page (`score` of the analysed query, every hit built).
-
-        `vector` is the query's embedding (`shared.embedding.Encoder`); with it, and this site's embeddings
-        attached, a page also earns `weight * (similarity - threshold)` above the threshold, times its boost (at
-        most 1) and the query's say (less the more of it is identifiers, and the longer it is), and pages that
-        share no word with the query can be found.
-        """
-        wanted = analyze_query(query)
-        scored = self.score(wanted, semantic_say(query, wanted, self.parameters), limit, vector)
-        return [scored.hit(number) for number in range(len(scored.pages))]
-
-    def score(self, wanted: Query, say: float, limit: int, vector: npt.NDArray[np.float32] | None = None) -> Scored:
-        """The best `limit` pages for an analysed query, scored, best first; their hits are built on demand.
-
-        Every page that shares a term with the query or is close to it in meaning gets its whole score at once
-        (its best section's, its own, the prior and the semantic credit, as arrays), so a caller merging many
-        sites builds hits only for the few it returns: the per-hit work no longer grows with the sites searched.
-        """
-        import numpy as np
-
-        if not wanted.words or limit < 1:
-            return Scored(self, [], [], None, None)
-        scores = self.page_view.postings.coordinated(self.page_view.weights(wanted))
-        coverage = self.titles.sums(dict.fromkeys((*wanted.words, *wanted.joined), 1.0), matched=False)[0]
-        boosts = self.boosts(wanted)
-        prior = boosts * (1 + coverage)
-        candidates = np.flatnonzero(scores)
-        credits = None
-        cosines = None
-        semantic = self.semantic
-        if semantic is not None and vector is not None and say > 0:
-            close, closeness, cosines = semantic.close_pages(vector)
-            if len(close):
-                credits = np.zeros(len(scores))
-                credits[close] = closeness * say * boosts[close] * self.credit_scale[close]
-                candidates = np.union1d(candidates, close)
-        if not len(candidates):
-            return Scored(self, [], [], None, cosines)
-        sections = self.section_view.postings.coordinated(self.section_view.weights(wanted))
-        best = np.maximum.reduceat(sections[self.order], self.starts)
-        fit = self.site_fit(wanted)
-        share = self.parameters.section_share
-        final = (share * best[candidates] + (1 - share) * scores[candidates]) * (fit * prior[candidates])
-        if credits is not None:
-            final = final + credits[candidates]
-        top = np.argsort(-final, kind="stable")[:limit]
-        return Scored(self, candidates[top].tolist(), final[top].tolist(), sections, cosines)
 
     @property
     def vocabulary(self) -> dict[str, int]:
@@ -438,15 +204,10 @@ class Ranker:
             return self.weighted
         return np.where(np.isin(self.rule_numbers, list(toggled)), self.toggled, self.weighted)
 
-    def site_fit(self, wanted: Query) -> float:
-        """How much this site is about the query: the mean, over query words, of how common each is here."""
-        frequencies = [self.page_view.postings.frequency(term) for term in wanted.words]
-        return site_fit(frequencies, self.page_view.documents, self.parameters)
-
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """One site's best pages for a query, best first, with what building their hits needs (`Ranker.score`)."""
+    """One site's best pages for a query, best first, with what building their hits needs (`Federation.ranked`)."""
 
     ranker: Ranker
     pages: list[int]
@@ -480,119 +241,12 @@ class Scored:
         return RankedHit(page.entry, self.scores[number], crumb, source, section)
 
 
-def coordinate(scores: npt.NDArray[np.float64], matched: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Each document's summed score times the share of the query weight it matched, when it matched less than all."""
-    import numpy as np
-
-    coordinated: npt.NDArray[np.float64] = np.where(matched < 1.0, scores * matched, scores)
-    return coordinated
-
-
 def site_fit(frequencies: Sequence[int], pages: int, parameters: RankingParameters) -> float:
     """How much a site is about a query: the mean, over the query's words, of how common each is among its `pages`
     (`frequencies`: how many of them hold each word)."""
     half = parameters.site_fit_half
     shares = [frequency / pages for frequency in frequencies]
     return sum(share / (share + half) for share in shares) / len(shares)
-
-
-def semantic_say(query: str, wanted: Query, parameters: RankingParameters) -> float:
-    """How much of its semantic credit a query keeps (`parameters.py`: `say` times `length`); the same on every
-    site, so a caller searching many works it out once."""
-    said = 1.0 - parameters.identifier_scale * identifier_share(query)
-    return said * min(1.0, parameters.balance_words / max(1, len(wanted.words)))
-
-
-@dataclass(frozen=True, slots=True)
-class _Semantic:
-    rows: QuantizedRows
-    """The entries' rows, then the page outlines' (`vectors.embedded_texts`), as the scan holds them (int8)."""
-    code_rows: _CodeRows | None
-    """The code blocks' rows (after the outlines'), scanned only by code search."""
-    order: npt.NDArray[np.intp]
-    """Entry numbers grouped by page, pages in order: one per entry, so its length is where the outlines' rows
-    start."""
-    starts: npt.NDArray[np.intp]
-    """Where each page's entries start in `order`."""
-    correction: npt.NDArray[np.float32]
-    """Subtracted from each entry's cosine: `hub_weight` times its neighbour similarity less the site's median."""
-    parameters: RankingParameters
-
-    @classmethod
-    def of(
-        cls,
-        vectors: SiteVectors | ScanRows,
-        order: npt.NDArray[np.intp],
-        starts: npt.NDArray[np.intp],
-        parameters: RankingParameters,
-    ) -> _Semantic:
-        """The site's embeddings ready to score, held as int8 (`quantized`: no float rows are kept; stored scan rows
-        are handed over as they are, vectors rounded here); their stored neighbour similarity (over `DEFAULT`'s
-        neighbours) is used only when these parameters ask for as many, else it is computed from the float rows
-        (from the int8 rows, scaled back, for scan rows)."""
-        import numpy as np
-
-        entries = len(order)
-        stored = vectors.hubness
-        rounded = vectors.quantized if isinstance(vectors, ScanRows) else quantize(vectors.matrix)
-        if stored is not None and len(stored) == entries and parameters.hub_neighbours == DEFAULT.hub_neighbours:
-            hubness = stored
-        else:  # from the float rows, or from the int8 ones scaled back when only those were stored
-            floats = rounded.scaled_back(entries) if isinstance(vectors, ScanRows) else vectors.matrix[:entries]
-            hubness = neighbour_similarity(floats, parameters.hub_neighbours)
-        correction = (parameters.hub_weight * (hubness - np.median(hubness))).astype(np.float32)
-        pages = entries + len(starts)  # the code blocks' rows follow the outlines': scanned only by code search
-        columns, largest = rounded
-        code = None
-        if columns.shape[1] > pages:  # copied: the rows of every kind are freed once the scan has its own copy
-            code = _CodeRows(Quantized(np.ascontiguousarray(columns[:, pages:]), largest[pages:].copy()))
-            rounded = Quantized(columns[:, :pages], largest[:pages])
-        return cls(QuantizedRows(rounded), code, order, starts, correction, parameters)
-
-    def code_similarities(self, query: QueryParts) -> npt.NDArray[np.float32] | None:
-        """Every code block row's cosine with the query (`split_query`); None when the site has no code rows."""
-        return self.code_rows.scan().similarities(query) if self.code_rows is not None else None
-
-    def close_pages(
-        self, query: npt.NDArray[np.float32]
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
-        """Pages whose similarity is above the threshold and their credit, and every entry's corrected cosine.
-
-        A page's similarity is its best entry's corrected cosine blended with its outline's (`outline_share`). Only
-        an entry whose own cosine is above the threshold is corrected: the threshold is what keeps off-topic
-        questions out, and the correction only reorders what passes it (raising an unusually specific entry over
-        it would let any question reach a small site's odd page).
-        """
-        import numpy as np
-
-        similarities = self.rows.similarities(split_query(query))
-        entries = len(self.order)
-        raw, outlines = similarities[:entries], similarities[entries:]
-        threshold, share = self.parameters.threshold, self.parameters.outline_share
-        cosines = np.where(raw > threshold, raw - self.correction, raw)
-        best = np.maximum.reduceat(cosines[self.order], self.starts).astype(np.float64)
-        blended = (1 - share) * best + share * outlines.astype(np.float64)
-        close = np.flatnonzero(blended > threshold)
-        return close, self.parameters.weight * (blended[close] - threshold), cosines
-
-
-class _CodeRows:
-    """A site's code block rows, made ready to scan by the first code search: a cold instance loading many sites
-    does not pay an onnxruntime session per site for rows a page search never reads (10 ms for forge's 2,150)."""
-
-    __slots__ = ("_lock", "_quantized", "_rows")
-
-    def __init__(self, quantized: Quantized) -> None:
-        self._quantized: Quantized | None = quantized
-        self._rows: QuantizedRows | None = None
-        self._lock = threading.Lock()
-
-    def scan(self) -> QuantizedRows:
-        with self._lock:
-            if self._rows is None:
-                assert self._quantized is not None
-                self._rows, self._quantized = QuantizedRows(self._quantized), None  # the session holds its own copy
-            return self._rows
 
 
 def _best(sections: npt.NDArray[np.float64], numbers: list[int]) -> tuple[int, float]:
@@ -602,7 +256,7 @@ def _best(sections: npt.NDArray[np.float64], numbers: list[int]) -> tuple[int, f
     return numbers[best], float(scores[best])
 
 
-def _title_index(view: _View, pages: list[_Page]) -> Postings:
+def _title_index(view: FieldView, pages: list[RankedPage]) -> Postings:
     """Title term -> (page, IDF share of the page title): a query mentioning all of a title covers it fully.
 
     A title counts each word it writes once (`written_words`), so `VNet` or `Hub-Networking` weigh as one
@@ -617,16 +271,16 @@ def _title_index(view: _View, pages: list[_Page]) -> Postings:
     return builder.pack(len(pages))
 
 
-def _pages(entries: Sequence[IndexEntry]) -> list[_Page]:
+def _pages(entries: Sequence[IndexEntry]) -> list[RankedPage]:
     """Pages in index order with their entries; the first page entry seen represents the page."""
     pages = []
     for head, sections in page_groups(entries):
-        pages.append(_Page(entries[head], sections))
+        pages.append(RankedPage(entries[head], sections))
     return pages
 
 
 def _page_doc(
-    page: _Page, entries: Sequence[IndexEntry], titles: list[list[str]], bodies: list[list[str]]
+    page: RankedPage, entries: Sequence[IndexEntry], titles: list[list[str]], bodies: list[list[str]]
 ) -> list[list[str]]:
     """The page view's fields of one page: title, section headings, body."""
     headings = [term for n in page.sections if entries[n].anchor is not None for term in titles[n]]

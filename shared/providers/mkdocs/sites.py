@@ -1,19 +1,14 @@
 """Each site's index, loaded lazily behind its own gate, from the shared cache or the origin.
 
-A site loads on first use: a cached copy younger than CacheDurationHours is used without touching the origin;
-otherwise the origin's copy is fetched, validated and written back; when the origin fails, a stale copy is the
-fallback. A loaded site re-checks the store's version at most every `check_interval` seconds and swaps in a newer
-copy whole, so no request sees a half-built index.
+A site loads on first use, from the copy the load policy chooses (`loading.SiteLoader`). A loaded site re-checks the
+store's version at most every `check_interval` seconds and swaps in a newer copy whole, so no request sees a
+half-built index.
 
 A site that cannot load fails alone: the other sites keep answering. Unlike the spec's CLI, it is tried again at
 most every `SiteRetrySeconds` (with jitter), an unpublished one (the origin answers 404) every
 `UnpublishedRetrySeconds`, and at once when the store holds a copy newer than the failure (the warm-up wrote one).
 
-Each site's state is one slot (`_Site`), changed only by its named transitions:
-
-    not_loaded ──loaded──> loaded ──swapped | ranked | restamped──> loaded
-        └──failed──> failed ──loaded (a retry)──> loaded
-                        └──failed (a retry that failed too)──> failed
+Each site's state is one slot (`slots.SiteSlot`), changed only by its named transitions.
 
 With semantic matching on, embeddings are attached in the background (`embeddings.EmbeddingJobs`): a first load
 is served at once; a newer index for a site that ranks semantically waits for its job, whose outcome the registry
@@ -31,20 +26,21 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from shared.cache import CachedIndex, IndexStore, index_name, store_newest
+from shared.cache import IndexStore
 from shared.embedding import EmbeddingModel
-from shared.errors import IndexFormatError, OriginError, SiteUnavailableError, StoreError
+from shared.errors import SiteUnavailableError
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.embeddings import Embedded, EmbeddingJobs, Semantic
-from shared.providers.mkdocs.health import RankerState, Ranking, SiteFailed, SiteHealth, SiteLoaded, SiteState
+from shared.providers.mkdocs.embeddings import Embedded, EmbeddingJobs
+from shared.providers.mkdocs.health import Semantic, SiteFailed, SiteHealth, SiteState, site_loaded
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.kinds import configured
-from shared.providers.mkdocs.loading import LoadedSite, build, fetch_index, load_prebuilt, rank, try_parse
+from shared.providers.mkdocs.loading import LoadedSite, SiteLoader, rank
 from shared.providers.mkdocs.missing_store import MissingPages
+from shared.providers.mkdocs.slots import Failure, SiteSlot
 from shared.settings import DocumentationSettings
 
 log = logging.getLogger(__name__)
@@ -53,118 +49,6 @@ T = TypeVar("T")
 
 RECORD_WAIT = 1.0
 """Seconds a first load waits, beyond its own, for the site's missing-pages record to be looked up."""
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """Why a site is not loaded, and when it is tried again."""
-
-    reason: str
-    unpublished: bool
-    failed_at: datetime
-    """Wall-clock time of the failure: a stored copy fetched later than this is worth loading at once."""
-    retry_at: float
-    """On the registry's clock."""
-    retry_after: float
-    """Seconds from the failure to the next try, for health."""
-    store_checked: float
-
-
-@dataclass(slots=True, eq=False)
-class _Site:
-    """One configured site's state. Only the transitions below change it: `served` is set from the first `loaded`
-    on, `failure` only while `failed`."""
-
-    name: str
-    check_interval: float
-    state: SiteState = SiteState.NOT_LOADED
-    served: LoadedSite | None = None
-    """The index requests are answered from."""
-    failure: Failure | None = None
-    check_at: float = float("-inf")
-    """On the registry's clock: when the store is next asked for a newer copy."""
-    gate: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """One load, retry or store check at a time."""
-    building: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """One build of deferred search structures at a time."""
-    searched: bool = False
-    """A search has reached the site: its newer versions are loaded with their search structures at once."""
-    load: asyncio.Task[LoadedSite | None] | None = None
-    """Its one load or store check running in the background, however many requests wait on it."""
-    incoming: LoadedSite | None = None
-    """A newer index being embedded before it replaces `served`."""
-    swap: asyncio.Task[None] | None = None
-    """Installs `incoming` once its embedding job is done."""
-
-    def loading(self, task: asyncio.Task[LoadedSite | None]) -> asyncio.Task[LoadedSite | None]:
-        """A load (or a store check) now runs in the background."""
-        self.load = task
-        return task
-
-    def loaded(self, index: LoadedSite, now: float) -> None:
-        """The first load, or a retry, succeeded."""
-        self.state, self.served, self.failure = SiteState.LOADED, index, None
-        self.check_at = now + self.check_interval
-
-    def failed(self, failure: Failure) -> None:
-        """The first load, or a retry, failed."""
-        self.state, self.failure = SiteState.FAILED, failure
-
-    def swapped(self, newer: LoadedSite, now: float) -> None:
-        """A newer index replaces the served one, whole: a request holds either the old index or the new one."""
-        self.served, self.incoming, self.swap = newer, None, None
-        self.check_at = now + self.check_interval
-
-    def ranked(self, index: LoadedSite) -> None:
-        """The served index gained the search structures it was loaded without."""
-        self.served = index
-
-    def restamped(self, index: LoadedSite) -> None:
-        """The served index stays, relabelled with the store's version (the same content, or an older copy)."""
-        self.served = index
-
-    def reached(self) -> None:
-        """A search reached the site."""
-        self.searched = True
-
-    def embedding(self, fresh: LoadedSite, swap: asyncio.Task[None]) -> None:
-        """`fresh` waits for its vectors before it replaces the served index; `swap` installs it."""
-        self.incoming, self.swap = fresh, swap
-
-    def embedded(self, fresh: LoadedSite, outcome: Embedded | None, now: float) -> None:
-        """`fresh`'s job ended: serve it (with its vectors, or ranking lexically when they failed); an outcome of
-        None says a newer index took its place."""
-        if self.incoming is not fresh:
-            return
-        if outcome is None:
-            self.incoming, self.swap = None, None
-        else:
-            self.swapped(outcome.index, now)
-
-    def checking(self, now: float) -> None:
-        """The store is being asked for a newer copy now."""
-        self.check_at = now + self.check_interval
-
-    def check_due(self, now: float) -> bool:
-        return now >= self.check_at
-
-    def check_now(self, now: float) -> None:
-        """A newer copy was just written: check the store at once, and try a failed site again at once."""
-        self.check_at = float("-inf")
-        if self.failure is not None:
-            self.failure = replace(self.failure, retry_at=now, store_checked=float("-inf"))
-
-    def store_asked(self, now: float) -> None:
-        """A failed site asked the store whether it holds a copy newer than the failure."""
-        if self.failure is not None:
-            self.failure = replace(self.failure, store_checked=now)
-
-    @property
-    def shown(self) -> SiteState:
-        """The state health shows: a site never loaded whose load runs in the background is `loading`."""
-        if self.state is SiteState.NOT_LOADED and self.load is not None and not self.load.done():
-            return SiteState.LOADING
-        return self.state
 
 
 class SiteRegistry:
@@ -189,11 +73,13 @@ class SiteRegistry:
             if embedding is not None
             else None
         )
-        self._weights = configured(settings.search.path_weights, tuple(settings.sites))
+        self._loader = SiteLoader(
+            settings, client, store, configured(settings.search.path_weights, tuple(settings.sites))
+        )
         self._clock = clock
         interval = settings.cache.check_interval_seconds
-        self._sites = {site: _Site(site, interval) for site in settings.sites}
-        self._missing = MissingPages(store, self._name)
+        self._sites = {site: SiteSlot(site, interval) for site in settings.sites}
+        self._missing = MissingPages(store, self._loader.name)
 
     @property
     def store(self) -> IndexStore:
@@ -203,7 +89,7 @@ class SiteRegistry:
     def add_version(self, key: str) -> None:
         """A versioned site's version (`models.version_key`) as a site of its own, loaded on its first use."""
         if key not in self._sites:
-            self._sites[key] = _Site(key, self._settings.cache.check_interval_seconds)
+            self._sites[key] = SiteSlot(key, self._settings.cache.check_interval_seconds)
 
     @property
     def embedding(self) -> EmbeddingModel | None:
@@ -215,7 +101,7 @@ class SiteRegistry:
         first search that falls through builds (`searchable`). Said once, before anything loads."""
         self._deferred = True
 
-    def _rank_now(self, slot: _Site) -> bool:
+    def _rank_now(self, slot: SiteSlot) -> bool:
         return not self._deferred or slot.searched
 
     async def searchable(self, site: str) -> LoadedSite | None:
@@ -230,8 +116,8 @@ class SiteRegistry:
             current = slot.served
             if current is None or current.ranker is not None:
                 return current
-            ranked = await self._prebuilt_for(site, current) or replace(
-                current, ranker=await rank(current, self._weights)
+            ranked = await self._loader.prebuilt_for(site, current) or replace(
+                current, ranker=await rank(current, self._loader.weights)
             )
             if slot.served is current:  # not swapped meanwhile
                 slot.ranked(ranked)
@@ -242,24 +128,10 @@ class SiteRegistry:
             # ranks on the one just built, and the next search builds the newer one's.
             return newest if newest is not None and newest.ranker is not None else ranked
 
-    async def _prebuilt_for(self, site: str, current: LoadedSite) -> LoadedSite | None:
-        try:
-            stat = await self._store.stat(self._name(site))
-        except StoreError:
-            return None
-        if stat is None or stat.digest != current.digest:
-            return None
-        prebuilt = await load_prebuilt(self._store, site, stat, self._weights, source=current.source)
-        return replace(prebuilt, version=current.version, fetched_at=current.fetched_at) if prebuilt else None
-
     def current(self, site: str) -> LoadedSite | None:
         """The index served for the site right now, without loading or checking anything."""
         slot = self._sites.get(site)
         return slot.served if slot is not None else None
-
-    def _name(self, site: str) -> str:
-        """The store's name for the site's index: the spec's cache file name."""
-        return index_name(self._settings.cache_file_name_template, site)
 
     async def get(self, site: str) -> LoadedSite | None:
         """The site's loaded index, loading it on first use; None when the site failed to load.
@@ -355,7 +227,7 @@ class SiteRegistry:
         loaded = await self.get(site)
         return loaded.index if loaded else None
 
-    async def _retry(self, slot: _Site) -> LoadedSite | None:
+    async def _retry(self, slot: SiteSlot) -> LoadedSite | None:
         async with slot.gate:
             failure = slot.failure
             if failure is None:
@@ -365,7 +237,7 @@ class SiteRegistry:
             log.info("site %s: trying its index again", slot.name)
             return await self._first_load(slot)
 
-    async def _retry_due(self, slot: _Site, failure: Failure) -> bool:
+    async def _retry_due(self, slot: SiteSlot, failure: Failure) -> bool:
         """The backoff has passed, or the store holds a copy fetched after the failure (the warm-up's)."""
         now = self._clock()
         if now >= failure.retry_at:
@@ -373,17 +245,13 @@ class SiteRegistry:
         if now - failure.store_checked < self._settings.cache.check_interval_seconds:
             return False
         slot.store_asked(now)
-        try:
-            stat = await self._store.stat(self._name(slot.name))
-        except StoreError:
-            return False
-        return stat is not None and stat.fetched_at > failure.failed_at
+        return await self._loader.written_since(slot.name, failure.failed_at)
 
-    async def _first_load(self, slot: _Site) -> LoadedSite | None:
+    async def _first_load(self, slot: SiteSlot) -> LoadedSite | None:
         site = slot.name
         lookup = self._missing.lookup(site)  # beside the index's own load, so it rarely adds a wait
         try:
-            loaded = await self._load(slot)
+            loaded = await self._loader.load(site, rank=self._rank_now(slot))
         except SiteUnavailableError as exc:
             slot.failed(self._failure(site, exc.reason, unpublished=exc.unpublished))
             return None
@@ -411,7 +279,7 @@ class SiteRegistry:
         if self._jobs is not None and served.ranker is not None:
             self._jobs.start(site, served)
 
-    def _replace(self, slot: _Site, fresh: LoadedSite) -> None:
+    def _replace(self, slot: SiteSlot, fresh: LoadedSite) -> None:
         """Serve a newer index: at once when the current one ranks lexically, else once `fresh` has its vectors."""
         current = slot.served
         semantic = current.ranker.semantic if current is not None and current.ranker is not None else None
@@ -423,7 +291,7 @@ class SiteRegistry:
         swap = asyncio.create_task(self._swap_when_embedded(slot, fresh, job), name=f"swap {slot.name}")
         slot.embedding(fresh, swap)
 
-    async def _swap_when_embedded(self, slot: _Site, fresh: LoadedSite, job: asyncio.Task[Embedded | None]) -> None:
+    async def _swap_when_embedded(self, slot: SiteSlot, fresh: LoadedSite, job: asyncio.Task[Embedded | None]) -> None:
         """Install the job's outcome: `fresh` with its vectors, or without them when they failed."""
         await asyncio.wait([job])
         slot.embedded(fresh, _result(job), self._clock())
@@ -466,108 +334,16 @@ class SiteRegistry:
             await self._jobs.aclose()
         await self._missing.aclose()
 
-    async def _load(self, slot: _Site) -> LoadedSite:
-        site, name, rank_now = slot.name, self._name(slot.name), self._rank_now(slot)
-        prebuilt = await self._prebuilt(site, name) if rank_now else None
-        if prebuilt is not None:
-            return prebuilt
-        cached = await self._read_cache(site, name)
-        # Parsing validates the copy; the ranker, the costly part, is built only for the copy actually served.
-        parsed = await try_parse(site, cached) if cached is not None else None
-        if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
-            return await build(cached, "cache", parsed, self._weights, rank=rank_now)
-        try:
-            fetched = await fetch_index(self._client, self._settings, site, conditional=cached if parsed else None)
-        except (OriginError, IndexFormatError) as exc:
-            if parsed is not None and cached is not None:
-                log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)
-                return await build(cached, "stale-cache", parsed, self._weights, rank=rank_now)
-            unpublished = isinstance(exc, OriginError) and exc.status == 404
-            raise SiteUnavailableError(site, str(exc), unpublished=unpublished) from exc
-        if fetched is None:
-            assert parsed is not None and cached is not None  # a 304 only answers a conditional request
-            usable = await build(cached, "cache", parsed, self._weights, rank=rank_now)
-            return await self._revalidated(site, usable, cached.version)
-        version = await self._write_back(site, fetched.entry, cached)
-        built = await build(fetched.entry, "origin", fetched.index, self._weights, rank=rank_now)
-        return replace(built, version=version)
-
-    async def _prebuilt(self, site: str, name: str) -> LoadedSite | None:
-        """A fresh stored copy's prebuilt ranker (the warm-up's), loaded instead of parsing and building; None when
-        there is no fresh copy or no usable prebuilt ranker for it."""
-        try:
-            stat = await self._store.stat(name)
-        except StoreError:
-            return None
-        if stat is None or not stat.complete or stat.age_hours() >= self._settings.cache_duration_hours:
-            return None
-        return await load_prebuilt(self._store, site, stat, self._weights)
-
-    async def _revalidated(self, site: str, usable: LoadedSite, version: str | None) -> LoadedSite:
-        """The origin answered 304 for a stale copy: it is current again; record that for other instances."""
-        now = datetime.now(UTC)
-        touched = None
-        try:
-            if version is not None:
-                touched = await self._store.touch(self._name(site), now, expected_version=version)
-        except StoreError as exc:
-            log.info("site %s: could not record the revalidation (%s)", site, exc)
-        return replace(usable, source="cache", fetched_at=now, version=touched or version)
-
-    async def _read_cache(self, site: str, name: str) -> CachedIndex | None:
-        try:
-            return await self._store.read(name)
-        except StoreError as exc:  # a broken store degrades to the origin, never to a 500
-            log.info("site %s: index cache unreadable (%s); using the origin", site, exc)
-            return None
-
-    async def _write_back(self, site: str, entry: CachedIndex, cached: CachedIndex | None) -> str | None:
-        try:
-            return await store_newest(
-                self._store, self._name(site), entry, expected_version=cached.version if cached else None
-            )
-        except StoreError as exc:
-            log.info("site %s: could not write the index cache (%s)", site, exc)
-            return None
-
-    async def _refresh(self, slot: _Site, current: LoadedSite) -> None:
+    async def _refresh(self, slot: SiteSlot, current: LoadedSite) -> None:
         """Swap in a newer stored copy; an unchanged one costs one property check, never a download."""
-        site = slot.name
         slot.checking(self._clock())
-        known = slot.incoming or current  # the newest copy in hand
-        try:
-            stat = await self._store.stat(self._name(site))
-            if stat is None or stat.version in (current.version, known.version):
-                return
-            if stat.digest == known.digest:  # revalidated or rewritten with the same content
-                fetched_at = max(current.fetched_at, stat.fetched_at)
-                slot.restamped(replace(current, version=stat.version, fetched_at=fetched_at))
-                return
-            if stat.fetched_at < known.fetched_at:  # older than what this instance already holds
-                slot.restamped(replace(current, version=stat.version))
-                return
-            prebuilt = (
-                await load_prebuilt(self._store, site, stat, self._weights, likely_current=False)
-                if self._rank_now(slot)
-                else None
-            )
-            if prebuilt is not None:
-                self._replace(slot, prebuilt)
-                log.info(
-                    "site %s: a newer cached index is in, prebuilt (%d entries)", site, len(prebuilt.index.entries)
-                )
-                return
-            cached = await self._store.read(self._name(site))
-        except StoreError as exc:
-            log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
+        found = await self._loader.newer(slot.name, current, slot.incoming or current, rank=self._rank_now(slot))
+        if found is None:
             return
-        parsed = await try_parse(site, cached) if cached is not None else None
-        if parsed is not None and cached is not None and cached.fetched_at >= known.fetched_at:
-            fresh = await build(cached, "cache", parsed, self._weights, rank=self._rank_now(slot))
-            self._replace(slot, fresh)
-            log.info("site %s: a newer cached index is in (%d entries)", site, len(fresh.index.entries))
-        elif cached is not None:
-            slot.restamped(replace(current, version=cached.version))
+        if found.fresh:
+            self._replace(slot, found.copy)
+        else:
+            slot.restamped(found.copy)
 
     def failure(self, site: str) -> Failure | None:
         """Why the site is not loaded, if it failed."""
@@ -582,49 +358,12 @@ class SiteRegistry:
                 retry = failure.failed_at + timedelta(seconds=failure.retry_after)
                 report[site] = SiteFailed(reason=failure.reason, unpublished=failure.unpublished, retry_at=retry)
             elif (loaded := slot.served) is not None:
-                ranking, semantic, why, updating = self._ranking(slot, loaded)
-                built = RankerState.PREBUILT if loaded.prebuilt else RankerState.BUILT
-                report[site] = SiteLoaded(
-                    source=loaded.source,
-                    index_format=loaded.index.format,
-                    ranker=RankerState.DEFERRED if loaded.ranker is None else built,
-                    entries=len(loaded.index.entries),
-                    pages=len(loaded.index.pages),
-                    code_blocks=len(loaded.index.code),
-                    fetched_at=loaded.fetched_at,
-                    missing_pages=len(self.missing(loaded)),
-                    ranking=ranking,
-                    semantic=semantic,
-                    why=why,
-                    updating=updating,
-                )
+                semantic, reason = self._jobs.state(site) if self._jobs is not None else (Semantic.OFF, "")
+                updating, missing = slot.incoming is not None, len(self.missing(loaded))
+                report[site] = site_loaded(loaded, semantic, reason, updating=updating, missing=missing)
             else:
                 report[site] = SiteHealth(state=slot.shown)
         return report
-
-    def _ranking(self, slot: _Site, loaded: LoadedSite) -> tuple[Ranking, Semantic | None, str | None, str | None]:
-        """How the site ranks, where its embeddings stand, why it ranks lexically, and whether a newer index is
-        being embedded."""
-        if loaded.ranker is None:
-            why = (
-                "a provider ahead of MkDocs answers searches: the search structures are built when a search falls "
-                "through to MkDocs; resolution and get use the index"
-            )
-            return Ranking.DEFERRED, None, why, None
-        state, reason = self._jobs.state(slot.name) if self._jobs is not None else (Semantic.OFF, "")
-        if loaded.ranker.semantic is None:
-            why = {
-                Semantic.OFF: "semantic matching is off (Search__Semantic=false)",
-                Semantic.PENDING: "its embeddings are being computed in the background",
-                Semantic.UNAVAILABLE: f"the embedding model is unavailable: {reason}",
-                Semantic.FAILED: f"embedding its index failed: {reason}; it is tried again later (backing off)",
-                Semantic.READY: "",
-            }[state]
-            return Ranking.LEXICAL, state, why, None
-        updating = None
-        if slot.incoming is not None:
-            updating = "a newer index is being embedded; it is served with its vectors once they are ready"
-        return Ranking.SEMANTIC, state, None, updating
 
 
 def _result(future: asyncio.Future[T]) -> T | None:

@@ -25,7 +25,6 @@ and stored (a change re-embeds or re-stores every site), not how a page ranks.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import struct
@@ -225,8 +224,6 @@ class SiteVectors:
         that fails its checksum, names another layout or model, or whose parts do not add up is never read."""
         import numpy as np
 
-        if payload.startswith(b"{"):
-            return _legacy(payload, model_id)
         try:
             framed = _unframed(payload, _MAGIC, FORMAT, model_id)
             if framed is None:
@@ -357,26 +354,6 @@ def _counts(header: Any, *names: str) -> tuple[int, ...] | None:
 SCAN_FORMAT = 1
 """Version of the stored scan rows' layout (`ScanRows.dumps`); another one is never read (the vectors are)."""
 _SCAN_MAGIC = b"docs-scan-rows\n"
-
-
-def _legacy(payload: bytes, model_id: str) -> SiteVectors | None:
-    """Vectors stored in the previous layout (JSON, base64), read so an upgrade reuses their rows instead of
-    embedding every site again; the next store writes the current layout."""
-    import numpy as np
-
-    try:
-        document = json.loads(payload)
-        if not isinstance(document, dict) or document.get("format") != 3 or document.get("model") != model_id:
-            return None
-        dimensions, keys = document.get("dimensions"), document["keys"]
-        if not isinstance(dimensions, int) or dimensions < 1:
-            return None
-        if not isinstance(keys, list) or not all(isinstance(key, str) and len(key) == _KEY_CHARS for key in keys):
-            return None
-        matrix = np.frombuffer(base64.b64decode(document["vectors"], validate=True), dtype=np.float16)
-        return SiteVectors(matrix.astype(np.float32).reshape(len(keys), dimensions), tuple(keys))
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return None
 
 
 _MAGIC = b"docs-vectors\n"

@@ -3,20 +3,29 @@ version's answers name their site.
 
 Each version is loaded, cached and ranked as a site of its own under its key (`models.version_key`); this module
 maps between those keys and what callers see: the site, the version, whether it is the default, and a version's
-folder in a location. What a site's versions are is `versions.Versions`' to find.
+folder in a location, and which sites a search reaches (`ready`). What a site's versions are is
+`versions.Versions`' to find.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from urllib.parse import unquote
 
-from shared.errors import InvalidRequestError, ResolutionError, VersionsError
-from shared.models import Reason, Resolution, VersionSet, split_key
+from shared.errors import (
+    InvalidRequestError,
+    NoSiteLoadedError,
+    ProviderDeclinedError,
+    ResolutionError,
+    VersionsError,
+)
+from shared.models import Reason, Resolution, SiteAnswer, SiteSearched, VersionSet, split_key
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.resolution import Resolver, resolve_in_site
-from shared.providers.mkdocs.sites import Failure, SiteRegistry
+from shared.providers.mkdocs.sites import SiteRegistry
+from shared.providers.mkdocs.slots import Failure
 from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
@@ -80,6 +89,54 @@ class VersionedSites:
             return resolution
         detail = resolution.detail.replace(f"'{resolution.site}'", f"'{site}' (version {version})")
         return resolution.model_copy(update={"site": site, "detail": detail.replace(resolution.site, site)})
+
+    async def ready(
+        self, site: str | None, version: str | None = None
+    ) -> tuple[list[LoadedSite], dict[str, SiteSearched]]:
+        """The sites ready to search within the per-site wait, and how each site asked for stood. A versioned site is
+        searched in the version asked for, else its default (`search_in`)."""
+        if site is not None:
+            named = self._settings.site_named(site)
+            if named is None:
+                raise ProviderDeclinedError("not one of this provider's sites")
+            sites: tuple[str, ...] = (named,)
+        else:
+            sites = self._settings.sites
+        wait = self._settings.search.site_wait_seconds
+        ready = await self._registry.within(sites, wait)
+        ready, broken = await self.search_in(sites, ready, version, alone=site is not None)
+        loaded = [entry for entry in ready.values() if entry is not None]
+        failures: dict[str, Failure | Broken] = {
+            name: failure for name in sites if (failure := self._registry.failure(name)) is not None
+        }
+        for name in ready:  # a versioned site stands as its version does
+            if ready[name] is not None:
+                failures.pop(name, None)
+        failures.update(broken)
+        answers = {
+            name: SiteAnswer.SEARCHED
+            if ready.get(name) is not None
+            else SiteAnswer.LOADING
+            if name not in ready
+            else SiteAnswer.UNPUBLISHED
+            if name in failures and failures[name].unpublished
+            else SiteAnswer.FAILED
+            for name in sites
+        }
+        states = {
+            name: SiteSearched(state=answer, indexed_at=self._indexed_at(ready, name))
+            for name, answer in answers.items()
+        }
+        if not loaded and not all(failure.unpublished for failure in failures.values()):
+            # Nothing to search because sites are failing is an outage to report, not "no match"; sites that are
+            # merely not published yet have nothing to find.
+            raise NoSiteLoadedError({name: failure.reason for name, failure in failures.items()})
+        return loaded, states
+
+    def _indexed_at(self, ready: dict[str, LoadedSite | None], site: str) -> datetime | None:
+        """The searched index's age, else the one this instance holds (a site whose check outlasted the wait)."""
+        held = ready.get(site) or self._registry.current(site)
+        return held.fetched_at if held is not None else None
 
     async def search_in(
         self, sites: tuple[str, ...], ready: dict[str, LoadedSite | None], version: str | None, *, alone: bool

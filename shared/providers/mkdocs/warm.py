@@ -28,20 +28,21 @@ from collections import Counter
 from datetime import UTC, datetime
 from functools import partial
 
-from shared.cache import IndexStore, index_name, open_store, store_newest
+from shared.cache import IndexStore, StoreHealth, index_name, open_store, store_newest
 from shared.embedding import MINILM, EmbeddingModel
 from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginError, StoreError, VersionsError
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.embeddings import ensure_vectors, scan_stored, share_graph
+from shared.graph_sharing import share_graph
+from shared.providers.mkdocs.embeddings import ensure_vectors, scan_stored
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.kinds import configured
 from shared.providers.mkdocs.languages import fences_stored, keep_fences, read_fences
-from shared.providers.mkdocs.loading import fetch_index, store_prebuilt
+from shared.providers.mkdocs.loading import Prebuilt, fetch_index, store_prebuilt
 from shared.providers.mkdocs.missing import MissingRecord, start
 from shared.providers.mkdocs.missing_store import read_record, save
 from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
 from shared.providers.mkdocs.pagecheck import PageCheck
-from shared.providers.mkdocs.provider import raw_markdown_url
+from shared.providers.mkdocs.pages import raw_markdown_url
 from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
@@ -76,7 +77,7 @@ async def warm_fences(client: OriginClient, settings: DocumentationSettings, sto
     """Make sure the stored index version's code blocks have their languages from the Markdown's fences stored
     (`languages.py`), so no instance reads every code page itself; read, current, or why not. Never raises; only
     counts are reported."""
-    if store.kind == "memory":
+    if not store.shared:
         return Step(state=StepState.SKIPPED, detail="no shared storage to keep them in")
     name = index_name(settings.cache_file_name_template, site)
     try:
@@ -106,7 +107,7 @@ async def warm_fences(client: OriginClient, settings: DocumentationSettings, sto
 async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: str) -> Step:
     """Make sure the stored index version has its prebuilt ranker (`artifact`), so cold instances load it instead
     of parsing and building; built, current, or why not. Never raises."""
-    if store.kind == "memory":
+    if not store.shared:
         return Step(state=StepState.SKIPPED, detail="no shared storage to keep it in")
     name = index_name(settings.cache_file_name_template, site)
     try:
@@ -120,14 +121,14 @@ async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: 
     except Exception as exc:  # one site's prebuild must not cost the other sites their warm-up
         log.exception("warm-up %s: prebuilding its ranker failed", site)
         return Step(state=StepState.FAILED, detail=type(exc).__name__)
-    if built == "changed":
+    if built is Prebuilt.CHANGED:
         return Step(state=StepState.SKIPPED, detail="the stored index changed meanwhile; built next time")
-    return Step(state=StepState(built))
+    return Step(state=StepState(built.value))
 
 
 async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site: str, model: EmbeddingModel) -> Step:
     """Make sure the stored index has stored embeddings; computed, current, or why not. Never raises."""
-    if store.kind == "memory":
+    if not store.shared:
         return Step(state=StepState.SKIPPED, detail="no shared storage to keep them in")
     try:
         name = index_name(settings.cache_file_name_template, site)
@@ -153,7 +154,7 @@ async def warm_pages(settings: DocumentationSettings, store: IndexStore, site: s
 
     Never raises. Only counts are reported: page paths stay out of reports and logs.
     """
-    if store.kind == "memory":
+    if not store.shared:
         return Step(state=StepState.SKIPPED, detail="no shared storage to keep the record in")
     name = index_name(settings.cache_file_name_template, site)
     try:
@@ -257,7 +258,7 @@ async def warm_all(
     client: OriginClient | None = None,
 ) -> dict[str, SiteOutcome]:
     """Refresh every configured site concurrently; each outcome is logged and counted."""
-    if store.kind == "memory":
+    if not store.shared:
         log.warning("warm-up: no storage is configured, so the refreshed copies are not shared with any instance")
     own_client = client is None
     origin = client or OriginClient(settings.origin)
@@ -326,7 +327,7 @@ async def run_warmup(
     embedding: EmbeddingModel | None,
     store: IndexStore | None = None,
     client: OriginClient | None = None,
-) -> tuple[dict[str, object], dict[str, SiteOutcome]]:
+) -> tuple[StoreHealth, dict[str, SiteOutcome]]:
     """One warm-up, as the timer and `python -m shared warm` run it: over the service's own store and origin client
     when given (the timer, beside the running service), else over ones opened for it and closed after.
 

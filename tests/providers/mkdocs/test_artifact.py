@@ -24,6 +24,7 @@ from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
+from tests.support.ranking import search
 from tests.support.sites import PUBLISHED_SITES
 from tests.support.stores import CountingStore
 
@@ -57,9 +58,9 @@ def test_a_loaded_artifact_ranks_exactly_as_the_built_ranker(built_origin: Path,
     # Searched first, while its entries are cut out only as they are asked for (`EntryColumns`).
     for query in QUERIES:
         expected = [
-            (hit.entry.location, hit.score, hit.breadcrumb, hit.preview_source) for hit in ranker.search(query, 10)
+            (hit.entry.location, hit.score, hit.breadcrumb, hit.preview_source) for hit in search(ranker, query, 10)
         ]
-        got = [(hit.entry.location, hit.score, hit.breadcrumb, hit.preview_source) for hit in loaded.search(query, 10)]
+        got = [(hit.entry.location, hit.score, hit.breadcrumb, hit.preview_source) for hit in search(loaded, query, 10)]
         assert got == expected, query
     for page in parsed.pages:
         assert index.sections(page.path) == parsed.sections(page.path)
@@ -197,8 +198,8 @@ async def test_the_warm_up_prebuilds_and_a_cold_instance_loads_it_instead_of_bui
 
     built_here = Ranker.build(loaded.index, configured(blob_settings.search.path_weights, tuple(blob_settings.sites)))
     for query in QUERIES:
-        assert [h.entry.location for h in loaded.ranker.search(query, 10)] == [
-            h.entry.location for h in built_here.search(query, 10)
+        assert [h.entry.location for h in search(loaded.ranker, query, 10)] == [
+            h.entry.location for h in search(built_here, query, 10)
         ]
 
 
@@ -216,6 +217,6 @@ async def test_a_stored_artifact_that_fails_its_check_is_never_served_the_instan
         loaded = await cold.get("alpha")
         await cold.aclose()
     assert loaded is not None and not loaded.prebuilt and loaded.source == "cache"
-    assert loaded.ranker.search("install the agent", 3)
+    assert search(loaded.ranker, "install the agent", 3)
     index = await counting_store.inner.stat(index_name(blob_settings.cache_file_name_template, "alpha"))
     assert index is not None and stored.origin_etag == f"{index.digest}/{RANKING_CODE}"

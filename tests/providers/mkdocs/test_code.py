@@ -17,6 +17,7 @@ from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.text import analyze_query
 from shared.validation import check_kind, check_language
+from tests.support.ranking import fit
 
 WHERE = {"location": "guide/#deploy", "page": "guide/", "anchor": "deploy", "title": "Deploy", "page_title": "Guide"}
 
@@ -195,7 +196,7 @@ def test_code_ranking_finds_the_block_and_keeps_a_few_per_page() -> None:
     ranker = Ranker.build(index)
     wanted = analyze_query("terraform resource for the pager receiver")
     hits = rank_code(
-        [code], wanted, fits=[ranker.site_fit(wanted)], page_scores=[{}], similarities=[None], say=0, language=None,
+        [code], wanted, fits=[fit(ranker, wanted)], page_scores=[{}], similarities=[None], say=0, language=None,
         limit=5,
     )  # fmt: skip
     assert code.blocks[hits[0].number].code.startswith('resource "gamma_receiver"')

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
+from shared.markdown import with_front_matter
 from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html
-from shared.providers.mkdocs.provider import with_front_matter
 
 PAGE = """<!doctype html><html><head><title>T</title><script>var x = 1;</script></head><body>
 <header class="md-header">Skip to content</header>
@@ -48,10 +46,12 @@ def test_html_is_recognised_by_content_or_type() -> None:
 
 
 def test_front_matter_is_prefixed_or_merged_into_the_pages_own() -> None:
-    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    plain = with_front_matter("# Page\n", source="http://o/forge/faq/", site="forge", retrieved=when)
+    when = "2026-01-02T03:04:05Z"
+    plain = with_front_matter("# Page\n", {"source": "http://o/forge/faq/", "site": "forge", "retrieved": when})
     assert plain == "---\nsource: http://o/forge/faq/\nsite: forge\nretrieved: 2026-01-02T03:04:05Z\n---\n\n# Page\n"
-    merged = with_front_matter("---\nmoved_from:\n- a/\n---\n# Page\n", source="s", site="forge", retrieved=when)
+    merged = with_front_matter(
+        "---\nmoved_from:\n- a/\n---\n# Page\n", {"source": "s", "site": "forge", "retrieved": when}
+    )
     assert merged == "---\nsource: s\nsite: forge\nretrieved: 2026-01-02T03:04:05Z\nmoved_from:\n- a/\n---\n# Page\n"
 
 
@@ -81,14 +81,14 @@ def test_markup_that_never_closes_is_read_as_the_text_it_is() -> None:
 
 def test_front_matter_with_crlf_is_merged_and_its_own_source_and_site_give_way() -> None:
     page = "---\r\ntitle: Install\r\nsource: stale.md\r\nsite:\r\n  - old\r\ntags: [a]\r\n---\r\n# Install\r\n"
-    merged = with_front_matter(page, source="https://x/a/", site="alpha", retrieved=datetime(2026, 1, 2, tzinfo=UTC))
+    merged = with_front_matter(page, {"source": "https://x/a/", "site": "alpha", "retrieved": "2026-01-02T00:00:00Z"})
 
     assert merged.count("---") == 2 and merged.startswith("---\nsource: https://x/a/\nsite: alpha\n")
     header = merged.split("---")[1]
     assert header.count("source:") == 1 and header.count("site:") == 1 and "  - old" not in header
     assert "title: Install" in header and "tags: [a]" in header and "retrieved: 2026-01-02T00:00:00Z" in header
     assert merged.endswith("# Install\r\n")
-    plain = with_front_matter("# Page\n", source="s", site="t", retrieved=datetime(2026, 1, 2, tzinfo=UTC))
+    plain = with_front_matter("# Page\n", {"source": "s", "site": "t", "retrieved": "2026-01-02T00:00:00Z"})
     assert plain == "---\nsource: s\nsite: t\nretrieved: 2026-01-02T00:00:00Z\n---\n\n# Page\n"
 
 

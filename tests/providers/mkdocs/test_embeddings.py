@@ -9,7 +9,6 @@ paraphrase runs the real model.
 from __future__ import annotations
 
 import asyncio
-import base64
 import itertools
 import json
 import threading
@@ -271,8 +270,7 @@ async def test_with_semantic_matching_off_nothing_is_embedded(settings: Document
 async def test_the_sites_and_the_warm_up_embed_on_one_lane(settings: DocumentationSettings) -> None:
     encoder = WordEncoder(hold=True)
     model = model_of(encoder)
-    store = MemoryIndexStore(status="shared-for-the-test")
-    store.kind = "shared"  # the warm-up embeds only into a store other instances can read
+    store = MemoryIndexStore(shared=True)  # the warm-up embeds only into a store other instances can read
     async with registry_over(settings, store, model) as registry:
         await registry.get(SITE)
         warming = asyncio.ensure_future(warm_all(settings, store, embedding=model))
@@ -443,19 +441,12 @@ class CountingEncoder(WordEncoder):
 async def test_vectors_record_the_index_copy_they_were_computed_from_and_older_ones_are_recorded_again(
     published_index: SiteIndex,
 ) -> None:
-    """A reader holding the recorded copy skips hashing every text again; vectors an older version stored (format
-    3, no record) are stored again with it, and nothing is embedded twice."""
+    """A reader holding the recorded copy skips hashing every text again; vectors stored without the record (by a
+    version before it) are stored again with it, and nothing is embedded twice."""
     store, encoder = MemoryIndexStore(), CountingEncoder()
     model, digest = model_of(encoder), "ab" * 32
-    legacy = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
-    document = {
-        "format": 3,
-        "model": MODEL,
-        "dimensions": legacy.matrix.shape[1],
-        "keys": list(legacy.keys),
-        "vectors": base64.b64encode(legacy.matrix.astype(np.float16).tobytes()).decode(),
-    }
-    await store.write(VECTORS, CachedIndex(json.dumps(document).encode(), datetime.now(UTC)), expected_version=None)
+    unrecorded = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
+    await store.write(VECTORS, CachedIndex(unrecorded.dumps(MODEL), datetime.now(UTC)), expected_version=None)
 
     _, computed = await ensure_vectors(store, model, SITE, published_index, digest=digest)
 

@@ -13,10 +13,12 @@ from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
 from shared.providers.mkdocs.quantized import split_query
-from shared.providers.mkdocs.ranking import Ranker, semantic_say
+from shared.providers.mkdocs.ranking import Ranker
+from shared.providers.mkdocs.semantics import semantic_say
 from shared.providers.mkdocs.text import analyze_query
 from shared.providers.mkdocs.vectors import SiteVectors
 from tests.support.pages import FILLER, page
+from tests.support.ranking import reference_score
 
 KINDS = PathWeights.parse(DEFAULT_KINDS)
 OTHER = RankingParameters(
@@ -84,7 +86,7 @@ def _merged(rankers: list[Ranker], query: str, limit: int, vector: object, missi
     say = semantic_say(query, wanted, rankers[0].parameters)
     found = []
     for site, one in enumerate(rankers):
-        scored = one.score(wanted, say, limit + len(missing[site]), vector)  # type: ignore[arg-type]
+        scored = reference_score(one, wanted, say, limit + len(missing[site]), vector)  # type: ignore[arg-type]
         kept = [n for n in range(len(scored.pages)) if scored.page(n) not in missing[site]][:limit]
         found += [(scored.scores[n], site, scored, n) for n in kept]
     found.sort(key=lambda item: item[0], reverse=True)

@@ -14,6 +14,7 @@ from shared.errors import ConfigurationError
 from shared.providers.mkdocs.kinds import DEFAULT, PathWeights, configured
 from shared.settings import DocumentationSettings, load_settings
 from tests.support.pages import FILLER, page, ranker
+from tests.support.ranking import search
 
 GUIDE = page(
     "user-guide/sync-windows/",
@@ -47,12 +48,12 @@ def top(found: list) -> str:  # type: ignore[type-arg]
 
 def test_without_rules_a_proposal_that_repeats_the_words_wins() -> None:
     site = ranker(GUIDE, PROPOSAL, UPGRADE, *FILLER, kinds=PathWeights.parse("[]"))
-    assert top(site.search("sync windows deny schedule", 3)) == "proposals/sync-windows/"
+    assert top(search(site, "sync windows deny schedule", 3)) == "proposals/sync-windows/"
 
 
 def test_the_default_rules_put_the_guide_first() -> None:
     site = ranker(GUIDE, PROPOSAL, UPGRADE, *FILLER, kinds=PathWeights.parse(DEFAULT))
-    found = site.search("sync windows deny schedule", 3)
+    found = search(site, "sync windows deny schedule", 3)
     assert top(found) == "user-guide/sync-windows/"
     assert {hit.entry.location for hit in found} >= {"proposals/sync-windows/"}, "demoted, not hidden"
 
@@ -69,7 +70,7 @@ def test_the_default_rules_put_the_guide_first() -> None:
 )
 def test_a_query_naming_the_kind_still_finds_it(query: str, expected: str) -> None:
     site = ranker(GUIDE, PROPOSAL, UPGRADE, *FILLER, kinds=PathWeights.parse(DEFAULT))
-    assert top(site.search(query, 3)) == expected
+    assert top(search(site, query, 3)) == expected
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,7 @@ def test_a_query_naming_the_kind_still_finds_it(query: str, expected: str) -> No
 )
 def test_command_reference_pages_lead_only_for_a_question_about_the_command_line(query: str, expected: str) -> None:
     site = ranker(GUIDE, COMMAND, *FILLER, kinds=PathWeights.parse(DEFAULT))
-    assert top(site.search(query, 3)) == expected
+    assert top(search(site, query, 3)) == expected
 
 
 def test_a_when_rule_weighs_only_the_queries_that_name_its_kind() -> None:
@@ -91,8 +92,8 @@ def test_a_when_rule_weighs_only_the_queries_that_name_its_kind() -> None:
     plain = ranker(GUIDE, COMMAND, *FILLER, kinds=PathWeights.parse("[]"))
     doubled = ranker(GUIDE, COMMAND, *FILLER, kinds=PathWeights.parse(rule))
     for query, factor in (("update a sync window schedule", 1), ("update a sync window schedule with the cli", 2)):
-        before = {hit.entry.location: hit.score for hit in plain.search(query, 5)}
-        after = {hit.entry.location: hit.score for hit in doubled.search(query, 5)}
+        before = {hit.entry.location: hit.score for hit in search(plain, query, 5)}
+        after = {hit.entry.location: hit.score for hit in search(doubled, query, 5)}
         page = "user-guide/commands/argocd_proj_windows_update/"
         assert after[page] == pytest.approx(before[page] * factor)
         assert after["user-guide/sync-windows/"] == pytest.approx(before["user-guide/sync-windows/"])
@@ -106,8 +107,8 @@ def test_a_query_toggling_one_rule_leaves_the_others_as_they_were() -> None:
     plain = ranker(GUIDE, PROPOSAL, COMMAND, *FILLER, kinds=PathWeights.parse("[]"))
     weighted = ranker(GUIDE, PROPOSAL, COMMAND, *FILLER, kinds=PathWeights.parse(rules))
     query = "sync window schedule with the cli"
-    before = {hit.entry.location: hit.score for hit in plain.search(query, 5)}
-    after = {hit.entry.location: hit.score for hit in weighted.search(query, 5)}
+    before = {hit.entry.location: hit.score for hit in search(plain, query, 5)}
+    after = {hit.entry.location: hit.score for hit in search(weighted, query, 5)}
     assert after["user-guide/commands/argocd_proj_windows_update/"] == pytest.approx(
         2 * before["user-guide/commands/argocd_proj_windows_update/"]
     )
@@ -127,9 +128,9 @@ def test_toggled_names_the_unless_rules_a_query_switches_off_and_the_when_rules_
 
 
 def test_a_weight_multiplies_the_score_like_a_boost() -> None:
-    plain = ranker(GUIDE, PROPOSAL, *FILLER, kinds=PathWeights.parse("[]")).search("sync windows deny", 5)
+    plain = search(ranker(GUIDE, PROPOSAL, *FILLER, kinds=PathWeights.parse("[]")), "sync windows deny", 5)
     halved = ranker(GUIDE, PROPOSAL, *FILLER, kinds=PathWeights.parse('[{"pattern": "proposals/", "weight": 0.5}]'))
-    scores = {hit.entry.location: hit.score for hit in halved.search("sync windows deny", 5)}
+    scores = {hit.entry.location: hit.score for hit in search(halved, "sync windows deny", 5)}
     before = {hit.entry.location: hit.score for hit in plain}
     assert scores["proposals/sync-windows/"] == pytest.approx(before["proposals/sync-windows/"] / 2)
     assert scores["user-guide/sync-windows/"] == pytest.approx(before["user-guide/sync-windows/"])
@@ -137,7 +138,7 @@ def test_a_weight_multiplies_the_score_like_a_boost() -> None:
 
 def test_a_zero_weight_puts_the_page_behind_every_other_match() -> None:
     site = ranker(GUIDE, PROPOSAL, *FILLER, kinds=PathWeights.parse('[{"pattern": "user-guide/", "weight": 0}]'))
-    assert top(site.search("sync windows deny", 5)) == "proposals/sync-windows/"
+    assert top(search(site, "sync windows deny", 5)) == "proposals/sync-windows/"
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import pytest
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.text import analyze, analyze_query, identifier_share, written_words
 from tests.support.pages import FILLER, page, ranker
+from tests.support.ranking import search
 
 
 @pytest.mark.parametrize(
@@ -94,7 +95,7 @@ def test_one_result_per_page_carrying_its_best_section() -> None:
         ("install", "Install", "Run the installer."),
         ("rollback", "Rolling back a widget", "Use widget rollback to return to the previous widget revision."),
     )
-    hits = ranker(guide, *FILLER).search("widget rollback", 10)
+    hits = search(ranker(guide, *FILLER), "widget rollback", 10)
     assert [hit.entry.location for hit in hits] == ["guide/"]
     hit = hits[0]
     assert hit.section is not None and hit.section.location == "guide/#rollback"
@@ -104,15 +105,15 @@ def test_one_result_per_page_carrying_its_best_section() -> None:
 
 def test_preview_source_falls_back_to_the_page_text_when_the_best_section_is_empty() -> None:
     doc = page("doc/", "Widget", "", ("widget", "Widget", ""), ("more", "More", "Widgets are small tools."))
-    hit = ranker(doc, *FILLER).search("widget", 1)[0]
+    hit = search(ranker(doc, *FILLER), "widget", 1)[0]
     assert hit.preview_source == "Widgets are small tools."
 
 
 def test_boost_multiplies_the_score() -> None:
     text = "The widget controller reconciles widgets."
-    plain = ranker(page("a/", "Alpha", text), page("b/", "Beta", text), *FILLER).search("widget", 10)
-    boosted = ranker(page("a/", "Alpha", text), page("b/", "Beta", text, boost=2.0), *FILLER).search("widget", 10)
-    hidden = ranker(page("a/", "Alpha", text, boost=0.0), page("b/", "Beta", text), *FILLER).search("widget", 10)
+    plain = search(ranker(page("a/", "Alpha", text), page("b/", "Beta", text), *FILLER), "widget", 10)
+    boosted = search(ranker(page("a/", "Alpha", text), page("b/", "Beta", text, boost=2.0), *FILLER), "widget", 10)
+    hidden = search(ranker(page("a/", "Alpha", text, boost=0.0), page("b/", "Beta", text), *FILLER), "widget", 10)
     assert plain[0].score == pytest.approx(plain[1].score)
     assert boosted[0].entry.location == "b/"
     assert boosted[0].score == pytest.approx(2 * boosted[1].score)
@@ -123,30 +124,30 @@ def test_boost_multiplies_the_score() -> None:
 def test_a_title_match_beats_a_body_match() -> None:
     titled = page("titled/", "Widget", "Setting things up.")
     mentioned = page("mentioned/", "Setup", "Setting things up, including the widget.")
-    hits = ranker(mentioned, titled, *FILLER).search("widget", 10)
+    hits = search(ranker(mentioned, titled, *FILLER), "widget", 10)
     assert [hit.entry.location for hit in hits] == ["titled/", "mentioned/"]
 
 
 def test_a_page_covering_more_of_the_query_wins_over_repetition() -> None:
     repeats = page("repeats/", "Notes", "widget " * 30)
     covers = page("covers/", "Notes two", "The widget rollback command restores a widget.")
-    hits = ranker(repeats, covers, *FILLER).search("widget rollback", 10)
+    hits = search(ranker(repeats, covers, *FILLER), "widget rollback", 10)
     assert hits[0].entry.location == "covers/"
 
 
 def test_a_star_inside_a_query_is_dropped_and_the_rest_scored() -> None:
     index = ranker(page("w/", "Widget", "All about widgets."), *FILLER)
-    star = index.search("* widget", 10)
-    plain = index.search("widget", 10)
+    star = search(index, "* widget", 10)
+    plain = search(index, "widget", 10)
     assert [(hit.entry.location, hit.score) for hit in star] == [(hit.entry.location, hit.score) for hit in plain]
     assert star and star[0].entry.location == "w/"
 
 
 def test_queries_without_terms_return_nothing() -> None:
     index = ranker(page("w/", "Widget", "All about widgets."), *FILLER)
-    assert index.search("*", 10) == []
-    assert index.search("the of and", 10) == []
-    assert index.search("widget", 0) == []
+    assert search(index, "*", 10) == []
+    assert search(index, "the of and", 10) == []
+    assert search(index, "widget", 0) == []
 
 
 def test_listing_returns_page_entries_in_index_order() -> None:
@@ -161,7 +162,7 @@ def test_listing_returns_page_entries_in_index_order() -> None:
 
 def test_limit_caps_the_results_best_first() -> None:
     pages = [page(f"p{n}/", f"Page {n}", "widget " * (n + 1) + "filler " * 20) for n in range(8)]
-    hits = ranker(*pages, *FILLER).search("widget", 3)
+    hits = search(ranker(*pages, *FILLER), "widget", 3)
     assert len(hits) == 3
     assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
 
@@ -170,7 +171,7 @@ def test_a_site_about_the_query_outscores_a_site_that_mentions_it_once() -> None
     about = ranker(*[page(f"dns/{n}/", f"DNS record {n}", "external-dns manages dns records") for n in range(5)])
     mentions = ranker(page("misc/", "Misc", "we once tried external-dns for records"), *FILLER)
     query = "external-dns records"
-    assert about.search(query, 1)[0].score > mentions.search(query, 1)[0].score
+    assert search(about, query, 1)[0].score > search(mentions, query, 1)[0].score
 
 
 def test_every_matching_page_is_scored_whole_so_a_smaller_limit_is_a_prefix_of_a_larger_one() -> None:
@@ -188,11 +189,11 @@ def test_every_matching_page_is_scored_whole_so_a_smaller_limit_is_a_prefix_of_a
         *[(f"s{n}", f"Chapter {n}", "unrelated operations text " * 40) for n in range(6)],
     )
     index = ranker(*passing, deep, *FILLER)
-    everything = index.search("widget rollback", 50)
+    everything = search(index, "widget rollback", 50)
     assert everything[0].entry.location == "deep/"
     assert everything[0].section is not None and everything[0].section.location == "deep/#rollback"
     for limit in range(1, 6):
-        assert [(hit.entry.location, hit.score) for hit in index.search("widget rollback", limit)] == [
+        assert [(hit.entry.location, hit.score) for hit in search(index, "widget rollback", limit)] == [
             (hit.entry.location, hit.score) for hit in everything[:limit]
         ]
 

@@ -20,7 +20,8 @@ from azure.storage.blob import BlobServiceClient
 from shared.api import create_app
 from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, store_newest
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.sites import SiteRegistry, SiteState
+from shared.providers.mkdocs.health import SiteState
+from shared.providers.mkdocs.sites import SiteRegistry
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings

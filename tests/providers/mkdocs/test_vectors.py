@@ -37,6 +37,7 @@ from shared.providers.mkdocs.vectors import (
 )
 from tests.support.encoders import WordEncoder
 from tests.support.pages import FILLER, page, ranker
+from tests.support.ranking import search
 
 MODEL = MINILM_ID
 FILLER_WORDS = " ".join(f"word{number}" for number in range(40))
@@ -128,8 +129,8 @@ def test_complete_vectors_carry_their_hubness_so_attaching_them_skips_the_all_pa
     )
     assert not np.array_equal(other.semantic.correction, with_stored.semantic.correction)
     query = unit(encoder, HOLIDAY_FREEZE)
-    assert [(h.entry.location, h.score) for h in with_stored.search(HOLIDAY_FREEZE, 5, query)] == [
-        (h.entry.location, h.score) for h in computed_here.search(HOLIDAY_FREEZE, 5, query)
+    assert [(h.entry.location, h.score) for h in search(with_stored, HOLIDAY_FREEZE, 5, query)] == [
+        (h.entry.location, h.score) for h in search(computed_here, HOLIDAY_FREEZE, 5, query)
     ]
 
 
@@ -156,8 +157,8 @@ def test_scan_rows_attach_exactly_as_the_stored_vectors_do(encoder: MiniLM) -> N
     np.testing.assert_array_equal(from_rows.semantic.correction, from_vectors.semantic.correction)
     for question in (HOLIDAY_FREEZE, "retry a failed sync", "bread"):
         query = unit(encoder, question)
-        assert [(h.entry.location, h.score) for h in from_rows.search(question, 5, query)] == [
-            (h.entry.location, h.score) for h in from_vectors.search(question, 5, query)
+        assert [(h.entry.location, h.score) for h in search(from_rows, question, 5, query)] == [
+            (h.entry.location, h.score) for h in search(from_vectors, question, 5, query)
         ]
 
     # A ranker asking for another number of neighbours computes them from the rows, scaled back.
@@ -338,8 +339,9 @@ def test_vectors_in_another_layout_or_from_another_model_are_refused(
     assert SiteVectors.loads(_stored(header | edit, rest[: len(rest) - cut]), MODEL) is None
 
 
-def test_vectors_stored_by_the_previous_version_lend_their_rows(vectors: SiteVectors) -> None:
-    """Format 3 (JSON, base64) is read for its rows, so an upgrade embeds nothing again; never with a source."""
+def test_vectors_stored_in_the_json_layout_of_before_are_not_read(vectors: SiteVectors) -> None:
+    """Format 3 (JSON, base64) was written only by models of 64 word pieces, whose ids no current model has: its
+    reader is gone and such a copy is embedded again, like any other model's."""
     rounded = vectors.matrix.astype(np.float16)
     document = {
         "format": 3,
@@ -348,11 +350,7 @@ def test_vectors_stored_by_the_previous_version_lend_their_rows(vectors: SiteVec
         "keys": list(vectors.keys),
         "vectors": base64.b64encode(rounded.tobytes()).decode(),
     }
-    legacy = SiteVectors.loads(json.dumps(document).encode(), MODEL)
-    assert legacy is not None and legacy.keys == vectors.keys and legacy.source is None and legacy.matches(PAGES)
-    np.testing.assert_array_equal(legacy.matrix, rounded.astype(np.float32))
-    for edit in ({"model": "other"}, {"keys": [1, 2]}, {"vectors": "not base64!"}, {"format": 2}):
-        assert SiteVectors.loads(json.dumps(document | edit).encode(), MODEL) is None
+    assert SiteVectors.loads(json.dumps(document).encode(), MODEL) is None
 
 
 def test_the_stored_form_records_what_the_vectors_were_computed_from(vectors: SiteVectors) -> None:
@@ -390,22 +388,22 @@ def test_a_page_sharing_no_word_with_the_query_is_found_by_meaning(encoder: Mini
     cosine = float(similarities[0]) - float(index.semantic.correction[0])
     outline = float(similarities[len(index.entries)])  # the first page's outline row, after every entry's
 
-    hits = index.search(HOLIDAY_FREEZE, 5, query)
+    hits = search(index, HOLIDAY_FREEZE, 5, query)
 
     assert cosine > DEFAULT.threshold + 0.05 and outline > DEFAULT.threshold  # the premise: the model connects them
     assert [hit.entry.location for hit in hits] == ["sync-windows/"]
     similarity = (1 - DEFAULT.outline_share) * cosine + DEFAULT.outline_share * outline
     assert hits[0].score == pytest.approx(DEFAULT.weight * (similarity - DEFAULT.threshold))
-    assert index.search(HOLIDAY_FREEZE, 5) == []  # without the query's vector: lexical only, and no word matches
-    assert ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER).search(HOLIDAY_FREEZE, 5, query) == []
+    assert search(index, HOLIDAY_FREEZE, 5) == []  # without the query's vector: lexical only, and no word matches
+    assert search(ranker(page("sync-windows/", "Sync windows", SYNC_WINDOWS), *FILLER), HOLIDAY_FREEZE, 5, query) == []
 
 
 def test_an_off_topic_query_gains_nothing_from_meaning(encoder: MiniLM) -> None:
     starters = page("starters/", "Starter templates", "Starter templates scaffold a new service repository.")
     index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS), starters, *FILLER)
 
-    lexical = index.search(OFF_TOPIC, 5)
-    semantic = index.search(OFF_TOPIC, 5, unit(encoder, OFF_TOPIC))
+    lexical = search(index, OFF_TOPIC, 5)
+    semantic = search(index, OFF_TOPIC, 5, unit(encoder, OFF_TOPIC))
 
     assert [hit.entry.location for hit in lexical] == ["starters/"]  # `starter` matches a word, not the meaning
     assert [(hit.entry.location, hit.score) for hit in semantic] == [(hit.entry.location, hit.score) for hit in lexical]
@@ -416,7 +414,7 @@ def test_semantic_credit_is_demoted_by_a_page_boost_below_one_but_not_promoted_a
     scores: dict[float, list[float]] = {}
     for boost in (0.0, 0.5, 1.0, 2.0):
         index = semantic_ranker(encoder, page("sync-windows/", "Sync windows", SYNC_WINDOWS, boost=boost), *FILLER)
-        scores[boost] = [hit.score for hit in index.search(HOLIDAY_FREEZE, 5, query)]
+        scores[boost] = [hit.score for hit in search(index, HOLIDAY_FREEZE, 5, query)]
 
     [credit] = scores[1.0]
     assert credit > 0
@@ -440,9 +438,9 @@ def test_a_page_kind_weight_in_effect_multiplies_the_semantic_credit(
     query = f"{HOLIDAY_FREEZE} from the cli"  # shares no word with the page: its score is its credit alone
     vector = unit(encoder, query)
     sync_windows = page("sync-windows/", "Sync windows", SYNC_WINDOWS)
-    [plain] = semantic_ranker(encoder, sync_windows, *FILLER, kinds=PathWeights.parse("[]")).search(query, 5, vector)
-    [weighted] = semantic_ranker(encoder, sync_windows, *FILLER, kinds=PathWeights.parse(rules)).search(
-        query, 5, vector
+    [plain] = search(semantic_ranker(encoder, sync_windows, *FILLER, kinds=PathWeights.parse("[]")), query, 5, vector)
+    [weighted] = search(
+        semantic_ranker(encoder, sync_windows, *FILLER, kinds=PathWeights.parse(rules)), query, 5, vector
     )
     assert plain.score > 0
     assert weighted.score == pytest.approx(plain.score * factor)
@@ -454,9 +452,9 @@ def test_a_boost_above_one_still_doubles_the_term_score_beside_the_credit(encode
     boosted = semantic_ranker(encoder, page("sync-windows/", "Sync windows", text, boost=2.0), *FILLER)
     query = "sync windows freeze"
     vector = unit(encoder, query)
-    [lexical] = plain.search(query, 1)
-    [both] = plain.search(query, 1, vector)
-    [boosted_both] = boosted.search(query, 1, vector)
+    [lexical] = search(plain, query, 1)
+    [both] = search(plain, query, 1, vector)
+    [boosted_both] = search(boosted, query, 1, vector)
     assert {lexical.entry.page, both.entry.page, boosted_both.entry.page} == {"sync-windows/"}
     credit = both.score - lexical.score
     assert lexical.score > 0 and credit > 0
@@ -508,8 +506,8 @@ def test_a_long_question_s_credit_shrinks_as_its_term_score_does(encoder: MiniLM
 
 def _credit(index: Ranker, query: str, vector: npt.NDArray[np.float32]) -> float:
     """The semantic credit the sync-windows page earns for `query`: its score with the vector less without."""
-    lexical = {hit.entry.location: hit.score for hit in index.search(query, 5)}
-    both = {hit.entry.location: hit.score for hit in index.search(query, 5, vector)}
+    lexical = {hit.entry.location: hit.score for hit in search(index, query, 5)}
+    both = {hit.entry.location: hit.score for hit in search(index, query, 5, vector)}
     return both.get("sync-windows/", 0.0) - lexical.get("sync-windows/", 0.0)
 
 
@@ -549,9 +547,9 @@ def test_a_page_found_only_by_meaning_carries_its_closest_section(encoder: MiniL
         ("sync-windows", "Sync windows", SYNC_WINDOWS),
     )
     index = semantic_ranker(encoder, controls, *FILLER)
-    assert index.search(HOLIDAY_FREEZE, 5) == []  # the premise: no lexical evidence at all
+    assert search(index, HOLIDAY_FREEZE, 5) == []  # the premise: no lexical evidence at all
 
-    [hit] = index.search(HOLIDAY_FREEZE, 5, unit(encoder, HOLIDAY_FREEZE))
+    [hit] = search(index, HOLIDAY_FREEZE, 5, unit(encoder, HOLIDAY_FREEZE))
 
     assert hit.entry.location == "controls/"
     assert hit.section is not None and hit.section.location == "controls/#sync-windows"
@@ -609,7 +607,7 @@ def test_a_page_close_to_everything_on_its_site_loses_its_edge_to_the_specific_p
     raw = matrix @ query.astype(np.float32)
     assert raw[1] > raw[0] > DEFAULT.threshold  # the premise: uncorrected, the overview is nearer the question
 
-    hits = index.search("unrelated words", 3, query.astype(np.float32))
+    hits = search(index, "unrelated words", 3, query.astype(np.float32))
 
     assert [hit.entry.location for hit in hits][:2] == ["specific/", "overview/"]
     hubness = neighbour_similarity(matrix[: len(index.entries)], DEFAULT.hub_neighbours)  # outlines: not corrected

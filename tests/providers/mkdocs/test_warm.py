@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import pytest
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
@@ -116,23 +115,16 @@ async def test_a_304_only_refreshes_the_metadata(
     static_origin: StaticOrigin,
     azurite: Azurite,
     blob_container: str,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     await warm_all(blob_settings, counting_store)
     before = {site: await counting_store.inner.stat(blob_name(site)) for site in PUBLISHED_SITES}
     payloads = blobs(azurite, blob_container)
     static_origin.clear_requests()
     counting_store.calls.clear()
-    downloaded: list[str] = []
-    read = counting_store.inner.read
-
-    async def recording_read(name: str) -> CachedIndex | None:
-        downloaded.append(name)
-        return await read(name)
-
-    monkeypatch.setattr(counting_store.inner, "read", recording_read)
+    counting_store.names.clear()
 
     report = await warm_all(blob_settings, counting_store)
+    downloaded = [name for operation, name in counting_store.names if operation == "read"]
 
     assert all(report[site].outcome == Outcome.UNCHANGED for site in PUBLISHED_SITES)
     assert str(report["alpha"].pages) == "current: 1 missing"  # complete: only the hidden page is asked again

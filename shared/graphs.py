@@ -1,0 +1,95 @@
+"""The encoder's rewritten graph kept on local disk: the next process on this machine loads the recorded bytes
+instead of importing onnx and rewriting the weights again (`shared.model_graph`), which is what a cold start pays for.
+
+A graph is kept only when it is exactly the one `data/model.json` records (`ModelRecord.graph_sha256`), and read back
+only when it still is: whatever else the cache holds is never loaded, and is replaced. Instances share the graph
+through the index store too (`shared.graph_sharing`), by the same file name (`graph_file`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from shared.model_graph import int8_compute
+
+if TYPE_CHECKING:
+    from shared.embedding import ModelRecord
+
+log = logging.getLogger(__name__)
+
+GRAPH_CACHE = Path(tempfile.gettempdir()) / "docs-retrieval-graphs"
+"""Where a process keeps the rewritten graph for the next one on this machine (any writable directory will do)."""
+
+
+def graph_file(record: ModelRecord) -> str:
+    """The rewritten graph's file name, in the local cache and the store alike; empty when it is not recorded."""
+    return f"{record.model_id}-{record.graph_sha256[:16]}.onnx" if record.graph_sha256 else ""
+
+
+def is_graph(record: ModelRecord, graph: bytes) -> bool:
+    """Whether these are exactly the recorded graph's bytes."""
+    return (
+        bool(record.graph_sha256)
+        and len(graph) == record.graph_size
+        and hashlib.sha256(graph).hexdigest() == record.graph_sha256
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCache:
+    """A directory of rewritten graphs, and the rewrite that makes a graph it does not hold."""
+
+    directory: Path = GRAPH_CACHE
+    rewrite: Callable[[bytes], bytes] = int8_compute
+
+    def graph(self, record: ModelRecord, weights: bytes) -> bytes:
+        """The graph to load for `weights` (already checked against the record): the recorded one from the cache,
+        else the weights rewritten, and kept for the next process when they are the recorded graph."""
+        graph = self.cached(record)
+        if graph is None:
+            graph = self.rewrite(weights)
+            if not self.keep(record, graph) and record.graph_sha256:
+                log.warning("the rewritten model graph differs from data/model.json: it is used, never cached")
+        return graph
+
+    def cached(self, record: ModelRecord) -> bytes | None:
+        """The recorded graph from the cache, or None (absent, unreadable or not exactly the recorded bytes)."""
+        name = graph_file(record)
+        if not name:
+            return None
+        try:
+            graph = (self.directory / name).read_bytes()
+        except OSError:
+            return None
+        return graph if is_graph(record, graph) else None
+
+    def keep(self, record: ModelRecord, graph: bytes) -> bool:
+        """Put the recorded graph in the cache for the next process (written whole, then renamed); False when these
+        are not its bytes or the cache cannot be written (the service works the same, only starts slower)."""
+        if not is_graph(record, graph):
+            return False
+        name = graph_file(record)
+        part = self.directory / f"{name}.{os.getpid()}.{threading.get_ident()}.part"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            part.write_bytes(graph)
+            os.replace(part, self.directory / name)
+        except OSError as exc:
+            log.info("the model graph was not cached (%s)", type(exc).__name__)
+            with contextlib.suppress(OSError):
+                part.unlink()
+            return False
+        return True
+
+
+LOCAL_GRAPHS = GraphCache()
+"""The process's cache (`GRAPH_CACHE`, rewritten with `int8_compute`)."""
