@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from shared import memory
 from shared.cache import IndexStore, StoreHealth, open_store
-from shared.embedding import MINILM, EmbeddingModel, ModelRecord, load_bulk
+from shared.embedding import MINILM, EmbeddingModel, EncoderHealth, EncoderState, ModelRecord, load_bulk
 from shared.fetch import OriginClient
 from shared.graph_sharing import fetch_graph, share_graph
 from shared.graphs import LOCAL_GRAPHS, GraphCache
@@ -91,7 +91,7 @@ class Health(Report):
     status: Status
     providers: dict[str, InChain]
     cache: StoreHealth
-    embedding: dict[str, object]
+    embedding: EncoderHealth
     unresolved_secrets: UnresolvedSecrets | None = absent()
 
 
@@ -137,9 +137,8 @@ class Composition:
         )
 
 
-def _off(settings: DocumentationSettings) -> dict[str, object]:
-    refused = semantic_refused(settings)
-    return {"state": "off", "reason": refused} if refused else {"state": "off"}
+def _off(settings: DocumentationSettings) -> EncoderHealth:
+    return EncoderHealth(state=EncoderState.OFF, reason=semantic_refused(settings) or None)
 
 
 @asynccontextmanager

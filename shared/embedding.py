@@ -26,21 +26,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import hashlib
-import importlib
-import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared import memory
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.graphs import LOCAL_GRAPHS, GraphCache
-from shared.model_graph import REWRITE
+from shared.model_record import MAX_TOKENS as MAX_TOKENS
+from shared.model_record import MINILM as MINILM
+from shared.model_record import MINILM_ID as MINILM_ID
+from shared.model_record import ModelRecord as ModelRecord
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,11 +51,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-RECORD = Path(__file__).parent / "data" / "model.json"
-MAX_TOKENS = 128
-"""Word pieces embedded per index entry, special tokens included: a heading plus its opening paragraph. 128 ranks
-better than 64 (hit@1 0.601 -> 0.614, hit@5 0.856 -> 0.861 over the 770 development questions, `tools/tune.py`;
-256 adds nothing) for about 1.6-1.9x the warm-up's embedding time (`tools/embed_cost.py`)."""
 QUERY_TOKENS = 256
 """Word pieces embedded of a query: the model's own limit. An agent's question wrapped in a paragraph of framing
 runs past the entries' budget, and cutting it there would drop the question itself."""
@@ -69,62 +65,22 @@ a single query is the other way round (p50 6.7 ms on two threads, 8.1 ms on one)
 session (`EmbeddingModel`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelRecord:
-    """What `data/model.json` says about the model: where its files are and the SHA-256 each must have."""
-
-    name: str
-    dimensions: int
-    package: str
-    """The installed package whose directory holds the weights file."""
-    file: str
-    sha256: str
-    size: int
-    tokenizer: Path
-    tokenizer_sha256: str
-    graph_sha256: str = ""
-    """The SHA-256 of the rewritten graph (`shared.model_graph`) of this model; empty: never cached."""
-    graph_size: int = 0
-
-    @classmethod
-    def read(cls, path: Path = RECORD) -> ModelRecord:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        weights, tokenizer = document["weights"], document["tokenizer"]
-        graph = document.get("graph") or {}
-        return cls(
-            document["name"],
-            int(document["dimensions"]),
-            weights["package"],
-            weights["file"],
-            weights["sha256"],
-            int(weights["size"]),
-            path.parent / tokenizer["file"],
-            tokenizer["sha256"],
-            graph.get("sha256", "") if graph.get("rewrite") == REWRITE else "",
-            int(graph.get("size", 0)),
-        )
-
-    @property
-    def model_id(self) -> str:
-        """Names the vectors this model computes: vectors of another file, graph rewrite or token budget are never
-        mixed with its own."""
-        return f"{self.name}-{self.sha256[:8]}-q8r{REWRITE}-t{MAX_TOKENS}"
-
-    def verified(self) -> tuple[bytes, Path]:
-        """The weights' bytes and the tokenizer's path, both checked against the record."""
-        package = importlib.import_module(self.package)
-        content = (Path(package.__file__ or ".").parent / self.file).read_bytes()
-        if len(content) != self.size or hashlib.sha256(content).hexdigest() != self.sha256:
-            raise EmbeddingUnavailableError(
-                f"the installed {self.file} does not have the size and SHA-256 in data/model.json"
-            )
-        if hashlib.sha256(self.tokenizer.read_bytes()).hexdigest() != self.tokenizer_sha256:
-            raise EmbeddingUnavailableError("the tokenizer does not have the SHA-256 in data/model.json")
-        return content, self.tokenizer
+class EncoderState(StrEnum):
+    NOT_LOADED = "not_loaded"
+    LOADED = "loaded"
+    UNAVAILABLE = "unavailable"
+    OFF = "off"
+    """Semantic matching is off, or refused in this process (`reason`)."""
 
 
-MINILM = ModelRecord.read()
-MINILM_ID = MINILM.model_id
+class EncoderHealth(BaseModel):
+    """What health says of the embedding model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str | None = Field(None, exclude_if=lambda value: value is None)
+    state: EncoderState
+    reason: str | None = Field(None, exclude_if=lambda value: value is None)
 
 
 class Encoder(Protocol):
@@ -433,11 +389,12 @@ class EmbeddingModel:
             with contextlib.suppress(RuntimeError):  # shut down: the process is ending anyway
                 self._bulk.submit(self._trim)
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> EncoderHealth:
         """What health says about the model, without loading it."""
         if self._failure is not None:
-            return {"model": self.model_id, "state": "unavailable", "reason": str(self._failure)}
-        return {"model": self.model_id, "state": "loaded" if self._encoder is not None else "not_loaded"}
+            return EncoderHealth(model=self.model_id, state=EncoderState.UNAVAILABLE, reason=str(self._failure))
+        state = EncoderState.LOADED if self._encoder is not None else EncoderState.NOT_LOADED
+        return EncoderHealth(model=self.model_id, state=state)
 
     @property
     def closed(self) -> bool:

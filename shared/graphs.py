@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from shared.model_graph import int8_compute
 
 if TYPE_CHECKING:
-    from shared.embedding import ModelRecord
+    from shared.model_record import ModelRecord
 
 log = logging.getLogger(__name__)
 

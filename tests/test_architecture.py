@@ -116,9 +116,10 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.cache", {"shared.fetch", "shared.identity", *BASE}),
     ("shared.fetch", BASE),
     ("shared.entra", {"shared.fetch", *BASE}),  # the tenant's signing keys, fetched like everything else
-    ("shared.embedding", {"shared.graphs", *BASE}),
-    ("shared.graphs", BASE),  # the encoder's rewritten graph on local disk
-    ("shared.graph_sharing", {"shared.cache", "shared.embedding", "shared.graphs", *BASE}),
+    ("shared.embedding", {"shared.graphs", "shared.model_record", *BASE}),
+    ("shared.model_record", BASE),  # the model's files and their SHA-256, read once
+    ("shared.graphs", {"shared.model_record", *BASE}),  # the encoder's rewritten graph on local disk
+    ("shared.graph_sharing", {"shared.cache", "shared.embedding", "shared.graphs", "shared.model_record", *BASE}),
     ("shared.identity", BASE),
     ("shared.telemetry", {"shared.identity", *BASE}),  # the exporter authenticates as the app's identity
     ("shared.deadline", BASE),

@@ -167,14 +167,14 @@ async def test_instances_share_the_rewritten_graph_through_the_store(tmp_path: P
     first_cache = GraphCache(tmp_path / "first")
     first = instance(first_cache)
     await _preload(first, store, graphs=first_cache)
-    assert first.describe()["state"] == "loaded"
+    assert first.describe().state == "loaded"
     shared = await store.read(graph_name(graph_file(MINILM)))
     assert shared is not None and is_graph(MINILM, shared.payload)
 
     second_cache = GraphCache(tmp_path / "second", no_rewrite)
     second = instance(second_cache)
     await _preload(second, store, graphs=second_cache)
-    assert second.describe()["state"] == "loaded" and second_cache.cached(MINILM) is not None
+    assert second.describe().state == "loaded" and second_cache.cached(MINILM) is not None
 
     tampered = MemoryIndexStore()
     await tampered.write(
@@ -183,4 +183,4 @@ async def test_instances_share_the_rewritten_graph_through_the_store(tmp_path: P
     third_cache = GraphCache(tmp_path / "third", no_rewrite)
     third = instance(third_cache)
     await _preload(third, tampered, graphs=third_cache)  # the rewrite is refused here: unavailable, never the store's
-    assert third.describe()["state"] == "unavailable" and not (tmp_path / "third" / graph_file(MINILM)).exists()
+    assert third.describe().state == "unavailable" and not (tmp_path / "third" / graph_file(MINILM)).exists()

@@ -33,7 +33,6 @@ from shared.embedding import MINILM, EmbeddingModel
 from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginError, StoreError, VersionsError
 from shared.fetch import OriginClient
 from shared.graph_sharing import share_graph
-from shared.providers.mkdocs.embeddings import ensure_vectors, scan_stored
 from shared.providers.mkdocs.index import parse_index
 from shared.providers.mkdocs.kinds import configured
 from shared.providers.mkdocs.languages import fences_stored, keep_fences, read_fences
@@ -43,6 +42,7 @@ from shared.providers.mkdocs.missing_store import read_record, save
 from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
 from shared.providers.mkdocs.pagecheck import PageCheck
 from shared.providers.mkdocs.pages import raw_markdown_url
+from shared.providers.mkdocs.stored_vectors import ensure_vectors, scan_stored
 from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 

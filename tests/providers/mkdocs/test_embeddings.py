@@ -31,7 +31,7 @@ from shared.compose import Composition, compose
 from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.errors import EmbeddingStopped
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.embeddings import (
+from shared.providers.mkdocs.stored_vectors import (
     compute_and_store,
     embedded_from,
     ensure_vectors,
