@@ -352,3 +352,32 @@ def test_imports_are_named_by_the_module_they_bring_in() -> None:
     assert imports("shared.x", "from azure import functions") == {"azure", "azure.functions"}
     with pytest.raises(AssertionError):
         imports("shared.service", "from ... import x")
+
+
+def closure(module: str) -> set[str]:
+    """Every module of this repository `module` imports, directly or through others (annotations aside)."""
+    seen: set[str] = set()
+    pending = [module]
+    while pending:
+        for name in imports_of(pending.pop()):
+            if name in MODULES and name not in seen:
+                seen.add(name)
+                pending.append(name)
+    return seen
+
+
+KEPT_APART = [
+    ("shared.providers.mkdocs.pagecheck", "shared.providers.mkdocs.provider"),
+    ("shared.providers.mkdocs.warm", "shared.providers.mkdocs.provider"),
+    ("shared.providers.mkdocs.refresh", "shared.providers.mkdocs.provider"),
+    ("shared.providers.mkdocs.health", "shared.providers.mkdocs.embeddings"),
+    ("shared.providers.mkdocs.health", "shared.providers.mkdocs.stored_vectors"),
+]
+"""Arrows that once lifted a whole pipeline above what it serves (the warm-up and the publish refresh importing the
+serving provider for one helper; health importing the embedding jobs for one enum), refused even through other
+modules."""
+
+
+@pytest.mark.parametrize(("module", "apart"), KEPT_APART, ids=[f"{m} -/-> {a}" for m, a in KEPT_APART])
+def test_pipelines_do_not_reach_up_into_what_they_serve(module: str, apart: str) -> None:
+    assert apart not in closure(module), f"{module} imports {apart}, directly or through other modules"

@@ -1,0 +1,70 @@
+"""The shape of the house, checked on the tree: modules of one concept and a readable size, short module docstrings,
+a README that is a front door, one definition of each shared constant, and tests that pass fakes rather than
+patching internals (issue 45). A limit here is a prompt to split by concept, not to squeeze lines."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULES = sorted((ROOT / "shared").rglob("*.py"))
+MAX_MODULE_LINES = 450
+MAX_DOCSTRING_LINES = 25
+MAX_README_LINES = 220
+MAX_PATCHES = 5
+"""`monkeypatch.setattr` calls in all the tests: what is left when a seam cannot be injected (the process-wide
+temporary directory the telemetry exporter writes to, a spy on the constant-time comparison)."""
+ONCE = ("MCP_PATH", "LOOPBACK_HOSTS")
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_no_module_outgrows_one_concept(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{_name(path)} has {lines} lines: split it by concept"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_name)
+def test_module_docstrings_say_why_not_everything(path: Path) -> None:
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False) or ""
+    lines = len(docstring.splitlines())
+    assert lines <= MAX_DOCSTRING_LINES, f"{_name(path)}'s docstring has {lines} lines: the rest belongs in docs/"
+
+
+def test_the_readme_is_a_front_door() -> None:
+    lines = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_README_LINES, f"README.md has {lines} lines: measurements and how-it-works live in docs/"
+
+
+@pytest.mark.parametrize("constant", ONCE)
+def test_shared_constants_are_defined_once(constant: str) -> None:
+    defined = [
+        _name(path)
+        for path in MODULES
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(isinstance(target, ast.Name) and target.id == constant for target in _targets(node))
+    ]
+    assert len(defined) == 1, f"{constant} is defined in {defined}"
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+
+
+def test_tests_pass_fakes_rather_than_patch_internals() -> None:
+    patches = [
+        f"{_name(path)}:{number}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if path.name != Path(__file__).name
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bmonkeypatch\.setattr\(", line)
+    ]
+    assert len(patches) <= MAX_PATCHES, f"{len(patches)} patches of internals: {patches}"
