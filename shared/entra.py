@@ -17,12 +17,10 @@ FETCH_SECONDS), one fetch at a time however many requests need it (they all wait
                                  until they are KEYS_TTL old
     for an unknown `kid`         at most once a MIN_REFETCH seconds (Entra rolls keys)
 
-A fetch that failed is remembered for RETRY_SECONDS: meanwhile a token that needs the keys raises at once instead of
-each request waiting out a hung endpoint. When the keys cannot be had, `KeysUnavailable`: the caller answers 503,
-never lets the request through. Nothing here logs a token, a key or a claim's value.
-
-This is the MCP SDK's `TokenVerifier` (`verify_token` gives its `AccessToken`), with the reasons the SDK's own
-middleware does not tell apart (no token, a bad token, a valid token without the grant, keys out of reach).
+A failed fetch is remembered for RETRY_SECONDS, so meanwhile a token that needs the keys raises `KeysUnavailable` at
+once (the caller answers 503, never lets the request through) instead of each request waiting out a hung endpoint.
+Nothing here logs a token, a key or a claim's value. This is the MCP SDK's `TokenVerifier` (`verify_token`), with
+the reasons its own middleware does not tell apart (no token, a bad token, no grant, keys out of reach).
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ from typing import Any
 import jwt
 from mcp.server.auth.provider import AccessToken
 
-from shared.errors import OriginError
+from shared.errors import KeysUnavailable, OriginError
 from shared.fetch import OriginClient
 from shared.settings import AuthSettings
 
@@ -63,11 +61,9 @@ MAX_KEYS_BYTES = 256 * 1024
 _GUID_URI = re.compile(r"api://([0-9a-fA-F-]{36})/?")
 
 
-class KeysUnavailable(Exception):
-    """The tenant's signing keys could not be fetched: no token can be checked right now."""
+class Verdict(StrEnum):
+    """What a token is worth against a grant."""
 
-
-class Outcome(StrEnum):
     ACCEPTED = "accepted"
     INVALID = "invalid"
     """Not a token of this tenant for this audience, expired, not yet valid, or signed wrongly."""
@@ -88,13 +84,10 @@ class Grant:
             return True
         return bool(self.scopes.intersection(scopes) or self.roles.intersection(roles))
 
-    def challenge_scope(self) -> str:
-        return " ".join(sorted(self.scopes))
-
 
 @dataclass(frozen=True, slots=True)
 class Checked:
-    outcome: Outcome
+    verdict: Verdict
     token: AccessToken | None = None
 
     @property
@@ -130,17 +123,17 @@ class EntraVerifier:
         self.grant = Grant(frozenset(settings.scopes), frozenset(settings.app_roles))
 
     async def check(self, token: str, grant: Grant | None = None) -> Checked:
-        """The token's outcome against `grant` (default: the read grant); raises KeysUnavailable."""
+        """The token's verdict against `grant` (default: the read grant); raises KeysUnavailable."""
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
-            return Checked(Outcome.INVALID)
+            return Checked(Verdict.INVALID)
         kid = header.get("kid")
         if header.get("alg") != ALGORITHM or not isinstance(kid, str) or not kid:
-            return Checked(Outcome.INVALID)
+            return Checked(Verdict.INVALID)
         key = await self._key(kid)
         if key is None:
-            return Checked(Outcome.INVALID)
+            return Checked(Verdict.INVALID)
         try:
             claims = jwt.decode(
                 token,
@@ -153,10 +146,10 @@ class EntraVerifier:
             )
         except jwt.PyJWTError as exc:
             log.info("refused a bearer token: %s", type(exc).__name__)
-            return Checked(Outcome.INVALID)
+            return Checked(Verdict.INVALID)
         tenant = claims.get("tid")
         if tenant is not None and _is_guid(self._settings.tenant_id) and tenant != self._settings.tenant_id:
-            return Checked(Outcome.INVALID)
+            return Checked(Verdict.INVALID)
         scopes = str(claims.get("scp", "")).split()
         roles = [str(role) for role in claims.get("roles", []) if isinstance(role, str)]
         access = AccessToken(
@@ -168,13 +161,13 @@ class EntraVerifier:
             subject=str(claims["sub"]) if "sub" in claims else None,
             claims={key: claims[key] for key in ("iss", "tid", "oid") if key in claims},
         )
-        outcome = Outcome.ACCEPTED if (grant or self.grant).allows(scopes, roles) else Outcome.NOT_GRANTED
-        return Checked(outcome, access)
+        verdict = Verdict.ACCEPTED if (grant or self.grant).allows(scopes, roles) else Verdict.NOT_GRANTED
+        return Checked(verdict, access)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The MCP SDK's `TokenVerifier`: the access token when accepted, else None (keys out of reach raise)."""
         checked = await self.check(token)
-        return checked.token if checked.outcome is Outcome.ACCEPTED else None
+        return checked.token if checked.verdict is Verdict.ACCEPTED else None
 
     async def _key(self, kid: str) -> Any:
         age = self._clock() - self._fetched

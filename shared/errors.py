@@ -1,29 +1,32 @@
-"""The one exception tree of the core; the API maps it to HTTP statuses and MCP tool errors in one place.
+"""The one exception tree; `shared.api.errors` maps it to HTTP statuses and MCP tool errors in one place.
 
-DocsError
+DocsError                       library errors (aiohttp, Azure SDK, onnxruntime) are translated into these where caught
 ├── ConfigurationError          invalid app settings, raised at start-up, names the key
 ├── InvalidRequestError         caller input the service refuses (400); only the service's own checks stop the chain
+│   └── UnknownSectionError         a `section` the page does not have; lists its sections (`shared.reading`)
 ├── VersionsError               a versioned site's versions.json refused (that site fails with the reason)
 ├── ResolutionError             a location that did not resolve or fetch; carries the Resolution
 ├── EmbeddingStopped            a long embedding run was asked to stop (its index is no longer served)
 ├── ServiceUnavailableError     nothing could be searched: every provider that tried failed (503)
+├── ServiceNotStarted           a request before the lifespan composed the service (503, `shared.api.errors`)
 ├── RequestTimeoutError         the request's deadline passed, or every provider ran out of its share (504)
+├── AccessRefused               a caller turned away before any work; `challenge` is its WWW-Authenticate value
+│   ├── Unauthorized, Forbidden     no accepted credential (401); a valid one without the scope or role (403)
+│   ├── Throttled                   called too often: `seconds` until it may again (429, Retry-After)
+│   └── CredentialsUnavailable      no credential can be checked now (503): only unresolved Key Vault references
+│       └── KeysUnavailable             the tenant's signing keys could not be fetched (`shared.entra` raises it)
 └── ProviderError               a provider could not do its work: the chain logs it and falls through
     ├── ProviderDeclinedError       the provider cannot answer this request (unconfigured, out of its scope)
     ├── ServiceCallError            a call to a service a provider depends on failed, with a `kind` (AI Search, remote)
-    ├── SiteUnavailableError        a site's index could not be loaded
-    ├── NoSiteLoadedError           none of the sites a search needed could be loaded
-    ├── OriginError                 a request to the documentation origin failed or was refused
+    ├── SiteUnavailableError, NoSiteLoadedError   a site's index, or every site a search needed, could not be loaded
+    ├── OriginError, StoreError     the documentation origin, or the cache store, failed or refused the request
     ├── IndexFormatError            a search index that is malformed or empty (also a ValueError)
-    ├── StoreError                  the cache store could not be reached or refused the request
     └── EmbeddingUnavailableError   the embedding model or its runtime cannot be loaded; ranking stays lexical
-
-Lower-level errors (aiohttp, the Azure SDK, onnxruntime) are translated into these where they are caught, with
-`raise ... from exc`, so nothing above the providers sees a library's exception.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -91,6 +94,39 @@ class RequestTimeoutError(DocsError):
     def __init__(self, seconds: float | None = None) -> None:
         super().__init__(f"no answer within {seconds:g} s" if seconds is not None else "no answer within the deadline")
         self.seconds = seconds
+
+
+class AccessRefused(DocsError):
+    """A caller turned away before any work is done; `challenge` is the `WWW-Authenticate` value to answer with."""
+
+    def __init__(self, message: str, *, challenge: str | None = None) -> None:
+        super().__init__(message)
+        self.challenge = challenge
+
+
+class Unauthorized(AccessRefused):
+    """No accepted credential: none, a wrong one, or a token that is not valid for this app."""
+
+
+class Forbidden(AccessRefused):
+    """A valid credential without a required scope or an accepted role."""
+
+
+class Throttled(AccessRefused):
+    """The caller called too often: `seconds` (whole, at least 1) until it may again."""
+
+    def __init__(self, seconds: float, message: str) -> None:
+        super().__init__(message)
+        self.seconds = max(1, math.ceil(seconds))
+
+
+class CredentialsUnavailable(AccessRefused):
+    """No credential can be checked right now (only unresolved Key Vault references configured, or the tenant's
+    keys out of reach): the request is refused, never let through."""
+
+
+class KeysUnavailable(CredentialsUnavailable):
+    """The tenant's signing keys could not be fetched: no token can be checked right now."""
 
 
 class ProviderError(DocsError):

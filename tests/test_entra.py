@@ -18,9 +18,9 @@ from shared.entra import (
     RETRY_SECONDS,
     EntraVerifier,
     Grant,
-    KeysUnavailable,
-    Outcome,
+    Verdict,
 )
+from shared.errors import KeysUnavailable
 from shared.settings import load_settings
 from tests.support.clock import Clock
 from tests.support.issuer import CLIENT_ID, LocalIssuer, SigningKey
@@ -45,12 +45,12 @@ async def checked(issuer: LocalIssuer) -> AsyncIterator[tuple[EntraVerifier, Clo
 async def test_keys_are_fetched_once_and_kept(checked: tuple[EntraVerifier, Clock], issuer: LocalIssuer) -> None:
     verifier, clock = checked
     for _ in range(3):
-        assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+        assert (await verifier.check(issuer.token(scp="docs.read"))).verdict is Verdict.ACCEPTED
     clock.now += KEYS_REFRESH - 1
-    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"))).verdict is Verdict.ACCEPTED
     assert issuer.key_requests() == 1
     clock.now += 2  # an hour on: fetched again
-    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"))).verdict is Verdict.ACCEPTED
     assert issuer.key_requests() == 2
 
 
@@ -59,22 +59,22 @@ async def test_a_removed_key_stops_validating_at_the_next_scheduled_refresh(
 ) -> None:
     verifier, clock = checked
     removed = issuer.keys[0]
-    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"))).verdict is Verdict.ACCEPTED
     issuer.publish(SigningKey())  # the tenant drops the key (compromised, or rolled out)
     clock.now += KEYS_REFRESH - 1
-    assert (await verifier.check(issuer.token(key=removed, scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(key=removed, scp="docs.read"))).verdict is Verdict.ACCEPTED
     clock.now += 1
-    assert (await verifier.check(issuer.token(key=removed, scp="docs.read"))).outcome is Outcome.INVALID
+    assert (await verifier.check(issuer.token(key=removed, scp="docs.read"))).verdict is Verdict.INVALID
 
 
 async def test_a_failed_scheduled_refresh_keeps_the_keys_in_hand_until_they_are_a_day_old(
     checked: tuple[EntraVerifier, Clock], issuer: LocalIssuer
 ) -> None:
     verifier, clock = checked
-    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"))).verdict is Verdict.ACCEPTED
     issuer.fail(500)
     clock.now += KEYS_REFRESH
-    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"))).verdict is Verdict.ACCEPTED
     clock.now += KEYS_TTL - KEYS_REFRESH
     with pytest.raises(KeysUnavailable):
         await verifier.check(issuer.token(scp="docs.read"))
@@ -95,7 +95,7 @@ async def test_concurrent_checks_share_one_fetch_and_a_failure_is_remembered(
     assert issuer.key_requests() == 1
     issuer.publish(*issuer.keys)
     clock.now += 1
-    assert (await verifier.check(tokens[0])).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(tokens[0])).verdict is Verdict.ACCEPTED
     assert issuer.key_requests() == 2
 
 
@@ -133,20 +133,20 @@ async def test_a_rolled_key_is_fetched_at_most_once_a_minute(
 ) -> None:
     verifier, clock = checked
     old = issuer.keys[0]
-    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"))).verdict is Verdict.ACCEPTED
     rolled = SigningKey()
     issuer.publish(old, rolled)  # the tenant publishes its next key
 
     clock.now += 10
-    assert (await verifier.check(issuer.token(key=rolled, scp="docs.read"))).outcome is Outcome.INVALID
+    assert (await verifier.check(issuer.token(key=rolled, scp="docs.read"))).verdict is Verdict.INVALID
     assert issuer.key_requests() == 1  # under a minute since the last fetch: not asked again
 
     clock.now += MIN_REFETCH
-    assert (await verifier.check(issuer.token(key=rolled, scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(key=rolled, scp="docs.read"))).verdict is Verdict.ACCEPTED
     assert issuer.key_requests() == 2
     stranger = SigningKey()
     for _ in range(5):  # a flood of made-up kids costs at most one fetch a minute
-        assert (await verifier.check(issuer.token(key=stranger, scp="docs.read"))).outcome is Outcome.INVALID
+        assert (await verifier.check(issuer.token(key=stranger, scp="docs.read"))).verdict is Verdict.INVALID
     assert issuer.key_requests() == 2
 
 
@@ -159,7 +159,7 @@ async def test_an_outage_raises_and_is_never_an_acceptance(
         await verifier.check(issuer.token(scp="docs.read"))
     issuer.publish(*issuer.keys)  # back
     clock.now += RETRY_SECONDS
-    assert (await verifier.check(issuer.token(scp="docs.read"))).outcome is Outcome.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"))).verdict is Verdict.ACCEPTED
     clock.now += KEYS_TTL
     issuer.fail(500)
     with pytest.raises(KeysUnavailable):  # keys too old to trust and none fresh: refused, not accepted
@@ -171,8 +171,8 @@ async def test_grants_scopes_or_roles_and_the_sdk_view(
 ) -> None:
     verifier, _ = checked
     refresh = Grant(frozenset(), frozenset({"Docs.Refresh"}))
-    assert (await verifier.check(issuer.token(roles=["Docs.Refresh"]), refresh)).outcome is Outcome.ACCEPTED
-    assert (await verifier.check(issuer.token(scp="docs.read"), refresh)).outcome is Outcome.NOT_GRANTED
+    assert (await verifier.check(issuer.token(roles=["Docs.Refresh"]), refresh)).verdict is Verdict.ACCEPTED
+    assert (await verifier.check(issuer.token(scp="docs.read"), refresh)).verdict is Verdict.NOT_GRANTED
     access = await verifier.verify_token(issuer.token(scp="docs.read openid", azp="client-1"))
     assert access is not None and access.client_id == "client-1" and "docs.read" in access.scopes
     assert await verifier.verify_token(issuer.token(scp="openid")) is None

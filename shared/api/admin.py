@@ -6,24 +6,21 @@
              body with `status: running`, and `Location: /api/admin/refresh/runs/{run}`
     GET  /api/admin/refresh/runs/{run}   the run's report (from any instance sharing the storage, once done)
 
-Its own credential and policy, apart from reads: `Authorization: Bearer <one of Refresh__Tokens>` (compared in
-constant time; `Inbound__Tokens` and read scopes are neither required nor accepted here), or, with Entra sign-in,
-an app-only token carrying one of `Refresh__AppRoles` (a pipeline's managed identity: no shared secret); else `401`
-(`403` for a valid token without the role, `503` when the tenant's keys are out of reach); nothing configured,
-every call is `401`; only unresolved Key Vault references set, `503`. Each caller (the token it presents) may
-start `BURST` calls at once and one more every `REFILL_SECONDS`; past that `429` with `Retry-After`. Refused calls
-are limited the same way per client address (`shared.api.limits.client_of`), checked before any token is looked
-at, so guessing tokens meets `429` after `BURST` wrong ones. Refreshes themselves coalesce per site
-(`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly one more. Neither the token nor
-the body is logged.
+Its own credential, apart from reads: `Authorization: Bearer <one of Refresh__Tokens>` (constant time; neither
+`Inbound__Tokens` nor read scopes count here), or with Entra sign-in an app-only token carrying one of
+`Refresh__AppRoles` (a pipeline's managed identity); else `401` (`403` for a valid token without the role, `503`
+when the tenant's keys are out of reach); nothing configured, every call is `401`; only unresolved Key Vault
+references set, `503`. Each caller (the token it presents) may start `BURST` calls at once and one more every
+`REFILL_SECONDS`, past that `429` with `Retry-After`; refused calls are limited the same way per client address
+(`shared.api.limits.client_of`) before any token is looked at, so guessing tokens meets `429` after `BURST` wrong
+ones. Refreshes coalesce per site (`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly
+one more. Neither the token nor the body is logged.
 
-The body is read only after the credential is accepted, and never past `MAX_BODY_BYTES`: a larger
-`Content-Length` is refused before a byte is read, and a body without one is refused as soon as it grows past it.
-Whatever the body is, it is answered `400` with what is wrong (its size, not JSON, nested too deeply, not UTF-8
-text, its shape), never `500`; the refusal quotes no name it was sent unless the name is plain.
-
-No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time, and the caller's
-dependency is built per app inside `install_admin_routes`.
+The body is read only after the credential is accepted, never past `MAX_BODY_BYTES` (a larger `Content-Length` is
+refused before a byte is read, a body without one as soon as it grows past it). Whatever the body, it is answered
+`400` with what is wrong (size, not JSON, nested too deeply, not UTF-8, its shape), never `500`, quoting no name it
+was sent unless the name is plain. No `from __future__ import annotations`: FastAPI reads the routes' annotations
+at run time, and the caller's dependency is built per app inside `install_admin_routes`.
 """
 
 import asyncio
@@ -44,8 +41,15 @@ from shared.api.limits import client_of
 from shared.api.rest import composition
 from shared.compose import Composition
 from shared.deadline import budget
-from shared.entra import EntraVerifier, Grant, KeysUnavailable, Outcome
-from shared.errors import InvalidRequestError
+from shared.entra import EntraVerifier, Grant, Verdict
+from shared.errors import (
+    CredentialsUnavailable,
+    Forbidden,
+    InvalidRequestError,
+    KeysUnavailable,
+    Throttled,
+    Unauthorized,
+)
 from shared.service import by_nearness
 from shared.settings import PREFIX, DocumentationSettings
 
@@ -57,26 +61,11 @@ MAX_BODY_BYTES = 16_384
 BURST = 10
 REFILL_SECONDS = 6.0
 RUN_ID = r"^[0-9a-f]{32}$"
+CHALLENGE = "Bearer"
 
 
 BODY_SHAPE = '{"sites": ["<site>", ...]}'
 PLAIN_NAME = re.compile(r"[\w.-]{1,64}")
-
-
-class Unauthorized(Exception):
-    """The hook's credential is missing or wrong (401), lacks the role (403), or cannot be checked (503)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class Throttled(Exception):
-    """The caller called too often (429): `seconds` until it may again."""
-
-    def __init__(self, seconds: float, message: str) -> None:
-        super().__init__(message)
-        self.seconds = max(1, math.ceil(seconds))
 
 
 class RateLimit:
@@ -119,17 +108,16 @@ class RefreshGate:
         """Refused calls per client address: past their burst, no token is even looked at."""
 
     async def caller(self, request: Request) -> str:
-        """Who calls (a token's position, or an Entra caller's object id); raises Unauthorized, or Throttled when
-        this address was refused too often."""
+        """Who calls (a token's position, or an Entra caller's object id); raises the refusal (`AccessRefused`),
+        Throttled when this address was refused too often."""
         address = client_of(request.scope)
         wait = self._refused.waiting(address)
         if wait > 0:
             raise Throttled(wait, "too many refused calls from this address; try again later")
         try:
             return await self._checked(request)
-        except Unauthorized as refused:
-            if refused.status == 401:
-                self._refused.take(address)
+        except Unauthorized:
+            self._refused.take(address)
             raise
 
     async def _checked(self, request: Request) -> str:
@@ -141,12 +129,12 @@ class RefreshGate:
             return await self._entra(authorization[len(BEARER) :].strip())
         if self._tokens.shut:
             message = f"{PREFIX}Refresh__Tokens is an unresolved Key Vault reference: no caller is accepted"
-            raise Unauthorized(503, message)
+            raise CredentialsUnavailable(message)
         if not self._tokens.configured and self._verifier is None:
             message = f"the refresh hook is off: set {PREFIX}Refresh__Tokens (or Refresh__AppRoles with Entra sign-in)"
-            raise Unauthorized(401, message)
+            raise Unauthorized(message, challenge=CHALLENGE)
         log.info("refused a refresh hook call without an accepted token")
-        raise Unauthorized(401, "send Authorization: Bearer <one of Refresh__Tokens>")
+        raise Unauthorized("send Authorization: Bearer <one of Refresh__Tokens>", challenge=CHALLENGE)
 
     async def _entra(self, token: str) -> str:
         assert self._verifier is not None
@@ -154,14 +142,17 @@ class RefreshGate:
             with budget(self._settings.request_timeout_seconds):
                 checked = await self._verifier.check(token, self._grant)
         except KeysUnavailable:
-            raise Unauthorized(
-                503, "tokens cannot be checked right now: the tenant's signing keys are out of reach"
+            raise CredentialsUnavailable(
+                "tokens cannot be checked right now: the tenant's signing keys are out of reach"
             ) from None
-        if checked.outcome is Outcome.NOT_GRANTED:
-            raise Unauthorized(403, "the token carries none of the app roles that may refresh (Refresh__AppRoles)")
-        if checked.outcome is not Outcome.ACCEPTED:
+        if checked.verdict is Verdict.NOT_GRANTED:
+            raise Forbidden(
+                "the token carries none of the app roles that may refresh (Refresh__AppRoles)",
+                challenge='Bearer error="insufficient_scope"',
+            )
+        if checked.verdict is not Verdict.ACCEPTED:
             log.info("refused a refresh hook call with an invalid token")
-            raise Unauthorized(401, "the access token is not valid for this app: sign in again")
+            raise Unauthorized("the access token is not valid for this app: sign in again", challenge=CHALLENGE)
         return f"entra {checked.caller}"
 
     def admit(self, caller: str) -> float:
@@ -171,18 +162,6 @@ class RefreshGate:
 
 def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier: EntraVerifier | None = None) -> None:
     gate = RefreshGate(settings, verifier)
-
-    @app.exception_handler(Throttled)
-    async def throttled(_: Request, exc: Throttled) -> JSONResponse:
-        return error(429, "too_many_requests", str(exc), headers={"Retry-After": str(exc.seconds)})
-
-    @app.exception_handler(Unauthorized)
-    async def unauthorized(_: Request, exc: Unauthorized) -> JSONResponse:
-        if exc.status == 503:
-            return error(503, "unavailable", str(exc))
-        if exc.status == 403:
-            return error(403, "forbidden", str(exc), headers={"WWW-Authenticate": 'Bearer error="insufficient_scope"'})
-        return error(401, "unauthorized", str(exc), headers={"WWW-Authenticate": "Bearer"})
 
     async def checked(request: Request) -> str:
         return await gate.caller(request)
@@ -214,8 +193,7 @@ def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier
         wait = gate.admit(caller)
         if wait > 0:
             retry = max(1, math.ceil(wait))
-            message = f"this caller asked for refreshes too often; the next is accepted in {retry} s"
-            return error(429, "too_many_requests", message, headers={"Retry-After": str(retry)})
+            raise Throttled(retry, f"this caller asked for refreshes too often; the next is accepted in {retry} s")
         run = composed.refresher.request(sites)
         if "respond-async" not in request.headers.get("prefer", "").lower():
             futures = list(run.outcomes.values())

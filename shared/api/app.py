@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from enum import Enum
 
@@ -15,10 +15,11 @@ from shared.api.disconnect import CancelOnDisconnect
 from shared.api.errors import install_error_handlers
 from shared.api.inbound import InboundCheck
 from shared.api.limits import ConcurrencyLimit
-from shared.api.mcp import MCP_PATH, McpEndpoint, build_server, transport_security
+from shared.api.mcp import build_server
 from shared.api.named import NamedRoute
 from shared.api.rest import install_routes
 from shared.api.signin import metadata_routes
+from shared.api.transport import MCP_PATH, McpEndpoint, transport_security
 from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.entra import EntraVerifier
@@ -37,11 +38,13 @@ def create_app(
     embedding: EmbeddingModel | _Default | None = _Default.FROM_SETTINGS,
     providers: tuple[DocumentationProvider, ...] = (),
     gated_by_host: bool = False,
+    build_embedding: Callable[[DocumentationSettings], EmbeddingModel | None] = process_embedding,
 ) -> FastAPI:
     """The ASGI app. Settings are read here, at start-up, so invalid configuration fails before any request.
 
     `embedding` is the process's model, shared with the warm-up timer where the host has one; by default the app
-    builds its own from the settings. `providers` are added to the configured ones (tests pass fakes here).
+    builds its own from the settings with `build_embedding` (tests pass a fake). `providers` are added to the
+    configured ones (tests pass fakes here).
     `gated_by_host` says the host checks callers before the app sees them (the Functions key): with it, or with the
     app's own checks (`Inbound__Tokens`, Entra sign-in), nothing is cacheable by a shared cache.
     The service itself is composed when the lifespan starts and closed when it ends; both hosts run it
@@ -59,7 +62,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # A model the app builds is its own, for one lifespan, and closed with it (as the CLI closes its own); one the
         # host passes in (shared with its warm-up timer) stays the host's.
-        owned = process_embedding(settings) if embedding is _Default.FROM_SETTINGS else None
+        owned = build_embedding(settings) if embedding is _Default.FROM_SETTINGS else None
         model = embedding if isinstance(embedding, EmbeddingModel) else owned
         try:
             async with compose(settings, embedding=model, providers=providers) as composition:

@@ -8,11 +8,17 @@ ResolutionError                           404 not_found | unknown_site,     its 
                                           503 site_unavailable (+ resolution)
 RequestTimeoutError                       504 timeout                       timeout:
 ServiceNotStarted                         503 starting                      starting:
+ServiceUnavailableError                   503 unavailable + providers       unavailable: ... (each provider's state)
+Unauthorized, Forbidden (+ challenge)     401 unauthorized, 403 forbidden   its code, then its message (a refusal
+Throttled (+ Retry-After)                 429 too_many_requests             comes before any tool runs, at the
+CredentialsUnavailable, KeysUnavailable   503 unavailable                   gate: `shared.api.inbound`)
 an unknown route                          404 not_found                     (the SDK's unknown-tool error)
 anything else                             500 internal_error (logged with its type, never its text)
 
-A tool error carries the REST body as structured content too (`answer`), so programs read fields, not sentences;
-the body's shape, its encoder and the remote provider's decoder are one module (`shared.error_body`).
+`respond` turns any of them into the response, with the `WWW-Authenticate` challenge or `Retry-After` a refusal
+carries: the exception handlers and the middlewares that refuse before a route runs answer through it alike. A tool
+error carries the REST body as structured content too (`answer`); the body's shape, its encoder and the remote
+provider's decoder are one module (`shared.error_body`).
 """
 
 from __future__ import annotations
@@ -31,11 +37,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from shared.deadline import budget
 from shared.error_body import candidates_line, encode
 from shared.errors import (
+    AccessRefused,
+    CredentialsUnavailable,
     DocsError,
+    Forbidden,
     InvalidRequestError,
     RequestTimeoutError,
     ResolutionError,
     ServiceUnavailableError,
+    Throttled,
+    Unauthorized,
 )
 from shared.models import Reason, Resolution
 from shared.reading import UnknownSectionError
@@ -53,6 +64,14 @@ STATUS_BY_REASON = {
     Reason.SITE_UNAVAILABLE: 503,
     Reason.FETCH_FAILED: 502,
 }
+
+REFUSALS: dict[type[AccessRefused], tuple[int, str]] = {
+    Unauthorized: (401, "unauthorized"),
+    Forbidden: (403, "forbidden"),
+    Throttled: (429, "too_many_requests"),
+    CredentialsUnavailable: (503, "unavailable"),
+}
+"""A refusal's status and reason code, by the first of its classes listed (KeysUnavailable: CredentialsUnavailable)."""
 
 
 class ServiceNotStarted(DocsError):
@@ -106,6 +125,8 @@ def tool_error(exc: BaseException) -> str:
         return f"timeout: {exc}. Try again; a narrower search (`site`) answers faster."
     if isinstance(exc, ServiceNotStarted):
         return f"starting: {exc}. Try again in a moment."
+    if isinstance(exc, AccessRefused):
+        return f"{refused(exc)[1]}: {exc}."
     return "internal_error: the service failed unexpectedly; the failure was logged."
 
 
@@ -168,16 +189,39 @@ def answer(exc: BaseException) -> tuple[int, dict[str, Any]]:
         return 503, encode("unavailable", str(exc), providers=exc.failures)
     if isinstance(exc, RequestTimeoutError):
         return 504, encode("timeout", str(exc))
+    if isinstance(exc, AccessRefused):
+        status, code = refused(exc)
+        return status, encode(code, str(exc))
     return 500, encode("internal_error", "the service failed unexpectedly; the failure was logged")
+
+
+def refused(exc: AccessRefused) -> tuple[int, str]:
+    """The status and reason code of a refusal (403 `forbidden` for one of no listed kind)."""
+    return next((REFUSALS[kind] for kind in type(exc).__mro__ if kind in REFUSALS), (403, "forbidden"))
+
+
+def headers_of(exc: BaseException) -> dict[str, str] | None:
+    """What an error's answer carries beside its body: a refusal's challenge, a throttled caller's `Retry-After`."""
+    if isinstance(exc, Throttled):
+        return {"Retry-After": str(exc.seconds)}
+    if isinstance(exc, AccessRefused) and exc.challenge:
+        return {"WWW-Authenticate": exc.challenge}
+    return None
+
+
+def respond(exc: BaseException) -> JSONResponse:
+    """The answer to `exc`: its status, body (`answer`) and headers (`headers_of`); an unexpected error is logged
+    (`internal_error`). What the exception handlers return, and what a middleware sends when it refuses."""
+    status, body = answer(exc)
+    if status == 500:
+        return internal_error(exc)
+    return JSONResponse(body, status_code=status, headers=headers_of(exc))
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DocsError)
     async def core(_: Request, exc: DocsError) -> JSONResponse:
-        status, body = answer(exc)
-        if status == 500:
-            return internal_error(exc)
-        return JSONResponse(body, status_code=status)
+        return respond(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -31,12 +31,13 @@ from collections.abc import Sequence
 
 from pydantic import SecretStr
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from shared.api.errors import respond
 from shared.api.signin import challenge
 from shared.deadline import budget
-from shared.entra import EntraVerifier, KeysUnavailable, Outcome
+from shared.entra import EntraVerifier, Verdict
+from shared.errors import AccessRefused, CredentialsUnavailable, Forbidden, KeysUnavailable, Unauthorized
 from shared.forwarding import FORWARDED_HEADER, forwarded_request
 from shared.settings import PREFIX, DocumentationSettings, unresolved
 
@@ -91,23 +92,10 @@ class InboundCheck:
             await self._app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        if self._shut and self._guarded(scope["path"]):
-            message = f"{PREFIX}Inbound__Tokens is an unresolved Key Vault reference: no caller is accepted until it is"
-            await JSONResponse({"error": {"code": "unavailable", "message": message}}, status_code=503)(
-                scope, receive, send
-            )
-            return
-        offered = headers.get("authorization", "")
-        guarded = self._guarded(scope["path"])
-        if guarded and self._verifier is not None and self._tokens.match(offered) is None:
-            refusal = await self._signed_in(scope, offered)
-            if refusal is not None:
-                await refusal(scope, receive, send)
-                return
-        elif guarded and self._tokens and self._tokens.match(offered) is None:
-            log.info("refused a request without an accepted bearer token")
-            body = {"error": {"code": "unauthorized", "message": "send Authorization: Bearer <an accepted token>"}}
-            await JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+        try:
+            await self._admitted(scope, headers.get("authorization", ""))
+        except AccessRefused as refused:
+            await respond(refused)(scope, receive, send)
             return
         if headers.get(FORWARDED_HEADER):
             with forwarded_request():
@@ -115,52 +103,50 @@ class InboundCheck:
             return
         await self._app(scope, receive, send)
 
-    async def _signed_in(self, scope: Scope, authorization: str) -> JSONResponse | None:
-        """None when the bearer is an accepted Entra token, else the refusal to answer."""
+    async def _admitted(self, scope: Scope, offered: str) -> None:
+        """Returns when the request may go on; raises the refusal to answer otherwise."""
+        guarded = self._guarded(scope["path"])
+        if self._shut and guarded:
+            message = f"{PREFIX}Inbound__Tokens is an unresolved Key Vault reference: no caller is accepted until it is"
+            raise CredentialsUnavailable(message)
+        if guarded and self._verifier is not None and self._tokens.match(offered) is None:
+            await self._signed_in(scope, offered)
+        elif guarded and self._tokens and self._tokens.match(offered) is None:
+            log.info("refused a request without an accepted bearer token")
+            raise Unauthorized("send Authorization: Bearer <an accepted token>", challenge="Bearer")
+
+    async def _signed_in(self, scope: Scope, authorization: str) -> None:
+        """Returns when the bearer is an accepted Entra token; raises the refusal to answer otherwise."""
         assert self._verifier is not None
         token = authorization[len(BEARER) :].strip() if authorization[: len(BEARER)].lower() == BEARER else ""
         if not token:
-            return _refusal(
-                401,
-                "unauthorized",
+            raise Unauthorized(
                 "sign in: send Authorization: Bearer <an Entra ID access token for this app>",
-                challenge(self._settings, scope),
+                challenge=challenge(self._settings, scope),
             )
         try:
             with budget(self._settings.request_timeout_seconds):
                 checked = await self._verifier.check(token)
         except KeysUnavailable:
-            return _refusal(
-                503,
-                "unavailable",
-                "tokens cannot be checked right now: the tenant's signing keys are out of reach; try again shortly",
-                None,
-            )
-        if checked.outcome is Outcome.ACCEPTED:
-            return None
-        if checked.outcome is Outcome.NOT_GRANTED:
+            raise CredentialsUnavailable(
+                "tokens cannot be checked right now: the tenant's signing keys are out of reach; try again shortly"
+            ) from None
+        if checked.verdict is Verdict.ACCEPTED:
+            return
+        if checked.verdict is Verdict.NOT_GRANTED:
             log.info("refused a token without a required scope or role")
-            return _refusal(
-                403,
-                "forbidden",
+            raise Forbidden(
                 "the token carries none of the scopes or roles this app requires",
-                challenge(self._settings, scope, error="insufficient_scope"),
+                challenge=challenge(self._settings, scope, error="insufficient_scope"),
             )
         log.info("refused an invalid bearer token")
-        return _refusal(
-            401,
-            "unauthorized",
+        raise Unauthorized(
             "the access token is not valid for this app (expired, another tenant or "
             "audience, or a bad signature): sign in again",
-            challenge(self._settings, scope, error="invalid_token"),
+            challenge=challenge(self._settings, scope, error="invalid_token"),
         )
 
     @staticmethod
     def _guarded(path: str) -> bool:
         reads = path.startswith(GUARDED_PREFIX) or path == GUARDED_PREFIX.rstrip("/")
         return reads and path not in OPEN_PATHS and not path.startswith(ADMIN_PREFIX)
-
-
-def _refusal(status: int, code: str, message: str, authenticate: str | None) -> JSONResponse:
-    headers = {"WWW-Authenticate": authenticate} if authenticate else None
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)

@@ -14,8 +14,9 @@ from collections import Counter
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.api.errors import error
+from shared.api.errors import respond
 from shared.api.inbound import GUARDED_PREFIX, OPEN_PATHS
+from shared.errors import Throttled
 
 RETRY_AFTER_SECONDS = 1
 
@@ -36,8 +37,7 @@ class ConcurrencyLimit:
         client = client_of(scope)
         if self._in_flight[client] >= self._limit:
             message = f"more than {self._limit} requests in flight from one client; retry when one has finished"
-            headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
-            await error(429, "too_many_requests", message, headers=headers)(scope, receive, send)
+            await respond(Throttled(RETRY_AFTER_SECONDS, message))(scope, receive, send)
             return
         self._in_flight[client] += 1
         held = True

@@ -1,12 +1,16 @@
-"""The MCP protocol over the composed service: `search_docs`, `get_doc` and pages as `docs://` resources at
-`/api/mcp` (streamable HTTP).
+"""The MCP protocol over the composed service: `search_docs`, `get_doc`, `list_versions` and pages as `docs://`
+resources at `/api/mcp` (streamable HTTP).
 
 Stateless, with JSON responses rather than SSE streams: the Functions HTTP trigger buffers responses, and any
 instance must be able to answer any request. The MCP server and its session manager are built per app lifespan
-(the SDK's session manager runs once per instance), over the service the same lifespan composed. Both tools
-return what the REST API returns, as structured content with an output schema, plus a text rendering for agents
-that read text; `get_doc` answers within the answer budget (`shared.api.budget`). Failures are tool errors with the
-REST API's reason codes in their text and the REST API's error body as structured content (`shared.api.errors`).
+(the SDK's session manager runs once per instance), over the service the same lifespan composed. The tools return
+what the REST API returns, as structured content with an output schema, plus a text rendering for agents that read
+text (`shared.api.rendering`); `get_doc` answers within the answer budget (`shared.api.budget`). Failures are tool
+errors with the REST API's reason codes in their text and the REST API's error body as structured content
+(`shared.api.errors`).
+
+This module is the server and its tools: their descriptions, argument schemas and checks, and tool errors. The
+endpoint that carries it over HTTP is `shared.api.transport` (its names are importable from here too).
 
 No `from __future__ import annotations` here: the SDK reads the tools' annotations at run time, and the site list
 in `search_docs`' schema is built from the service's sites in `build_server`'s scope.
@@ -14,18 +18,14 @@ in `search_docs`' schema is built from the service's sites in `build_server`'s s
 
 import json
 import logging
-import re
-from collections.abc import Awaitable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Awaitable
 from typing import Annotated, Any
 from urllib.parse import quote
 
-import anyio
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -38,23 +38,22 @@ from mcp.types import (
     ToolAnnotations,
 )
 from pydantic import Field, ValidationError, WithJsonSchema
-from starlette.responses import JSONResponse
-from starlette.types import Message, Receive, Scope, Send
 
 from shared import __version__, reading
-from shared.api import budget, caching, envelope, resources
+from shared.api import budget, caching, resources
 from shared.api.errors import answer, tool_error, where, within
-from shared.error_body import ErrorBody, encode
+from shared.api.rendering import SearchAnswer, ago, render_versions, search_answer
+from shared.api.transport import MCP_PATH, McpEndpoint, transport_security
+from shared.error_body import ErrorBody
 from shared.errors import DocsError, InvalidRequestError
-from shared.models import CodeSample, Document, SearchKind, SearchResponse, SiteAnswer, VersionListing, View
+from shared.models import Document, SearchKind, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.service import DocumentationService
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
 
-log = logging.getLogger(__name__)
+__all__ = ["MCP_PATH", "McpEndpoint", "SearchAnswer", "ago", "build_server", "failure", "transport_security"]
 
-MCP_PATH = "/api/mcp"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 Documentation search and retrieval for the organisation's documentation sites.
@@ -113,16 +112,6 @@ that is not versioned says so. Use it before asking for a version you are not su
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
-    """DNS-rebinding protection that admits exactly the app's own host names and loopback (any port)."""
-    hosts: list[str] = []
-    origins: list[str] = []
-    for host in (*LOOPBACK_HOSTS, *allowed_hosts):
-        hosts += [host, f"{host}:*"]
-        origins += [f"https://{host}", f"https://{host}:*", f"http://{host}", f"http://{host}:*"]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
-
-
 SERVER_NAME, SERVER_TITLE = "documentation", "Documentation retrieval"
 """The server's identity, in its handshake and in the 2026-07-28 `serverInfo` stamp (`envelope_chars`)."""
 
@@ -147,16 +136,6 @@ def with_aliases(arguments: dict[str, Any], aliases: dict[str, str]) -> dict[str
             raise InvalidRequestError(f"`{alias}` and `{name}` mean the same: give `{name}` once")
         renamed[name], spelt[name] = value, given
     return renamed
-
-
-class SearchAnswer(SearchResponse):
-    """`search_docs`' structured content: the search, and how many results were left out to fit the answer."""
-
-    left_out: int = Field(
-        default=0,
-        description="Results that matched but were left out to keep the answer within its size budget: ask with a "
-        "smaller `limit`, or narrow with `site`, to see them whole.",
-    )
 
 
 class DocsServer(MCPServer[Any]):
@@ -427,156 +406,3 @@ def failure(exc: BaseException) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=tool_error(exc))], structured_content=body, is_error=True
     )
-
-
-def search_answer(response: SearchResponse, kept: int, site: str | None) -> CallToolResult:
-    """The first `kept` results as the tool's answer: the text, a resource link per result, and the structured
-    content saying how many were left out."""
-    shown = SearchAnswer(**response.model_dump(), left_out=len(response.results) - kept)
-    shown = shown.model_copy(update={"results": response.results[:kept]})
-    links = [resources.resource_link(hit) for hit in shown.results]
-    return CallToolResult(
-        content=[TextContent(type="text", text=render_search(shown, site)), *links],
-        structured_content=shown.model_dump(mode="json", by_alias=True),
-    )
-
-
-def render_versions(listing: VersionListing) -> str:
-    """A site's versions as an agent reads them."""
-    if not listing.versioned:
-        return f"{listing.site} is not versioned: every page has one version; search and read it without `version`."
-    lines = [f"{listing.site} versions, newest first (the default is {listing.default}):"]
-    for version in listing.versions:
-        aliases = f" (also {', '.join(version.aliases)})" if version.aliases else ""
-        marks = " [default]" if version.default else " [hidden]" if version.hidden else ""
-        lines.append(f"- {version.version}{aliases}{marks}")
-    lines.append(
-        "Pass `version` to search_docs or get_doc, or a location with the version's folder "
-        f"({listing.site}/<version>/<path>)."
-    )
-    return "\n".join(lines)
-
-
-def render_code(code: CodeSample, *, guessed: bool) -> str:
-    """A code result's block, fenced with its language (a fence longer than any backtick run inside it)."""
-    longest = max((len(run) for run in re.findall(r"`+", code.text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    note = " (language guessed from the text)" if guessed else ""
-    cut = (
-        f"\n   [cut: the block is {code.total_chars:,} characters; read its section with get_doc]"
-        if code.total_chars
-        else ""
-    )
-    return f"   code, {code.language}{note}:\n{fence}{code.language}\n{code.text}\n{fence}{cut}"
-
-
-def render_search(response: SearchResponse, site: str | None = None) -> str:
-    """What an agent reads: one block per hit (title, location, breadcrumb, size, preview); for no hit, which sites
-    were searched and what to try next; what was left out to fit the answer, and how to see it."""
-    if not response.results:
-        states = response.sites or {}
-        searched = [name for name, site in states.items() if site.state == SiteAnswer.SEARCHED]
-        pending = [f"{name} ({site.state.value})" for name, site in states.items() if site.state != SiteAnswer.SEARCHED]
-        lines = ["No results: the documentation does not cover this, or nothing scored above the relevance floor."]
-        if searched:
-            lines.append(
-                f"Searched: {', '.join(searched)}." + (f" Not searched: {', '.join(pending)}." if pending else "")
-            )
-        lines.append(
-            f"Search again without `site` (only {site} was searched), or with the words the documentation would use."
-            if site
-            else "Try the words the documentation would use."
-        )
-        return " ".join(lines)
-    lines = [f"{len(response.results)} result(s), best first (answered by {response.provider}):"]
-    for rank, hit in enumerate(response.results, 1):
-        size = f" (page about {hit.page_chars:,} characters)" if hit.page_chars else ""
-        lines.append(f"\n{rank}. {hit.page_title or hit.title}{size}\n   location: {hit.location}")
-        if len(hit.breadcrumb) > 1:
-            anchor = f" (section={hit.anchor})" if hit.anchor else ""
-            lines.append(f"   section: {' > '.join(hit.breadcrumb)}{anchor}")
-        if hit.preview_text:
-            lines.append(f"   {hit.preview_text}")
-        if hit.code is not None:
-            lines.append(render_code(hit.code, guessed=bool(hit.language_guessed)))
-    left_out = response.left_out if isinstance(response, SearchAnswer) else 0
-    if left_out:
-        shown = len(response.results)
-        narrow = "" if site else ", or narrow the search with `site`"
-        lines.append(
-            f"\n[{left_out} more result(s) matched but were left out to keep this answer within its size budget: "
-            f"ask with limit={shown} for these {shown} whole{narrow}.]"
-        )
-    if fresh := freshness(response):
-        lines.append(f"\n{fresh}")
-    lines.append(
-        "\nPass a location to get_doc to read the page; add section=<the result's anchor> to read only the matched "
-        "section of a long page."
-    )
-    return "\n".join(lines)
-
-
-def freshness(response: SearchResponse, now: datetime | None = None) -> str:
-    """How old each answering site's index is, in words ("forge index fetched 12 minutes ago"), for the sites the
-    results came from; empty when the provider cannot tell."""
-    answering = dict.fromkeys(hit.site for hit in response.results)
-    said = []
-    for site in answering:
-        state = (response.sites or {}).get(site)
-        when = state.indexed_at if state is not None else None
-        if when is not None:
-            said.append(f"{site} index fetched {ago(when, now)}")
-    return ("Freshness: " + "; ".join(said) + ".") if said else ""
-
-
-def ago(when: datetime, now: datetime | None = None) -> str:
-    """`just now`, `12 minutes ago`, `3 hours ago`, `2 days ago`."""
-    seconds = max(0.0, ((now or datetime.now(UTC)) - when).total_seconds())
-    for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
-        if seconds >= size:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if count != 1 else ''} ago"
-    return "just now"
-
-
-class McpEndpoint:
-    """`/api/mcp` (and `/api/mcp/`, never redirected) handed to the session manager the lifespan started, once its
-    body is known to be one JSON-RPC message of bounded size (`shared.api.envelope`); no request outlives the
-    request deadline (and a little grace for the answer to go out): one that has not begun its answer by then is
-    answered `504`."""
-
-    GRACE_SECONDS = 2.0
-
-    def __init__(self, *, seconds: float = 30.0) -> None:
-        self.server: MCPServer[Any] | None = None
-        self.seconds = seconds
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.server is None:
-            body = encode("starting", "the MCP endpoint is not started")
-            await JSONResponse(body, status_code=503)(scope, receive, send)
-            return
-        if scope.get("method") == "POST":
-            try:
-                raw = await envelope.read_body(scope, receive)
-            except envelope.TooLarge:
-                await envelope.too_large()(scope, receive, send)
-                return
-            if (refused := envelope.refusal(raw)) is not None:
-                await refused(scope, receive, send)
-                return
-            receive = envelope.replaying(raw, receive)
-        started = False
-
-        async def sending(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        with anyio.move_on_after(self.seconds + self.GRACE_SECONDS) as deadline:
-            await self.server.session_manager.handle_request(scope, receive, sending)
-        if deadline.cancelled_caught:
-            log.warning("an MCP request outlived the request deadline and was ended")
-            if not started:
-                body = encode("timeout", "no answer within the request deadline")
-                await JSONResponse(body, status_code=504)(scope, receive, send)

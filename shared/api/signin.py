@@ -25,11 +25,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Scope
 
+from shared.api.errors import error
 from shared.api.named import NamedRoute
+from shared.api.transport import MCP_PATH
 from shared.settings import DocumentationSettings
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
-MCP_PATH = "/api/mcp"
 RESOURCE_NAME = "Documentation retrieval"
 
 
@@ -79,10 +80,7 @@ def metadata_routes(settings: DocumentationSettings) -> list[NamedRoute]:
 
     async def document(request: Request) -> JSONResponse:
         if not settings.auth.enabled:
-            return JSONResponse(
-                {"error": {"code": "not_found", "message": "Entra sign-in is not configured (Auth__TenantId)"}},
-                status_code=404,
-            )
+            return error(404, "not_found", "Entra sign-in is not configured (Auth__TenantId)")
         return JSONResponse(metadata(settings, request.scope), headers={"Cache-Control": "public, max-age=3600"})
 
     return [

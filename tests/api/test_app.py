@@ -10,7 +10,6 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from shared.api import app as app_module
 from shared.api import create_app
 from shared.embedding import EmbeddingModel
 from shared.models import SearchResult
@@ -38,18 +37,16 @@ async def test_the_lifespan_composes_the_service_with_the_given_providers_and_cl
     assert fake.closed and app.state.composition is None
 
 
-async def test_a_model_the_app_builds_is_closed_with_its_lifespan_and_a_host_given_one_is_not(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_model_the_app_builds_is_closed_with_its_lifespan_and_a_host_given_one_is_not() -> None:
     built: list[EmbeddingModel] = []
 
     def build(settings: object) -> EmbeddingModel:
         built.append(model_of(WordEncoder()))
         return built[-1]
 
-    monkeypatch.setattr(app_module, "process_embedding", build)
     given = model_of(WordEncoder())
-    for app in (create_app(load_settings(SETTINGS)), create_app(load_settings(SETTINGS), embedding=given)):
+    builds_its_own = create_app(load_settings(SETTINGS), build_embedding=build)
+    for app in (builds_its_own, create_app(load_settings(SETTINGS), embedding=given, build_embedding=build)):
         async with LifespanManager(app):
             pass
     assert len(built) == 1 and built[0].closed and not given.closed
