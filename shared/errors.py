@@ -20,7 +20,7 @@ DocsError                       library errors (aiohttp, Azure SDK, onnxruntime)
     ├── ServiceCallError            a call to a service a provider depends on failed, with a `kind` (AI Search, remote)
     ├── SiteUnavailableError, NoSiteLoadedError   a site's index, or every site a search needed, could not be loaded
     ├── OriginError, StoreError     the documentation origin, or the cache store, failed or refused the request
-    ├── IndexFormatError            a search index that is malformed or empty (also a ValueError)
+    ├── IndexFormatError, Unconvertible   a search index malformed or empty; a page too big, dense or deep to convert
     └── EmbeddingUnavailableError   the embedding model or its runtime cannot be loaded; ranking stays lexical
 """
 
@@ -203,6 +203,11 @@ class OriginError(ProviderError):
 
 class IndexFormatError(ProviderError, ValueError):
     """The document is not a usable MkDocs search index (malformed or without entries)."""
+
+
+class Unconvertible(ProviderError, ValueError):
+    """A page that will not be converted to Markdown (too large, too dense, nested too deep); the message says which.
+    Raised where the page is checked (`markup.scan`, `convert.convert`), answered as `fetch_failed`."""
 
 
 class StoreError(ProviderError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -173,16 +172,17 @@ class SiteSearched(_Wire):
     @model_validator(mode="before")
     @classmethod
     def _bare_state(cls, value: Any) -> Any:
-        """A deployment from before freshness answered the state alone."""
+        """A deployment from before freshness answered the state alone. Compatibility until 2027-06-30."""
         return {"state": value} if isinstance(value, str) else value
 
 
-class Found(list[SearchResult]):
-    """A provider's results and, when it searched several sites, how each stood (the answer's `sites`)."""
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A provider's answer to a search: its results, best first, and, when it searched several sites, how each
+    stood (the answer's `sites`; None when it cannot tell)."""
 
-    def __init__(self, results: Iterable[SearchResult] = (), *, sites: dict[str, SiteSearched] | None = None) -> None:
-        super().__init__(results)
-        self.sites = dict(sites or {})
+    results: list[SearchResult]
+    sites: dict[str, SiteSearched] | None = None
 
 
 class SearchResponse(_Wire):

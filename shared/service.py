@@ -45,7 +45,6 @@ from shared.models import (
     MAX_RESULTS,
     NO_PROVIDER,
     Document,
-    Found,
     Reason,
     Resolution,
     SearchKind,
@@ -151,8 +150,8 @@ class DocumentationService:
             try:
                 with telemetry.provider_call("search", provider.name) as call:
                     async with asyncio.timeout(_share(self.providers, provider)):
-                        results = await provider.search(query, limit=effective, site=scoped, **asked)
-                    call.answered(len(results))
+                        found = await provider.search(query, limit=effective, site=scoped, **asked)
+                    call.answered(len(found.results))
             except asyncio.CancelledError:
                 raise
             except ProviderDeclinedError:
@@ -164,7 +163,7 @@ class DocumentationService:
                 failures[provider.name] = _details(exc)
                 continue
             searched = True
-            sites = results.sites if isinstance(results, Found) and results.sites else sites
+            sites, results = found.sites or sites, found.results
             if results:
                 attribute(SEARCH_PROVIDER, provider.name)
                 telemetry.searched(provider.name, results[:effective])

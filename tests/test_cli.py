@@ -22,7 +22,8 @@ def test_a_one_shot_command_without_shared_storage_ranks_lexically() -> None:
     settings = load_settings({"Forge__Documentation__Search__Semantic": "true"})
 
     assert _one_shot(settings, MemoryIndexStore()).search.semantic is False
-    assert _one_shot(settings, MemoryIndexStore(shared=True)).search.semantic is True  # stored embeddings are worth reading
+    shared = MemoryIndexStore(shared=True)
+    assert _one_shot(settings, shared).search.semantic is True  # stored embeddings are worth reading
     assert settings.search.semantic is True  # the caller's settings are left alone
 
 

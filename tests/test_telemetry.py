@@ -25,7 +25,7 @@ from opentelemetry.trace import StatusCode
 
 from shared import telemetry
 from shared.errors import ProviderDeclinedError, ResolutionError
-from shared.models import Reason, SearchResult
+from shared.models import Found, Reason
 from shared.service import DocumentationService
 from shared.settings import load_settings
 from shared.telemetry.export import azure_monitor, configure, managed_identity
@@ -89,13 +89,13 @@ class PreviewProvider(FakeProvider):
         super().__init__(name, order, results=len(previews))
         self.previews = previews
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
-        results = await super().search(query, limit=limit, site=site)
-        return [result.model_copy(update={"preview_text": text}) for result, text in zip(results, self.previews)]
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+        found = await super().search(query, limit=limit, site=site)
+        return Found([hit.model_copy(update={"preview_text": text}) for hit, text in zip(found.results, self.previews)])
 
 
 class SlowProvider(FakeProvider):
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
         await asyncio.sleep(10)
         raise AssertionError("the deadline should have passed")
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
 
 from shared.errors import ServiceCallError
-from shared.models import Document, SearchResult
+from shared.models import Document, Found
 
 
 class DocumentationProvider(Protocol):
@@ -43,8 +43,8 @@ class DocumentationProvider(Protocol):
     supports_fetch: bool
     sites: tuple[str, ...]
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
-        """Up to `limit` results, best first; `site`, when given, is one of `sites`."""
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+        """Up to `limit` results, best first, and how each site stood; `site`, when given, is one of `sites`."""
         ...
 
     async def get(self, location: str, *, outline: bool = False) -> Document:

@@ -69,4 +69,5 @@ class AppSettingsSource(EnvSettingsSource):
 
 
 RETIRED = {"Mcp__MaxContentChars": "Mcp__AnswerBudgetChars"}
-"""Settings that no longer exist, and what took their place: one left set is said at start-up, not guessed at."""
+"""Settings that no longer exist, and what took their place: one left set is said at start-up, not guessed at.
+Compatibility until 2027-06-30: after that a retired setting is as unknown as any other."""

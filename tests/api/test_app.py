@@ -12,7 +12,7 @@ from asgi_lifespan import LifespanManager
 
 from shared.api import create_app
 from shared.embedding import EmbeddingModel
-from shared.models import SearchResult
+from shared.models import Found
 from shared.settings import load_settings
 from tests.support.encoders import WordEncoder, model_of
 from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
@@ -154,7 +154,7 @@ class HeldProvider(FakeProvider):
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
         self.entered.set()
         await self.release.wait()
         return await super().search(query, limit=limit, site=site)

@@ -102,10 +102,12 @@ def settings(static_origin: StaticOrigin):  # type: ignore[no-untyped-def]
 async def test_the_fences_name_the_languages_once_read_and_a_bare_fence_stays_a_guess(settings) -> None:  # type: ignore[no-untyped-def]
     async with compose(settings, embedding=None) as composed:
         provider = next(p for p in composed.service.providers if isinstance(p, MkDocsProvider))
-        first = await provider.search("pager receiver", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+        first = (await provider.search("pager receiver", limit=10, site="gamma-docs", kind=SearchKind.CODE)).results
         assert first  # answered at once, the fences being read meanwhile
         await provider.code_fences_read("gamma-docs")
-        after = await provider.search("pager receiver settings", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+        after = (
+            await provider.search("pager receiver settings", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+        ).results
         sites = provider.health().sites
     assert sites["gamma-docs"].code_languages == "read"  # type: ignore[union-attr]
     assert sites["alpha"].model_dump(by_alias=True).get("codeLanguages") is None  # not asked yet
@@ -119,7 +121,7 @@ async def test_the_fences_name_the_languages_once_read_and_a_bare_fence_stays_a_
 async def test_a_remote_deployment_is_asked_for_code_when_its_search_declares_it(server: UvicornServer) -> None:
     provider = RemoteProvider(RemoteSettings.model_validate({"Endpoint": server.url + "/api/mcp"}), sites=())
     try:
-        found = await provider.search("pager receiver", limit=3, kind=SearchKind.CODE, language="terraform")
+        found = (await provider.search("pager receiver", limit=3, kind=SearchKind.CODE, language="terraform")).results
     finally:
         await provider.aclose()
 

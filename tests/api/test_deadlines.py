@@ -15,7 +15,7 @@ from shared.api import create_app
 from shared.cache import MemoryIndexStore
 from shared.compose import compose
 from shared.deadline import budget, remaining
-from shared.models import SearchResult
+from shared.models import Found
 from shared.settings import DocumentationSettings
 from tests.support.providers import FakeProvider
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
@@ -32,14 +32,14 @@ class HangingProvider(FakeProvider):
         self.started = asyncio.Event()
         self.cancelled = False
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
         self.started.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             self.cancelled = True
             raise
-        return []
+        return Found([])
 
 
 def settings_for(origin: StaticOrigin, seconds: float) -> DocumentationSettings:

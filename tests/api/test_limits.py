@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from shared.api import create_app
-from shared.models import SearchResult
+from shared.models import Found
 from tests.support.providers import FakeProvider, result
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
@@ -26,13 +26,13 @@ class HeldProvider(FakeProvider):
         self.release = threading.Event()
         self.waiting = 0
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
         if query != "install":
-            return [result("quick-0", self.name)]
+            return Found([result("quick-0", self.name)])
         self.waiting += 1
         while not self.release.is_set():
             await asyncio.sleep(0.01)
-        return [result("held-0", self.name)]
+        return Found([result("held-0", self.name)])
 
 
 @pytest.fixture

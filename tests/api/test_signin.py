@@ -286,7 +286,7 @@ async def test_two_deployments_trust_each_other_through_an_app_role_without_a_sh
     credential = IssuerCredential(issuer)
     provider = RemoteProvider(settings.remote, sites=settings.sites, credential=credential)  # type: ignore[arg-type]
     try:
-        results = await provider.search("install", limit=3)
+        results = (await provider.search("install", limit=3)).results
     finally:
         await provider.aclose()
     assert results and {result.provider for result in results} == {"smithy_remote"}

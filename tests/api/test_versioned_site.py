@@ -255,7 +255,7 @@ def test_the_command_line_lists_versions_and_reads_one(versioned_origin: StaticO
 async def test_a_remote_deployment_is_asked_for_the_version_it_declares(server: UvicornServer) -> None:
     provider = RemoteProvider(RemoteSettings.model_validate({"Endpoint": server.url + "/api/mcp"}), sites=(SITE,))
     try:
-        found = await provider.search("install", limit=3, site=SITE, version="2.0")
+        found = (await provider.search("install", limit=3, site=SITE, version="2.0")).results
         page = await provider.get(f"{SITE}/{CHANGED_PAGE}", version="2.0")
     finally:
         await provider.aclose()

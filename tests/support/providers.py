@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared.errors import ResolutionError
-from shared.models import Document, Reason, Resolution, Rule, SearchResult
+from shared.models import Document, Found, Reason, Resolution, Rule, SearchResult
 from shared.providers.base import ProviderHealth
 
 
@@ -32,12 +32,12 @@ class FakeProvider:
         self.sites_asked: list[str | None] = []
         self.closed = False
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> list[SearchResult]:
+    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
         self.calls.append((query, limit))
         self.sites_asked.append(site)
         if self._error:
             raise self._error
-        return [result(f"{self.name}-{i}", self.name) for i in range(self._results)]
+        return Found([result(f"{self.name}-{i}", self.name) for i in range(self._results)])
 
     async def get(self, location: str, *, outline: bool = False) -> Document:
         self.calls.append((location, 0))

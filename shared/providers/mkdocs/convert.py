@@ -13,7 +13,8 @@ import re
 from bs4 import BeautifulSoup, Tag
 from markdownify import MarkdownConverter
 
-from shared.providers.mkdocs.markup import MarkupRefused, scan
+from shared.errors import Unconvertible
+from shared.providers.mkdocs.markup import scan
 
 MAX_CONVERT_CHARS = 1_000_000
 """Pages longer than this are not converted: four times the largest page of the sample corpus."""
@@ -52,19 +53,12 @@ def looks_like_html(body: str, content_type: str = "") -> bool:
     return head.startswith(("<!doctype html", "<html", "<head", "<body"))
 
 
-class Unconvertible(ValueError):
-    """A page that will not be converted (too large, too dense, nested too deep); the message says which."""
-
-
 def convert(page: str) -> str:
     """The page's main content as Markdown, after the checks and the scan that keep parsing linear in the page;
     Unconvertible when it is refused."""
     if len(page) > MAX_CONVERT_CHARS:
         raise Unconvertible(f"the page is larger than {MAX_CONVERT_CHARS:,} characters")
-    try:
-        safe = scan(page).html
-    except MarkupRefused as exc:
-        raise Unconvertible(str(exc)) from None
+    safe = scan(page).html
     try:
         return html_to_markdown(safe)
     except RecursionError:

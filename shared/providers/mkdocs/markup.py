@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shared.errors import Unconvertible
+
 MAX_TAGS = 100_000
 """More `<` than this is refused (the densest page of the sample corpus has 9,741)."""
 MAX_DEPTH = 256
@@ -31,10 +33,6 @@ VOID = frozenset(
 """Elements with no end tag."""
 RAW_TEXT = frozenset(("script", "style"))
 """Elements whose content is not markup: a parser looks for their end tag only."""
-
-
-class MarkupRefused(ValueError):
-    """The page is too dense or nests too deep to be parsed in bounded time; the message says which."""
 
 
 @dataclass(slots=True)
@@ -67,9 +65,9 @@ class Scanned:
 
 
 def scan(page: str) -> Scanned:
-    """The page made safe to parse; MarkupRefused when it is too dense or nests too deep."""
+    """The page made safe to parse; Unconvertible when it is too dense or nests too deep."""
     if page.count("<") > MAX_TAGS:
-        raise MarkupRefused(f"the page has more than {MAX_TAGS:,} '<'")
+        raise Unconvertible(f"the page has more than {MAX_TAGS:,} '<'")
     steps = [0]
     lt, gt, comment_end = (_Finder(page, token, steps=steps) for token in ("<", ">", "-->"))
     raw_end = {name: _Finder(page, f"</{name}", steps=steps) for name in RAW_TEXT}
@@ -112,7 +110,7 @@ def scan(page: str) -> Scanned:
             depth += 1
             deepest = max(deepest, depth)
             if depth > MAX_DEPTH:
-                raise MarkupRefused(f"the page nests elements more than {MAX_DEPTH} deep")
+                raise Unconvertible(f"the page nests elements more than {MAX_DEPTH} deep")
         elif kind == "close" and name not in VOID:
             depth = max(0, depth - 1)
     html_out.append(page[emitted:])

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from urllib.parse import urljoin
 
-from shared.errors import OriginError
+from shared.errors import OriginError, Unconvertible
 from shared.fetch import MAX_PAGE_BYTES, OriginClient, Response
-from shared.providers.mkdocs.convert import Unconvertible, convert, includes_files, looks_like_html
+from shared.providers.mkdocs.convert import convert, includes_files, looks_like_html
 from shared.providers.mkdocs.index import page_key
 from shared.providers.mkdocs.missing import GONE
 from shared.providers.mkdocs.pagecache import CachedPage, PageCache

@@ -20,6 +20,7 @@ from shared import reading
 from shared.errors import (
     ProviderDeclinedError,
     ResolutionError,
+    Unconvertible,
 )
 from shared.fetch import OriginClient
 from shared.markdown import with_front_matter
@@ -36,7 +37,6 @@ from shared.preview import make_preview
 from shared.providers.mkdocs import codesearch
 from shared.providers.mkdocs.code import CodeBlock
 from shared.providers.mkdocs.codesearch import CodeRankers
-from shared.providers.mkdocs.convert import Unconvertible
 from shared.providers.mkdocs.federation import Federation, Federations
 from shared.providers.mkdocs.health import MkDocsHealth, SiteLoaded
 from shared.providers.mkdocs.index import IndexEntry
@@ -137,11 +137,11 @@ class MkDocsProvider:
         products = await self._scanned(scanning)
         found = federation.ranked(lexical, say, limit, products, missing)
         return Found(
-            (
+            [
                 self._result(loaded[site], scored.hit(number), query)
                 for site, scored, number in found
                 if scored.scores[number] >= floor
-            ),
+            ],
             sites=states,
         )
 

@@ -48,7 +48,8 @@ def document(structured: Mapping[str, Any] | None) -> tuple[Document, str]:
 
 
 LEGACY_CUT = "[The page is longer than this tool returns"
-"""How a deployment from before reads in parts marked a page it cut: such an answer is a part, never a page."""
+"""How a deployment from before reads in parts marked a page it cut: such an answer is a part, never a page.
+Compatibility until 2027-06-30 (docs/development.md#compatibility-with-older-deployments), like `legacy_document`."""
 
 
 def whole_document(
@@ -90,7 +91,8 @@ def whole_document(
 
 
 def legacy_document(structured: Mapping[str, Any] | None) -> tuple[Document, str]:
-    """A page from a deployment that reads pages only whole: ValueError when it cut the page."""
+    """A page from a deployment that reads pages only whole: ValueError when it cut the page. Compatibility until
+    2027-06-30."""
     remote, backend = document(structured)
     if LEGACY_CUT in remote.content:
         raise ValueError("the remote deployment answered only part of the page")

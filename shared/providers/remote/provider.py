@@ -31,7 +31,7 @@ from shared.deadline import capped
 from shared.errors import ConfigurationError, ProviderDeclinedError, ResolutionError
 from shared.forwarding import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
 from shared.identity import credential as identity_credential
-from shared.models import Document, Reason, Resolution, SearchKind, SearchResult
+from shared.models import Document, Found, Reason, Resolution, SearchKind
 from shared.providers.base import Instant, LastCalls, LastError, ProviderHealth, Report, Status, absent
 from shared.providers.remote import mapping
 from shared.providers.remote.client import call_tool, in_session
@@ -123,7 +123,7 @@ class RemoteProvider:
         version: str | None = None,
         kind: SearchKind = SearchKind.PAGE,
         language: str | None = None,
-    ) -> list[SearchResult]:
+    ) -> Found:
         shape = query_shape(query)
         log.debug("smithy_remote search (query length %d, %d terms, limit %d)", shape["length"], shape["terms"], limit)
         arguments: dict[str, Any] = {"query": query, "limit": limit}
@@ -148,12 +148,12 @@ class RemoteProvider:
         if result.is_error:
             raise self._failed(RemoteError(TOOL, f"search_docs answered {_code(result) or 'an error'}"))
         try:
-            results, backend = mapping.search_results(result.structured_content, limit)
+            found, backend = mapping.search_results(result.structured_content, limit)
         except Exception as exc:
             raise self._failed(translate(exc)) from exc
         self._succeeded(backend)
-        log.debug("smithy_remote answered %d results (remote provider %s)", len(results), backend)
-        return results
+        log.debug("smithy_remote answered %d results (remote provider %s)", len(found.results), backend)
+        return found
 
     async def get(self, location: str, *, outline: bool = False, version: str | None = None) -> Document:
         """The whole page as the other deployment's REST `get` answers it, read in parts (`nextOffset`, at most
@@ -302,7 +302,8 @@ class _Reading:
     """Empty when nothing was asked: the deployment cannot give what was wanted."""
     outline: CallToolResult | None = None
     legacy: bool = False
-    """The other deployment's `get_doc` takes no `offset`: it answers pages whole, or cut."""
+    """The other deployment's `get_doc` takes no `offset`: it answers pages whole, or cut. Compatibility until
+    2027-06-30 (`mapping.legacy_document`)."""
     cannot: str = "cannot give a page's outline (it reads pages only whole)"
     """Why nothing was asked, when `parts` is empty."""
 

@@ -106,7 +106,7 @@ async def test_the_configured_filter_and_names_are_sent_as_given(search_server: 
     provider = build(settings)
     search_server.respond([{"path": f"{BLOB}/forge/a.html", "heading": "A", "body": "alpha text", "@search.score": 1}])
     try:
-        results = await provider.search("alpha", limit=3)
+        results = (await provider.search("alpha", limit=3)).results
     finally:
         await provider.aclose()
 
@@ -122,7 +122,8 @@ async def test_a_realistic_answer_is_mapped_as_the_spec_says(
 ) -> None:
     search_server.respond(REALISTIC)
 
-    results = await provider.search("install cli", limit=10)
+    found = await provider.search("install cli", limit=10)
+    results = found.results
 
     assert [(r.location, r.site, r.url, r.score) for r in results] == [
         ("guide/install", "forge", "https://docs.saif.com/forge/guide/install/", 2.871),
@@ -142,7 +143,7 @@ async def test_a_realistic_answer_is_mapped_as_the_spec_says(
     assert {r.provider for r in results} == {"ai_search"}
     # The service cannot say when it indexed a page: every site in scope searched, no time claimed.
     assert {r.indexed_at for r in results} == {None}
-    assert {site: (state.state.value, state.indexed_at) for site, state in results.sites.items()} == {
+    assert {site: (state.state.value, state.indexed_at) for site, state in (found.sites or {}).items()} == {
         site: ("searched", None) for site in provider.sites
     }
 
@@ -171,7 +172,7 @@ async def test_with_a_version_field_a_version_is_filtered_on_and_carried(search_
     provider = build(settings_for(search_server, SiteField="site", VersionField="ver"))
     plain = build(settings_for(search_server))
     try:
-        found = await provider.search("install", limit=5, site="forge", version="2.0")
+        found = (await provider.search("install", limit=5, site="forge", version="2.0")).results
     finally:
         await provider.aclose()
         await plain.aclose()

@@ -56,7 +56,8 @@ def test_front_matter_is_prefixed_or_merged_into_the_pages_own() -> None:
 
 
 def test_pages_too_large_dense_or_deep_are_refused_before_parsing() -> None:
-    from shared.providers.mkdocs.convert import MAX_CONVERT_CHARS, Unconvertible, convert
+    from shared.errors import Unconvertible
+    from shared.providers.mkdocs.convert import MAX_CONVERT_CHARS, convert
     from shared.providers.mkdocs.markup import MAX_DEPTH, MAX_TAGS
 
     refused = {

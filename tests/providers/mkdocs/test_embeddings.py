@@ -31,6 +31,11 @@ from shared.compose import Composition, compose
 from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.errors import EmbeddingStopped
 from shared.fetch import OriginClient
+from shared.providers.mkdocs.federation import Federation, Lexical
+from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
+from shared.providers.mkdocs.loading import LoadedSite
+from shared.providers.mkdocs.quantized import split_query
+from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.stored_vectors import (
     compute_and_store,
     embedded_from,
@@ -40,11 +45,6 @@ from shared.providers.mkdocs.stored_vectors import (
     repair_scan,
     store_scan,
 )
-from shared.providers.mkdocs.federation import Federation, Lexical
-from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
-from shared.providers.mkdocs.loading import LoadedSite
-from shared.providers.mkdocs.quantized import split_query
-from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.text import Query
 from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts, entry_text, page_outline, text_key
 from shared.providers.mkdocs.warm import warm_all

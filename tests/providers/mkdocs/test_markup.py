@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.providers.mkdocs.markup import MAX_TAGS, MarkupRefused, scan
+from shared.errors import Unconvertible
+from shared.providers.mkdocs.markup import MAX_TAGS, scan
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -42,13 +43,13 @@ def test_what_closes_is_kept_and_what_does_not_is_escaped() -> None:
 
 
 def test_a_page_denser_than_any_real_one_is_refused_before_any_work_per_tag() -> None:
-    with pytest.raises(MarkupRefused, match="more than 100,000"):
+    with pytest.raises(Unconvertible, match="more than 100,000"):
         scan("<b>" * (MAX_TAGS + 1))
 
 
 CPU = """
 import gc, json, sys, time
-from shared.providers.mkdocs.convert import Unconvertible, convert
+from shared.providers.mkdocs.convert import convert
 from shared.providers.mkdocs.index import html_to_text
 unit, count, which = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 handle = html_to_text if which == "index" else convert

@@ -60,11 +60,11 @@ async def instance(
 
 
 async def found(provider: MkDocsProvider, query: str = QUERY) -> set[str]:
-    return {result.location for result in await provider.search(query, limit=10, site=SITE)}
+    return {result.location for result in (await provider.search(query, limit=10, site=SITE)).results}
 
 
 async def listed(provider: MkDocsProvider) -> set[str]:
-    return {result.location for result in await provider.search("*", limit=25, site=SITE)}
+    return {result.location for result in (await provider.search("*", limit=25, site=SITE)).results}
 
 
 async def fetch_fails(provider: MkDocsProvider, location: str) -> None:
@@ -106,7 +106,7 @@ async def test_a_get_that_finds_a_phantom_drops_it_from_search_and_records_it_be
         await fetch_fails(provider, PHANTOM_PAGE)
 
         assert PHANTOM not in await found(provider) and PHANTOM not in await listed(provider)
-        everywhere = await provider.search("*", limit=25)  # loads every site
+        everywhere = (await provider.search("*", limit=25)).results  # loads every site
         assert everywhere and PHANTOM not in {result.location for result in everywhere}
         health = provider.health().sites
         assert health[SITE].missing_pages == 1

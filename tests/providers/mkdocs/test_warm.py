@@ -376,7 +376,7 @@ async def test_the_warm_up_stores_the_code_fences_once_per_index_version_for_eve
             provider = next(p for p in composed.service.providers if isinstance(p, MkDocsProvider))
             await provider.search("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE)
             await provider.code_fences_read("gamma-docs")
-            found = await provider.search("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE)
+            found = (await provider.search("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE)).results
     finally:
         await store.aclose()
 

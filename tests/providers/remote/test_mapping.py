@@ -30,7 +30,8 @@ DOCUMENT = {
 
 
 def test_results_are_attributed_here_and_say_which_backend_answered_there() -> None:
-    results, backend = mapping.search_results({"query": "q", "provider": "ai_search", "results": [RESULT] * 3}, 2)
+    found, backend = mapping.search_results({"query": "q", "provider": "ai_search", "results": [RESULT] * 3}, 2)
+    results = found.results
 
     assert backend == "ai_search" and len(results) == 2
     assert {r.provider for r in results} == {"smithy_remote"} and results[0].location == "guide/install"
@@ -48,15 +49,15 @@ def test_the_remotes_freshness_is_kept_and_an_older_remotes_bare_site_states_are
             "beta": {"state": "loading", "indexedAt": None},
         },
     }
-    results, _ = mapping.search_results(answer, 5)
-    assert results[0].indexed_at == datetime(2026, 12, 2, 10, tzinfo=UTC)
-    assert results.sites["alpha"].indexed_at == results[0].indexed_at
-    assert results.sites["beta"].state is SiteAnswer.LOADING
+    found, _ = mapping.search_results(answer, 5)
+    assert found.results[0].indexed_at == datetime(2026, 12, 2, 10, tzinfo=UTC)
+    assert found.sites is not None and found.sites["alpha"].indexed_at == found.results[0].indexed_at
+    assert found.sites["beta"].state is SiteAnswer.LOADING
 
     older = {"query": "q", "provider": "mkdocs", "results": [RESULT], "sites": {"alpha": "searched"}}
-    results, _ = mapping.search_results(older, 5)
-    assert results.sites["alpha"].state is SiteAnswer.SEARCHED and results.sites["alpha"].indexed_at is None
-    assert results[0].indexed_at is None
+    found, _ = mapping.search_results(older, 5)
+    assert found.sites is not None and found.sites["alpha"].state is SiteAnswer.SEARCHED
+    assert found.sites["alpha"].indexed_at is None and found.results[0].indexed_at is None
 
 
 def test_a_document_keeps_everything_but_its_attribution() -> None:

@@ -62,7 +62,7 @@ async def test_search_and_get_through_b(deploy: Callable[..., Deployment]) -> No
     b = deploy()
     provider = RemoteProvider(remote(b.mcp), sites=("alpha",))
 
-    results = await provider.search("install the agent", limit=2)
+    results = (await provider.search("install the agent", limit=2)).results
     document = await provider.get(results[0].location)
     with pytest.raises(ResolutionError) as missed:
         await provider.get("metrics")
@@ -161,7 +161,7 @@ async def test_a_token_for_the_scope_comes_from_the_credential(deploy: Callable[
     options = remote(b.mcp, Scope="api://docs-b/.default")
     provider = RemoteProvider(options, sites=("alpha",), credential=credential)  # type: ignore[arg-type]
 
-    results = await provider.search("install the agent", limit=2)
+    results = (await provider.search("install the agent", limit=2)).results
     health = provider.health()
     await provider.aclose()
 
