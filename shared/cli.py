@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
-from shared.cache import IndexStore, open_store
+from shared.cache import CopyStore, open_store
 from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
@@ -111,7 +111,7 @@ def _needs_attention(outcome: SiteOutcome) -> bool:
     return failed or (outcome.semantic is not None and outcome.semantic.failed)
 
 
-def _one_shot(settings: DocumentationSettings, store: IndexStore) -> DocumentationSettings:
+def _one_shot(settings: DocumentationSettings, store: CopyStore) -> DocumentationSettings:
     """A one-shot command ranks semantically only with embeddings it can read from shared storage.
 
     Without storage it would spend a minute of CPU embedding every site for one query and then exit.

@@ -22,7 +22,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from shared import memory
-from shared.cache import IndexStore, StoreHealth, open_store
+from shared.cache import CopyStore, StoreHealth, open_store
 from shared.embedding import MINILM, EmbeddingModel, EncoderHealth, EncoderState, ModelRecord, load_bulk
 from shared.fetch import OriginClient
 from shared.graph_sharing import fetch_graph, share_graph
@@ -101,7 +101,7 @@ class Composition:
 
     settings: DocumentationSettings
     service: DocumentationService
-    store: IndexStore
+    store: CopyStore
     embedding: EmbeddingModel | None
     refresher: Refresher
     """Publish refreshes of the MkDocs sites' cached indexes (the hook and the queue)."""
@@ -146,7 +146,7 @@ async def compose(
     settings: DocumentationSettings,
     *,
     embedding: EmbeddingModel | None = None,
-    store: IndexStore | None = None,
+    store: CopyStore | None = None,
     providers: Sequence[DocumentationProvider] = (),
 ) -> AsyncIterator[Composition]:
     """The service over the configured providers plus `providers`; everything opened here is closed on exit.
@@ -207,7 +207,7 @@ async def compose(
 
 
 async def _preload(
-    embedding: EmbeddingModel, store: IndexStore, record: ModelRecord = MINILM, graphs: GraphCache = LOCAL_GRAPHS
+    embedding: EmbeddingModel, store: CopyStore, record: ModelRecord = MINILM, graphs: GraphCache = LOCAL_GRAPHS
 ) -> None:
     """Load the query encoder, from the rewritten graph another instance shared when this one has none, and share
     it when the store has none: only the first instance pays for the rewrite (`shared.graph_sharing`). Whatever

@@ -10,14 +10,14 @@ import asyncio
 import logging
 from datetime import UTC, datetime
 
-from shared.cache import CachedIndex, IndexStore, graph_name
+from shared.cache import CopyStore, StoredCopy, graph_name
 from shared.embedding import MINILM, ModelRecord
 from shared.graphs import LOCAL_GRAPHS, GraphCache, graph_file, is_graph
 
 log = logging.getLogger(__name__)
 
 
-async def fetch_graph(store: IndexStore, record: ModelRecord = MINILM, graphs: GraphCache = LOCAL_GRAPHS) -> bool:
+async def fetch_graph(store: CopyStore, record: ModelRecord = MINILM, graphs: GraphCache = LOCAL_GRAPHS) -> bool:
     """Put the model's rewritten graph in the local cache from the store, unless the cache has it or the store's
     copy is not the recorded one; True when it was fetched."""
     name = graph_file(record)
@@ -35,7 +35,7 @@ async def fetch_graph(store: IndexStore, record: ModelRecord = MINILM, graphs: G
         return False
 
 
-async def share_graph(store: IndexStore, record: ModelRecord = MINILM, graphs: GraphCache = LOCAL_GRAPHS) -> bool:
+async def share_graph(store: CopyStore, record: ModelRecord = MINILM, graphs: GraphCache = LOCAL_GRAPHS) -> bool:
     """Put the local cache's rewritten graph in the store for other instances, unless it has one; True when it was
     written."""
     name = graph_file(record)
@@ -47,7 +47,7 @@ async def share_graph(store: IndexStore, record: ModelRecord = MINILM, graphs: G
         graph = await asyncio.to_thread(graphs.cached, record)
         if graph is None:
             return False
-        shared = CachedIndex(graph, fetched_at=datetime.now(UTC))
+        shared = StoredCopy(graph, fetched_at=datetime.now(UTC))
         return await store.write(graph_name(name), shared, expected_version=None) is not None
     except Exception as exc:
         log.info("the model graph was not shared (%s)", type(exc).__name__)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 from shared.cache import open_store
-from shared.cache.blob import BlobIndexStore
+from shared.cache.blob import BlobStore
 from shared.settings import DocumentationSettings
 from tests.support.sites import ROOTED_OVERRIDE, build_fixture_origin, fixture_settings
 from tests.support.stores import CountingStore
@@ -111,7 +111,7 @@ def blob_settings(static_origin: StaticOrigin, azurite: Azurite, blob_container:
 async def counting_store(blob_settings: DocumentationSettings) -> AsyncIterator[CountingStore]:
     """The real blob store for `blob_settings`, counting what it is asked."""
     opened = open_store(blob_settings)
-    assert isinstance(opened, BlobIndexStore)
+    assert isinstance(opened, BlobStore)
     counting = CountingStore(opened)
     yield counting
     await counting.aclose()

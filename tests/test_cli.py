@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.cache import MemoryIndexStore
+from shared.cache import MemoryStore
 from shared.cli import _one_shot
 from shared.settings import load_settings
 from tests.support.sites import ROOTED_OVERRIDE, fixture_env
@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_one_shot_command_without_shared_storage_ranks_lexically() -> None:
     settings = load_settings({"Forge__Documentation__Search__Semantic": "true"})
 
-    assert _one_shot(settings, MemoryIndexStore()).search.semantic is False
-    shared = MemoryIndexStore(shared=True)
+    assert _one_shot(settings, MemoryStore()).search.semantic is False
+    shared = MemoryStore(shared=True)
     assert _one_shot(settings, shared).search.semantic is True  # stored embeddings are worth reading
     assert settings.search.semantic is True  # the caller's settings are left alone
 

@@ -155,7 +155,7 @@ def test_a_record_without_a_graph_hash_never_caches(tmp_path: Path) -> None:
 async def test_instances_share_the_rewritten_graph_through_the_store(tmp_path: Path) -> None:
     """The first instance rewrites and shares the graph; a fresh one (empty local cache) loads it from the store
     without rewriting. A graph in the store that is not the recorded one is ignored."""
-    from shared.cache import MemoryIndexStore, graph_name
+    from shared.cache import MemoryStore, graph_name
     from shared.compose import _preload
     from shared.embedding import EmbeddingModel
 
@@ -163,7 +163,7 @@ async def test_instances_share_the_rewritten_graph_through_the_store(tmp_path: P
         """A process's model whose encoder loads through `cache`, as the default one does through the local cache."""
         return EmbeddingModel(lambda: MiniLM.load(graphs=cache))
 
-    store = MemoryIndexStore()
+    store = MemoryStore()
     first_cache = GraphCache(tmp_path / "first")
     first = instance(first_cache)
     await _preload(first, store, graphs=first_cache)
@@ -176,7 +176,7 @@ async def test_instances_share_the_rewritten_graph_through_the_store(tmp_path: P
     await _preload(second, store, graphs=second_cache)
     assert second.describe().state == "loaded" and second_cache.cached(MINILM) is not None
 
-    tampered = MemoryIndexStore()
+    tampered = MemoryStore()
     await tampered.write(
         graph_name(graph_file(MINILM)), dataclasses.replace(shared, payload=b"x"), expected_version=None
     )

@@ -11,7 +11,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan
 
-from shared.cache import MemoryIndexStore
+from shared.cache import MemoryStore
 from shared.compose import compose
 from shared.errors import InvalidRequestError, OriginError, ProviderDeclinedError, ProviderError, ResolutionError
 from shared.models import Reason
@@ -177,7 +177,7 @@ async def test_site_is_checked_against_every_providers_sites_and_passed_only_to_
 async def test_the_composition_root_adds_given_providers_to_the_chain_and_closes_them() -> None:
     settings = load_settings({"Forge__Documentation__Origin": "http://127.0.0.1:9"})
     first, fallback = FakeProvider("first", 0, results=2), FakeProvider("last", 500, results=1, sites=("extra",))
-    async with compose(settings, embedding=None, store=MemoryIndexStore(), providers=[fallback, first]) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore(), providers=[fallback, first]) as composed:
         assert [provider.name for provider in composed.service.providers] == ["first", "mkdocs", "last"]
         assert composed.service.sites == (
             "forge",
@@ -248,7 +248,7 @@ async def test_health_is_degraded_while_the_cache_store_fails(
     static_origin: StaticOrigin, store_status: str, status: str
 ) -> None:
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")
-    async with compose(settings, embedding=None, store=MemoryIndexStore(status=store_status)) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore(status=store_status)) as composed:
         report = composed.health()
     assert report.status == status and report.cache.status == store_status
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from shared.api import create_app
-from shared.cache import MemoryIndexStore
+from shared.cache import MemoryStore
 from shared.compose import compose
 from shared.settings import load_settings
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
@@ -87,7 +87,7 @@ async def test_a_provider_whose_credential_is_unresolved_stays_out_of_the_chain(
     settings = fixture_settings(
         static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false", **extra
     )
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         names = [provider.name for provider in composed.service.providers]
         health = composed.health()
         answer = await composed.service.search("install")

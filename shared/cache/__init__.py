@@ -2,7 +2,7 @@
 or memory when no storage is configured."""
 
 from shared.cache.configured import open_store
-from shared.cache.memory import MemoryIndexStore
+from shared.cache.memory import MemoryStore
 from shared.cache.names import (
     graph_name,
     index_name,
@@ -12,15 +12,15 @@ from shared.cache.names import (
     scan_name,
     vectors_name,
 )
-from shared.cache.store import CachedIndex, CacheStat, IndexStore, StoreHealth, StoreStatus, store_newest
+from shared.cache.store import CopyStat, CopyStore, StoredCopy, StoreHealth, StoreStatus, store_newest
 
 __all__ = [
-    "CacheStat",
-    "CachedIndex",
-    "IndexStore",
-    "MemoryIndexStore",
+    "CopyStat",
+    "CopyStore",
+    "MemoryStore",
     "StoreHealth",
     "StoreStatus",
+    "StoredCopy",
     "graph_name",
     "index_name",
     "missing_name",

@@ -44,7 +44,7 @@ from azure.core.exceptions import (
 from azure.storage.blob import ContentSettings
 from azure.storage.blob.aio import BlobClient, BlobServiceClient, LinearRetry
 
-from shared.cache.store import CachedIndex, CacheStat, StoreHealth, StoreStatus
+from shared.cache.store import CopyStat, StoredCopy, StoreHealth, StoreStatus
 from shared.errors import StoreError
 from shared.fetch import MAX_INDEX_BYTES
 
@@ -66,8 +66,8 @@ PROBE_AFTER = 5.0
 UNKNOWN, OK, UNREACHABLE, ERROR = StoreStatus.UNKNOWN, StoreStatus.OK, StoreStatus.UNREACHABLE, StoreStatus.ERROR
 
 
-class BlobIndexStore:
-    """IndexStore over one container; owns its BlobServiceClient and any credential, closed by `aclose`."""
+class BlobStore:
+    """CopyStore over one container; owns its BlobServiceClient and any credential, closed by `aclose`."""
 
     shared = True
 
@@ -99,7 +99,7 @@ class BlobIndexStore:
     @classmethod
     def from_connection_string(
         cls, connection_string: str, container: str, *, source: str, proxy: bool = False, **options: Any
-    ) -> BlobIndexStore:
+    ) -> BlobStore:
         """A store on the account a connection string names (raises ValueError when it names none)."""
         client = BlobServiceClient.from_connection_string(connection_string, **client_options(proxy=proxy))
         return cls(client, container, source=source, **options)
@@ -111,10 +111,10 @@ class BlobIndexStore:
     def _blob(self, name: str) -> BlobClient:
         return self._client.get_blob_client(self._container, name)
 
-    async def read(self, name: str) -> CachedIndex | None:
+    async def read(self, name: str) -> StoredCopy | None:
         blob = self._blob(name)
 
-        async def download() -> CachedIndex | None:
+        async def download() -> StoredCopy | None:
             try:
                 downloader = await blob.download_blob()
             except ResourceNotFoundError:
@@ -123,19 +123,17 @@ class BlobIndexStore:
             etag = str(properties.etag)
             if downloader.size > MAX_INDEX_BYTES:
                 log.info("index cache %s is larger than any index; treating it as corrupt", blob.blob_name)
-                return CachedIndex(b"", EPOCH, version=etag)
+                return StoredCopy(b"", EPOCH, version=etag)
             payload = await downloader.readall()
             stat = _stat(etag, properties.metadata or {})
-            return CachedIndex(
-                payload, stat.fetched_at, stat.origin_etag, stat.origin_last_modified, etag, stat.entries
-            )
+            return StoredCopy(payload, stat.fetched_at, stat.origin_etag, stat.origin_last_modified, etag, stat.entries)
 
         return await self._guarded("read", download)
 
-    async def stat(self, name: str) -> CacheStat | None:
+    async def stat(self, name: str) -> CopyStat | None:
         blob = self._blob(name)
 
-        async def properties() -> CacheStat | None:
+        async def properties() -> CopyStat | None:
             try:
                 found = await blob.get_blob_properties()
             except ResourceNotFoundError:
@@ -144,7 +142,7 @@ class BlobIndexStore:
 
         return await self._guarded("stat", properties)
 
-    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
         blob = self._blob(name)
         metadata = _metadata(entry.fetched_at, entry.origin_etag, entry.origin_last_modified, entry.entries)
         metadata["sha256"] = entry.digest
@@ -293,7 +291,7 @@ def _ascii(value: str | None) -> str | None:
     return value
 
 
-def _stat(etag: str, metadata: dict[str, str]) -> CacheStat:
+def _stat(etag: str, metadata: dict[str, str]) -> CopyStat:
     """Properties of a stored copy; missing or unreadable metadata makes it look old, never fresh."""
     try:
         fetched_at = datetime.fromisoformat(metadata["fetchedat"])
@@ -302,7 +300,7 @@ def _stat(etag: str, metadata: dict[str, str]) -> CacheStat:
     except (KeyError, ValueError):
         fetched_at = EPOCH
     entries = metadata.get("entries", "")
-    return CacheStat(
+    return CopyStat(
         version=etag,
         fetched_at=fetched_at,
         digest=metadata.get("sha256"),

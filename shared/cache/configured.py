@@ -7,16 +7,16 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from shared.cache.blob import BlobIndexStore, client_options
-from shared.cache.memory import MemoryIndexStore
-from shared.cache.store import IndexStore, StoreStatus
+from shared.cache.blob import BlobStore, client_options
+from shared.cache.memory import MemoryStore
+from shared.cache.store import CopyStore, StoreStatus
 from shared.identity import credential
 from shared.settings import PREFIX, DocumentationSettings
 
 log = logging.getLogger(__name__)
 
 
-def open_store(settings: DocumentationSettings) -> IndexStore:
+def open_store(settings: DocumentationSettings) -> CopyStore:
     """The configured store: the cache's own account, else the Functions host's storage, else memory only.
 
     No I/O happens here; the container is created on the first write that finds it missing.
@@ -31,17 +31,17 @@ def open_store(settings: DocumentationSettings) -> IndexStore:
     for source, connection_string, service_uri in candidates:
         if connection_string:
             try:
-                return BlobIndexStore.from_connection_string(
+                return BlobStore.from_connection_string(
                     connection_string, cache.container, source=source, proxy=settings.proxy_configured
                 )
             except ValueError as exc:
                 return _unusable(source, type(exc).__name__)
         if service_uri and service_uri.strip():
             return _identity_store(settings, source, service_uri.strip())
-    return MemoryIndexStore()
+    return MemoryStore()
 
 
-def _identity_store(settings: DocumentationSettings, source: str, service_uri: str) -> IndexStore:
+def _identity_store(settings: DocumentationSettings, source: str, service_uri: str) -> CopyStore:
     from azure.storage.blob.aio import BlobServiceClient
 
     parts = urlsplit(service_uri)
@@ -49,12 +49,12 @@ def _identity_store(settings: DocumentationSettings, source: str, service_uri: s
         return _unusable(source, "not an absolute URL")
     token = credential(settings)
     client = BlobServiceClient(service_uri, credential=token, **client_options(proxy=settings.proxy_configured))
-    return BlobIndexStore(client, settings.cache.container, source=source, credential=token)
+    return BlobStore(client, settings.cache.container, source=source, credential=token)
 
 
-def _unusable(source: str, reason: str) -> IndexStore:
+def _unusable(source: str, reason: str) -> CopyStore:
     log.warning("%s is not a usable storage setting (%s); the index cache lives in memory only", source, reason)
-    return MemoryIndexStore(
+    return MemoryStore(
         status=StoreStatus.DEGRADED, detail=f"{source} is not usable ({reason}); cache lives in this process"
     )
 

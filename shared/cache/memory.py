@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from shared.cache.store import CachedIndex, CacheStat, StoreHealth, StoreStatus
+from shared.cache.store import CopyStat, StoredCopy, StoreHealth, StoreStatus
 
 
-class MemoryIndexStore:
-    """IndexStore in a dict, with versions counted up, so the cache semantics hold without storage."""
+class MemoryStore:
+    """CopyStore in a dict, with versions counted up, so the cache semantics hold without storage."""
 
     def __init__(
         self,
@@ -20,19 +20,19 @@ class MemoryIndexStore:
     ) -> None:
         self.shared = shared
         """False but in tests standing in for a shared store."""
-        self._entries: dict[str, CachedIndex] = {}
+        self._entries: dict[str, StoredCopy] = {}
         self._counter = 0
         self._status = status
         self._detail = detail
 
-    async def read(self, name: str) -> CachedIndex | None:
+    async def read(self, name: str) -> StoredCopy | None:
         return self._entries.get(name)
 
-    async def stat(self, name: str) -> CacheStat | None:
+    async def stat(self, name: str) -> CopyStat | None:
         entry = self._entries.get(name)
         if entry is None or entry.version is None:
             return None
-        return CacheStat(
+        return CopyStat(
             entry.version,
             entry.fetched_at,
             entry.digest,
@@ -41,7 +41,7 @@ class MemoryIndexStore:
             entry.entries,
         )
 
-    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
         current = self._entries.get(name)
         if (current.version if current else None) != expected_version:
             return None

@@ -30,7 +30,7 @@ def age_hours(fetched_at: datetime, now: datetime | None = None) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class CachedIndex:
+class StoredCopy:
     """One stored copy: a site's index and what it was copied from, or data derived from an index (a prebuilt
     ranker, vectors, code fences) and what it was built from (`derived`, `built_from`)."""
 
@@ -45,7 +45,7 @@ class CachedIndex:
     @classmethod
     def derived(
         cls, payload: bytes, fetched_at: datetime, *, built_from: str, entries: int | None = None
-    ) -> CachedIndex:
+    ) -> StoredCopy:
         """Data derived from an index, recording what it was built from where an index records its origin's ETag
         (one metadata field, so stored copies keep one layout)."""
         return cls(payload, fetched_at, origin_etag=built_from, entries=entries)
@@ -64,7 +64,7 @@ class CachedIndex:
 
 
 @dataclass(frozen=True, slots=True)
-class CacheStat:
+class CopyStat:
     """A stored copy's properties without its payload: what a cheap freshness check reads."""
 
     version: str
@@ -76,7 +76,7 @@ class CacheStat:
 
     @property
     def built_from(self) -> str | None:
-        """What derived data was built from (`CachedIndex.derived`)."""
+        """What derived data was built from (`StoredCopy.derived`)."""
         return self.origin_etag
 
     def age_hours(self, now: datetime | None = None) -> float:
@@ -128,19 +128,19 @@ class StoreHealth(BaseModel):
     container: str | None = _absent()
 
 
-class IndexStore(Protocol):
+class CopyStore(Protocol):
     """A shared or local store of named copies (indexes and their artifacts). Every method may raise StoreError."""
 
     shared: bool
     """Other instances read what it holds; a process-local store's derived data would die with it."""
 
-    async def read(self, name: str) -> CachedIndex | None:
+    async def read(self, name: str) -> StoredCopy | None:
         """The cached copy, or None when there is none."""
 
-    async def stat(self, name: str) -> CacheStat | None:
+    async def stat(self, name: str) -> CopyStat | None:
         """The cached copy's properties without its payload (a cheap property check), or None."""
 
-    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
         """Store `entry` if the current version is still `expected_version` (None: no copy yet).
 
         Returns the new version, or None when another writer got there first.
@@ -159,7 +159,7 @@ class IndexStore(Protocol):
     async def aclose(self) -> None: ...
 
 
-async def store_newest(store: IndexStore, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+async def store_newest(store: CopyStore, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
     """Write `entry` unless the store already holds a copy the origin vouched for at the same time or later.
 
     A lost race is re-examined rather than given up: when the winner's copy is older than ours, ours replaces it,

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from shared.api import create_app
-from shared.cache import MemoryIndexStore
+from shared.cache import MemoryStore
 from shared.compose import compose
 from shared.deadline import budget, remaining
 from shared.models import Found
@@ -87,7 +87,7 @@ async def test_a_slow_origin_cannot_hold_a_search_past_its_deadline(static_origi
 
 
 async def test_a_redirect_chain_shares_the_one_deadline(static_origin: StaticOrigin) -> None:
-    async with compose(settings_for(static_origin, 30), embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings_for(static_origin, 30), embedding=None, store=MemoryStore()) as composed:
         await composed.service.search("install")  # sites loaded before the trap is set
         for hop in range(3):
             static_origin.respond(

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from azure.storage.blob import BlobServiceClient
 
-from shared.cache import CachedIndex, MemoryIndexStore, index_name, open_store, store_newest, vectors_name
-from shared.cache.blob import OPERATION_TIMEOUT, PROBE_AFTER, BlobIndexStore
+from shared.cache import MemoryStore, StoredCopy, index_name, open_store, store_newest, vectors_name
+from shared.cache.blob import OPERATION_TIMEOUT, PROBE_AFTER, BlobStore
 from shared.errors import StoreError
 from shared.settings import PREFIX, load_settings
 from tests.support.stores import closed_port
@@ -25,9 +25,9 @@ def blob_settings(azurite: Azurite, container: str, **extra: str) -> dict[str, s
 
 
 @pytest.fixture
-async def store(azurite: Azurite, blob_container: str) -> AsyncIterator[BlobIndexStore]:
+async def store(azurite: Azurite, blob_container: str) -> AsyncIterator[BlobStore]:
     opened = open_store(load_settings(blob_settings(azurite, blob_container)))
-    assert isinstance(opened, BlobIndexStore)
+    assert isinstance(opened, BlobStore)
     yield opened
     await opened.aclose()
 
@@ -45,8 +45,8 @@ def raw(azurite: Azurite, blob_container: str) -> Callable[[str], dict[str, obje
     return read
 
 
-def entry(payload: bytes, at: datetime = T0, **fields: object) -> CachedIndex:
-    return CachedIndex(payload, at, **fields)  # type: ignore[arg-type]
+def entry(payload: bytes, at: datetime = T0, **fields: object) -> StoredCopy:
+    return StoredCopy(payload, at, **fields)  # type: ignore[arg-type]
 
 
 # -- choosing the store
@@ -54,7 +54,7 @@ def entry(payload: bytes, at: datetime = T0, **fields: object) -> CachedIndex:
 
 async def test_no_storage_configured_means_memory_only() -> None:
     store = open_store(load_settings({}))
-    assert isinstance(store, MemoryIndexStore)
+    assert isinstance(store, MemoryStore)
     assert store.describe().shared is False
     await store.aclose()
 
@@ -102,7 +102,7 @@ async def test_an_unusable_connection_string_degrades_to_memory_and_says_so() ->
 
 
 async def test_round_trip_with_metadata_in_a_container_created_on_first_write(
-    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+    store: BlobStore, raw: Callable[[str], dict[str, object]]
 ) -> None:
     assert await store.read("forge") is None and await store.stat("forge") is None  # no container yet
 
@@ -138,7 +138,7 @@ async def test_round_trip_with_metadata_in_a_container_created_on_first_write(
 async def test_blobs_are_named_exactly_as_the_store_is_asked(azurite: Azurite, blob_container: str) -> None:
     settings = load_settings(blob_settings(azurite, blob_container, **{f"{PREFIX}CacheFileNameTemplate": "idx.json"}))
     store = open_store(settings)
-    assert isinstance(store, BlobIndexStore)
+    assert isinstance(store, BlobStore)
     try:
         await store.write(index_name(settings.cache_file_name_template, "a:b"), entry(b"x"), expected_version=None)
         await store.write(vectors_name("a:b", "model"), entry(b"y"), expected_version=None)
@@ -150,7 +150,7 @@ async def test_blobs_are_named_exactly_as_the_store_is_asked(azurite: Azurite, b
 
 
 async def test_missing_or_unreadable_metadata_makes_a_copy_look_old(
-    store: BlobIndexStore, azurite: Azurite, blob_container: str
+    store: BlobStore, azurite: Azurite, blob_container: str
 ) -> None:
     with BlobServiceClient.from_connection_string(azurite.connection_string) as client:
         client.create_container(blob_container)
@@ -167,7 +167,7 @@ async def test_missing_or_unreadable_metadata_makes_a_copy_look_old(
 
 
 async def test_of_two_writers_expecting_the_same_version_exactly_one_wins(
-    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+    store: BlobStore, raw: Callable[[str], dict[str, object]]
 ) -> None:
     base = await store.write("s", entry(b"base"), expected_version=None)
 
@@ -181,13 +181,13 @@ async def test_of_two_writers_expecting_the_same_version_exactly_one_wins(
     assert raw("s")["payload"] == (b"from-a" if results[0] else b"from-b")
 
 
-async def test_two_first_copies_race_and_only_one_is_created(store: BlobIndexStore) -> None:
+async def test_two_first_copies_race_and_only_one_is_created(store: BlobStore) -> None:
     results = await asyncio.gather(*(store.write("s", entry(b"%d" % i), expected_version=None) for i in range(4)))
     assert sum(result is not None for result in results) == 1
 
 
 async def test_an_older_copy_never_replaces_a_newer_one(
-    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+    store: BlobStore, raw: Callable[[str], dict[str, object]]
 ) -> None:
     base = await store.write("s", entry(b"base", T0), expected_version=None)
     older, newer = entry(b"older", T0 + timedelta(minutes=1)), entry(b"newer", T0 + timedelta(minutes=2))
@@ -200,7 +200,7 @@ async def test_an_older_copy_never_replaces_a_newer_one(
 
 
 async def test_a_newer_copy_replaces_an_older_one_that_won_the_race(
-    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+    store: BlobStore, raw: Callable[[str], dict[str, object]]
 ) -> None:
     base = await store.write("s", entry(b"base", T0), expected_version=None)
     await store.write("s", entry(b"older", T0 + timedelta(minutes=1)), expected_version=base)
@@ -211,7 +211,7 @@ async def test_a_newer_copy_replaces_an_older_one_that_won_the_race(
 
 
 async def test_touch_updates_only_the_metadata_and_only_against_the_expected_version(
-    store: BlobIndexStore, raw: Callable[[str], dict[str, object]]
+    store: BlobStore, raw: Callable[[str], dict[str, object]]
 ) -> None:
     version = await store.write("s", entry(b"payload", origin_etag='"o"', entries=3), expected_version=None)
     assert version is not None
@@ -243,7 +243,7 @@ async def test_storage_reads_the_environments_proxy_only_when_the_settings_name_
     settings = load_settings(blob_settings(azurite, blob_container, **({"https_proxy": proxy} if named else {})))
     assert settings.proxy_configured is named and "secret" not in repr(settings)
     store = open_store(settings)
-    assert isinstance(store, BlobIndexStore)
+    assert isinstance(store, BlobStore)
     with pytest.MonkeyPatch.context() as environment:  # what the SDK finds, were it to look (undone before teardown)
         for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
             environment.delenv(name, raising=False)
@@ -267,7 +267,7 @@ async def test_storage_reads_the_environments_proxy_only_when_the_settings_name_
 async def test_an_unreachable_account_fails_fast_and_health_says_so() -> None:
     ticks = [0.0]
     cs = connection_string(f"http://127.0.0.1:{closed_port()}/devstoreaccount1")
-    store = BlobIndexStore.from_connection_string(
+    store = BlobStore.from_connection_string(
         cs, "docs-index-cache", source="test", clock=lambda: ticks[0], cool_down=30
     )
     try:
@@ -295,7 +295,7 @@ def own_azurite() -> Iterator[Azurite]:
 
 
 async def test_a_stalled_account_costs_one_short_wait_then_is_skipped(own_azurite: Azurite) -> None:
-    store = BlobIndexStore.from_connection_string(own_azurite.connection_string, "stalled-cache", source="test")
+    store = BlobStore.from_connection_string(own_azurite.connection_string, "stalled-cache", source="test")
     try:
         await store.write("s", entry(b"x"), expected_version=None)
         with own_azurite.paused():  # it accepts connections and never answers
@@ -316,7 +316,7 @@ async def test_a_stalled_account_costs_one_short_wait_then_is_skipped(own_azurit
 
 async def test_health_hears_of_a_stall_within_seconds_with_no_call_under_way(own_azurite: Azurite) -> None:
     ticks = [0.0]
-    store = BlobIndexStore.from_connection_string(
+    store = BlobStore.from_connection_string(
         own_azurite.connection_string, "stalled-cache", source="test", clock=lambda: ticks[0]
     )
     try:

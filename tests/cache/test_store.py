@@ -6,15 +6,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.cache import CachedIndex, MemoryIndexStore, index_name, missing_name, store_newest, vectors_name
+from shared.cache import MemoryStore, StoredCopy, index_name, missing_name, store_newest, vectors_name
 from shared.errors import ConfigurationError
 from shared.settings import PREFIX, load_settings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def entry(payload: bytes, at: datetime = T0, **fields: object) -> CachedIndex:
-    return CachedIndex(payload, at, **fields)  # type: ignore[arg-type]
+def entry(payload: bytes, at: datetime = T0, **fields: object) -> StoredCopy:
+    return StoredCopy(payload, at, **fields)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,7 @@ def test_index_name_follows_the_spec(template: str, site: str, expected: str) ->
 
 
 async def test_memory_store_writes_only_against_the_version_it_expects() -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     assert await store.read("s") is None and await store.stat("s") is None
 
     first = await store.write("s", entry(b"one", entries=1), expected_version=None)
@@ -50,7 +50,7 @@ async def test_memory_store_writes_only_against_the_version_it_expects() -> None
 
 
 async def test_memory_store_touch_changes_the_date_and_version_but_not_the_payload() -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     version = await store.write("s", entry(b"one", origin_etag='"e"'), expected_version=None)
     assert version is not None
     later = T0 + timedelta(hours=3)
@@ -65,13 +65,13 @@ async def test_memory_store_touch_changes_the_date_and_version_but_not_the_paylo
 
 
 async def test_memory_store_describes_itself_as_process_local() -> None:
-    described = MemoryIndexStore().describe()
+    described = MemoryStore().describe()
     assert described.kind == "memory" and described.shared is False
     assert "memory" in str(described.status)
 
 
 async def test_store_newest_lets_a_newer_copy_replace_an_older_winner() -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     await store.write("s", entry(b"old", T0), expected_version=None)
 
     # This writer read nothing (expected None) and so lost the create race, but its copy is newer: it wins.
@@ -82,7 +82,7 @@ async def test_store_newest_lets_a_newer_copy_replace_an_older_winner() -> None:
 
 
 async def test_store_newest_never_lets_an_older_copy_replace_a_newer_one() -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     first = await store.write("s", entry(b"base", T0), expected_version=None)
     await store.write("s", entry(b"newer", T0 + timedelta(minutes=10)), expected_version=first)
 

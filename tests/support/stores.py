@@ -7,30 +7,30 @@ import socket
 from collections import Counter
 from datetime import datetime
 
-from shared.cache import CachedIndex, CacheStat, IndexStore, StoreHealth
+from shared.cache import CopyStat, CopyStore, StoredCopy, StoreHealth
 
 
 class CountingStore:
     """A real store that also counts what the registry asks of it."""
 
-    def __init__(self, inner: IndexStore) -> None:
+    def __init__(self, inner: CopyStore) -> None:
         self.inner = inner
         self.shared = inner.shared
         self.calls: Counter[str] = Counter()
         self.names: list[tuple[str, str]] = []
         """Each read, stat and write, with the name it was for."""
 
-    async def read(self, name: str) -> CachedIndex | None:
+    async def read(self, name: str) -> StoredCopy | None:
         self.calls["read"] += 1
         self.names.append(("read", name))
         return await self.inner.read(name)
 
-    async def stat(self, name: str) -> CacheStat | None:
+    async def stat(self, name: str) -> CopyStat | None:
         self.calls["stat"] += 1
         self.names.append(("stat", name))
         return await self.inner.stat(name)
 
-    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
         self.calls["write"] += 1
         self.names.append(("write", name))
         return await self.inner.write(name, entry, expected_version=expected_version)
@@ -52,15 +52,15 @@ class CountingStore:
 class StallingStore(CountingStore):
     """A real store that, once `stalled`, never answers a read or a property check (until cancelled)."""
 
-    def __init__(self, inner: IndexStore) -> None:
+    def __init__(self, inner: CopyStore) -> None:
         super().__init__(inner)
         self.stalled = False
 
-    async def read(self, name: str) -> CachedIndex | None:
+    async def read(self, name: str) -> StoredCopy | None:
         await self._stall()
         return await super().read(name)
 
-    async def stat(self, name: str) -> CacheStat | None:
+    async def stat(self, name: str) -> CopyStat | None:
         await self._stall()
         return await super().stat(name)
 

@@ -19,7 +19,7 @@ import random
 import threading
 from dataclasses import dataclass, field
 
-from shared.cache import IndexStore
+from shared.cache import CopyStore
 from shared.embedding import EmbeddingModel
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.providers.mkdocs.health import Semantic
@@ -68,7 +68,7 @@ class _Job:
 class EmbeddingJobs:
     """The background embedding of each site's served index, or of the index waiting to replace it."""
 
-    def __init__(self, store: IndexStore, model: EmbeddingModel, *, retry_seconds: float = 30.0) -> None:
+    def __init__(self, store: CopyStore, model: EmbeddingModel, *, retry_seconds: float = 30.0) -> None:
         self.model = model
         self._store = store
         self._retry_seconds = retry_seconds

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from shared.cache import CachedIndex, IndexStore
+from shared.cache import CopyStore, StoredCopy
 from shared.cache.names import safe_name
 from shared.errors import OriginError, StoreError
 from shared.fetch import OriginClient
@@ -84,7 +84,7 @@ class CodeFences:
         self,
         settings: DocumentationSettings,
         client: OriginClient,
-        store: IndexStore,
+        store: CopyStore,
         url: Callable[[str, str], str | None],
         *,
         clock: Callable[[], float] = time.monotonic,
@@ -152,7 +152,7 @@ class CodeFences:
             known.task = None
 
 
-async def stored_fences(store: IndexStore, site: str, digest: str) -> Fences | None:
+async def stored_fences(store: CopyStore, site: str, digest: str) -> Fences | None:
     """The site's stored fences when they are of this index version; None when none are (or unreadable)."""
     if not store.shared:
         return None
@@ -163,20 +163,20 @@ async def stored_fences(store: IndexStore, site: str, digest: str) -> Fences | N
     return loads(entry.payload, digest) if entry is not None else None
 
 
-async def fences_stored(store: IndexStore, site: str, digest: str) -> bool:
+async def fences_stored(store: CopyStore, site: str, digest: str) -> bool:
     """Whether fences of this index version are stored, from the record's properties alone (no download)."""
     found = await store.stat(fences_name(site))
     return found is not None and found.built_from == digest
 
 
-async def keep_fences(store: IndexStore, site: str, digest: str, found: Fences) -> bool:
+async def keep_fences(store: CopyStore, site: str, digest: str, found: Fences) -> bool:
     """Store the site's fences of this index version for every instance (whoever writes last wins: each reader
     checks the version); True when written. Never raises."""
     if not store.shared:
         return False
     try:
         existing = await store.stat(fences_name(site))
-        entry = CachedIndex.derived(dumps(digest, found), datetime.now(UTC), built_from=digest, entries=len(found))
+        entry = StoredCopy.derived(dumps(digest, found), datetime.now(UTC), built_from=digest, entries=len(found))
         written = await store.write(fences_name(site), entry, expected_version=existing.version if existing else None)
     except StoreError as exc:
         log.info("site %s: code fences not stored (%s)", site, exc)

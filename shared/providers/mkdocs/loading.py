@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from shared import memory
-from shared.cache import CachedIndex, CacheStat, IndexStore, index_name, ranking_name, store_newest
+from shared.cache import CopyStat, CopyStore, StoredCopy, index_name, ranking_name, store_newest
 from shared.errors import IndexFormatError, OriginError, SiteUnavailableError, StoreError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
 from shared.providers.mkdocs import (
@@ -97,11 +97,11 @@ class LoadedSite:
 class FetchedIndex:
     """A validated copy of a site's index straight from the origin."""
 
-    entry: CachedIndex
+    entry: StoredCopy
     index: SiteIndex
 
 
-def validators(cached: CachedIndex | CacheStat | None) -> dict[str, str]:
+def validators(cached: StoredCopy | CopyStat | None) -> dict[str, str]:
     """Conditional-request headers from what the origin said when the cached copy was taken."""
     headers: dict[str, str] = {}
     if cached is not None and cached.origin_etag:
@@ -116,7 +116,7 @@ async def fetch_index(
     settings: DocumentationSettings,
     site: str,
     *,
-    conditional: CachedIndex | CacheStat | None = None,
+    conditional: StoredCopy | CopyStat | None = None,
 ) -> FetchedIndex | None:
     """GET the site's published index and validate it; None on 304 (only when `conditional` is given).
 
@@ -140,13 +140,13 @@ async def fetch_index(
     if response.status != 200:
         raise OriginError(f"index request answered HTTP {response.status}", status=response.status)
     index = await asyncio.to_thread(parse_index, site, response.body)
-    entry = CachedIndex(
+    entry = StoredCopy(
         response.body, datetime.now(UTC), response.etag, response.last_modified, entries=len(index.entries)
     )
     return FetchedIndex(entry, index)
 
 
-async def try_parse(site: str, cached: CachedIndex) -> SiteIndex | None:
+async def try_parse(site: str, cached: StoredCopy) -> SiteIndex | None:
     """The cached copy parsed off the event loop, or None when it is unusable (corrupt, empty)."""
     try:
         return await asyncio.to_thread(parse_index, site, cached.payload)
@@ -163,7 +163,7 @@ def _build(index: SiteIndex, weights: PathWeights) -> Ranker:
 
 
 async def build(
-    entry: CachedIndex, source: Source, index: SiteIndex, weights: PathWeights, *, rank: bool = True
+    entry: StoredCopy, source: Source, index: SiteIndex, weights: PathWeights, *, rank: bool = True
 ) -> LoadedSite:
     """Rank off the event loop, so a cold load does not stall requests for sites already loaded; `rank=False`
     leaves the search structures for later (`SiteRegistry.searchable`)."""
@@ -176,15 +176,15 @@ async def rank(loaded: LoadedSite, weights: PathWeights) -> Ranker:
     return await asyncio.to_thread(_build, loaded.index, weights)
 
 
-def _built_from(stat: CacheStat) -> str:
+def _built_from(stat: CopyStat) -> str:
     """What a prebuilt ranker records it was built from: the index version and the ranking code."""
     return f"{stat.digest}/{RANKING_CODE}"
 
 
 async def load_prebuilt(
-    store: IndexStore,
+    store: CopyStore,
     site: str,
-    stat: CacheStat,
+    stat: CopyStat,
     weights: PathWeights,
     source: Source = Source.CACHE,
     *,
@@ -221,10 +221,10 @@ async def load_prebuilt(
 
 
 async def store_prebuilt(
-    store: IndexStore,
+    store: CopyStore,
     site: str,
-    stat: CacheStat,
-    read: Callable[[], Awaitable[CachedIndex | None]],
+    stat: CopyStat,
+    read: Callable[[], Awaitable[StoredCopy | None]],
     weights: PathWeights,
 ) -> Prebuilt:
     """Build and store the ranker of the stored index version `stat` unless one for this version and code is there
@@ -245,7 +245,7 @@ async def store_prebuilt(
 
     built = await asyncio.to_thread(prebuild)
     memory.trim()
-    entry = CachedIndex.derived(built, stat.fetched_at, built_from=_built_from(stat))
+    entry = StoredCopy.derived(built, stat.fetched_at, built_from=_built_from(stat))
     written = await store.write(name, entry, expected_version=existing.version if existing else None)
     return Prebuilt.BUILT if written is not None else Prebuilt.CURRENT
 
@@ -262,7 +262,7 @@ class SiteLoader:
     """The load policy of one process's sites: which copy a first load serves, and what a store check finds."""
 
     def __init__(
-        self, settings: DocumentationSettings, client: OriginClient, store: IndexStore, weights: PathWeights
+        self, settings: DocumentationSettings, client: OriginClient, store: CopyStore, weights: PathWeights
     ) -> None:
         self._settings = settings
         self._client = client
@@ -377,14 +377,14 @@ class SiteLoader:
             log.info("site %s: could not record the revalidation (%s)", site, exc)
         return replace(usable, source=Source.CACHE, fetched_at=now, version=touched or version)
 
-    async def _read_cache(self, site: str, name: str) -> CachedIndex | None:
+    async def _read_cache(self, site: str, name: str) -> StoredCopy | None:
         try:
             return await self._store.read(name)
         except StoreError as exc:  # a broken store degrades to the origin, never to a 500
             log.info("site %s: index cache unreadable (%s); using the origin", site, exc)
             return None
 
-    async def _write_back(self, site: str, entry: CachedIndex, cached: CachedIndex | None) -> str | None:
+    async def _write_back(self, site: str, entry: StoredCopy, cached: StoredCopy | None) -> str | None:
         try:
             return await store_newest(
                 self._store, self.name(site), entry, expected_version=cached.version if cached else None

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from shared.cache import CachedIndex, IndexStore, missing_name
+from shared.cache import CopyStore, StoredCopy, missing_name
 from shared.errors import StoreError
 from shared.providers.mkdocs.missing import MissingRecord, missing_for, start
 
@@ -40,7 +40,7 @@ class StoredRecord:
     version: str | None
 
 
-async def read_record(store: IndexStore, site: str) -> StoredRecord:
+async def read_record(store: CopyStore, site: str) -> StoredRecord:
     """The site's stored record; raises StoreError when the store cannot be read."""
     entry = await store.read(missing_name(site))
     if entry is None:
@@ -48,7 +48,7 @@ async def read_record(store: IndexStore, site: str) -> StoredRecord:
     return StoredRecord(MissingRecord.loads(entry.payload), entry.version)
 
 
-async def save(store: IndexStore, site: str, findings: MissingRecord, *, index_name: str) -> StoredRecord | None:
+async def save(store: CopyStore, site: str, findings: MissingRecord, *, index_name: str) -> StoredRecord | None:
     """Merge `findings` into the stored record, conditionally, merging again on a conflict.
 
     Returns what the store holds afterwards, or None when the stored index is another version than the one the
@@ -66,7 +66,7 @@ async def save(store: IndexStore, site: str, findings: MissingRecord, *, index_n
         merged = held.merge(findings) if held is not None and held.index == findings.index else findings
         if merged == current.record:
             return current
-        entry = CachedIndex(merged.dumps(), datetime.now(UTC), entries=len(merged.missing))
+        entry = StoredCopy(merged.dumps(), datetime.now(UTC), entries=len(merged.missing))
         written = await store.write(missing_name(site), entry, expected_version=current.version)
         if written is not None:
             return StoredRecord(merged, written)
@@ -76,7 +76,7 @@ async def save(store: IndexStore, site: str, findings: MissingRecord, *, index_n
 class MissingPages:
     """One instance's view of each site's missing pages: the stored record and its own `get`s' findings."""
 
-    def __init__(self, store: IndexStore, index_name: Callable[[str], str]) -> None:
+    def __init__(self, store: CopyStore, index_name: Callable[[str], str]) -> None:
         self._store = store
         self._index_name = index_name
         self._stored: dict[str, StoredRecord] = {}

@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import ValidationError
 
-from shared.cache import CachedIndex, IndexStore, refresh_run_name
+from shared.cache import CopyStore, StoredCopy, refresh_run_name
 from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.fetch import OriginClient
@@ -112,7 +112,7 @@ class Refresher:
         self,
         settings: DocumentationSettings,
         client: OriginClient,
-        store: IndexStore,
+        store: CopyStore,
         registry: SiteRegistry,
         *,
         embedding: EmbeddingModel | None = None,
@@ -171,7 +171,7 @@ class Refresher:
     async def _save(self, run: Run) -> None:
         await asyncio.gather(*run.outcomes.values(), return_exceptions=True)
         payload = json.dumps(run.report().model_dump(mode="json", by_alias=True), sort_keys=True).encode()
-        entry = CachedIndex(payload=payload, fetched_at=datetime.now(UTC))
+        entry = StoredCopy(payload=payload, fetched_at=datetime.now(UTC))
         try:
             await self._store.write(refresh_run_name(run.id), entry, expected_version=None)
         except StoreError as exc:

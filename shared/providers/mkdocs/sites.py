@@ -30,7 +30,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from shared.cache import IndexStore
+from shared.cache import CopyStore
 from shared.embedding import EmbeddingModel
 from shared.errors import SiteUnavailableError
 from shared.fetch import OriginClient
@@ -58,7 +58,7 @@ class SiteRegistry:
         self,
         settings: DocumentationSettings,
         client: OriginClient,
-        store: IndexStore,
+        store: CopyStore,
         *,
         embedding: EmbeddingModel | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -82,7 +82,7 @@ class SiteRegistry:
         self._missing = MissingPages(store, self._loader.name)
 
     @property
-    def store(self) -> IndexStore:
+    def store(self) -> CopyStore:
         """The store the sites' indexes and what is derived from them are kept in."""
         return self._store
 

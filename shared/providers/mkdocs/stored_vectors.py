@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 
-from shared.cache import CachedIndex, IndexStore, scan_name, vectors_name
+from shared.cache import CopyStore, StoredCopy, scan_name, vectors_name
 from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.providers.mkdocs import code as code_module
@@ -80,7 +80,7 @@ def _current(found: SiteVectors, index: SiteIndex, digest: str | None) -> bool:
 
 
 async def read_stored(
-    store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None = None
+    store: CopyStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None = None
 ) -> Stored:
     """The stored vectors of this model for the site (whose index copy's SHA-256 is `digest`, when known); an
     unreadable store is the same as none stored."""
@@ -98,7 +98,7 @@ async def read_stored(
 
 
 async def read_scan(
-    store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None
+    store: CopyStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None
 ) -> ScanRows | None:
     """The stored scan rows of this model for exactly this index copy (whose SHA-256 is `digest`: rows record the
     copy they were computed from, and only its own apply), or None: none stored, another copy's, unreadable. What a
@@ -120,7 +120,7 @@ async def read_scan(
     return found
 
 
-async def scan_stored(store: IndexStore, model: EmbeddingModel, site: str, digest: str) -> bool:
+async def scan_stored(store: CopyStore, model: EmbeddingModel, site: str, digest: str) -> bool:
     """Whether scan rows for this index copy are stored, from their properties alone (no download). They are written
     only once their vectors are, so the warm-up takes them as the sign that a site's embeddings are current."""
     found = await store.stat(scan_name(site, model.model_id))
@@ -128,7 +128,7 @@ async def scan_stored(store: IndexStore, model: EmbeddingModel, site: str, diges
 
 
 async def store_scan(
-    store: IndexStore, model: EmbeddingModel, site: str, scan: ScanRows, *, unreadable: bool = False
+    store: CopyStore, model: EmbeddingModel, site: str, scan: ScanRows, *, unreadable: bool = False
 ) -> bool:
     """Store the scan rows unless the ones stored are for the same index copy and code (decided from properties,
     or, when those were found `unreadable`, replaced all the same); True when written. Whoever writes last wins:
@@ -140,7 +140,7 @@ async def store_scan(
         if existing is not None and existing.built_from == scan.source and not unreadable:
             return False
         payload = await asyncio.to_thread(scan.dumps, model.model_id)
-        entry = CachedIndex.derived(payload, datetime.now(UTC), built_from=scan.source, entries=len(scan))
+        entry = StoredCopy.derived(payload, datetime.now(UTC), built_from=scan.source, entries=len(scan))
         return await store.write(name, entry, expected_version=existing.version if existing else None) is not None
     except StoreError as exc:
         log.info("site %s: could not store the scan rows (%s)", site, exc)
@@ -148,7 +148,7 @@ async def store_scan(
 
 
 async def repair_scan(
-    store: IndexStore, model: EmbeddingModel, site: str, index: SiteIndex, vectors: SiteVectors, digest: str
+    store: CopyStore, model: EmbeddingModel, site: str, index: SiteIndex, vectors: SiteVectors, digest: str
 ) -> bool:
     """Store this index copy's scan rows, from its `vectors`, where the stored ones are missing or are this copy's
     but unreadable (`read_scan` refused them): what an instance that had to read the vectors instead does, so the
@@ -170,7 +170,7 @@ async def repair_scan(
 
 
 async def compute_and_store(
-    store: IndexStore,
+    store: CopyStore,
     model: EmbeddingModel,
     site: str,
     index: SiteIndex,
@@ -214,7 +214,7 @@ class _Saver:
 
     def __init__(
         self,
-        store: IndexStore,
+        store: CopyStore,
         site: str,
         model_id: str,
         version: str | None,
@@ -257,7 +257,7 @@ class _Saver:
             try:
                 version = await self._store.write(
                     vectors_name(self._site, self._model_id),
-                    CachedIndex(payload, datetime.now(UTC), entries=rows),
+                    StoredCopy(payload, datetime.now(UTC), entries=rows),
                     expected_version=self._version,
                 )
             except StoreError as exc:
@@ -271,7 +271,7 @@ class _Saver:
 
 
 async def ensure_vectors(
-    store: IndexStore,
+    store: CopyStore,
     model: EmbeddingModel,
     site: str,
     index: SiteIndex,

@@ -28,7 +28,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from functools import partial
 
-from shared.cache import IndexStore, StoreHealth, index_name, open_store, store_newest
+from shared.cache import CopyStore, StoreHealth, index_name, open_store, store_newest
 from shared.embedding import MINILM, EmbeddingModel
 from shared.errors import EmbeddingUnavailableError, IndexFormatError, OriginError, StoreError, VersionsError
 from shared.fetch import OriginClient
@@ -55,7 +55,7 @@ CHANGED_MEANWHILE = Step(state=StepState.SKIPPED, detail="the stored index chang
 async def warm_site(
     client: OriginClient,
     settings: DocumentationSettings,
-    store: IndexStore,
+    store: CopyStore,
     site: str,
     *,
     embedding: EmbeddingModel | None = None,
@@ -73,7 +73,7 @@ async def warm_site(
     return outcome.model_copy(update={"ranker": ranker, "pages": pages, "semantic": semantic, "code": code})
 
 
-async def warm_fences(client: OriginClient, settings: DocumentationSettings, store: IndexStore, site: str) -> Step:
+async def warm_fences(client: OriginClient, settings: DocumentationSettings, store: CopyStore, site: str) -> Step:
     """Make sure the stored index version's code blocks have their languages from the Markdown's fences stored
     (`languages.py`), so no instance reads every code page itself; read, current, or why not. Never raises; only
     counts are reported."""
@@ -104,7 +104,7 @@ async def warm_fences(client: OriginClient, settings: DocumentationSettings, sto
     return Step(state=StepState.CHECKED, detail=f"{len(index.code)} code blocks on {pages} pages")
 
 
-async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: str) -> Step:
+async def warm_ranker(settings: DocumentationSettings, store: CopyStore, site: str) -> Step:
     """Make sure the stored index version has its prebuilt ranker (`artifact`), so cold instances load it instead
     of parsing and building; built, current, or why not. Never raises."""
     if not store.shared:
@@ -126,7 +126,7 @@ async def warm_ranker(settings: DocumentationSettings, store: IndexStore, site: 
     return Step(state=StepState(built.value))
 
 
-async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site: str, model: EmbeddingModel) -> Step:
+async def warm_vectors(settings: DocumentationSettings, store: CopyStore, site: str, model: EmbeddingModel) -> Step:
     """Make sure the stored index has stored embeddings; computed, current, or why not. Never raises."""
     if not store.shared:
         return Step(state=StepState.SKIPPED, detail="no shared storage to keep them in")
@@ -148,7 +148,7 @@ async def warm_vectors(settings: DocumentationSettings, store: IndexStore, site:
     return Step(state=StepState.COMPUTED if computed else StepState.CURRENT)
 
 
-async def warm_pages(settings: DocumentationSettings, store: IndexStore, site: str, check: PageCheck) -> Step:
+async def warm_pages(settings: DocumentationSettings, store: CopyStore, site: str, check: PageCheck) -> Step:
     """Check the stored index version's pages unless its record is complete (then only the pages it hides, which
     may have come back); what was found, or why not.
 
@@ -199,7 +199,7 @@ def _pages_summary(checked: MissingRecord, stored: MissingRecord, pages: int) ->
 
 
 async def _warm_index(
-    client: OriginClient, settings: DocumentationSettings, store: IndexStore, site: str
+    client: OriginClient, settings: DocumentationSettings, store: CopyStore, site: str
 ) -> SiteOutcome:
     name = index_name(settings.cache_file_name_template, site)
     try:
@@ -244,7 +244,7 @@ async def _warm_index(
     return SiteOutcome(outcome=Outcome.CHANGED, entries=entries, fetched_at=at)
 
 
-async def _stored_at(store: IndexStore, name: str) -> datetime | None:
+async def _stored_at(store: CopyStore, name: str) -> datetime | None:
     """When the origin vouched for the copy another instance left in the store."""
     stat = await store.stat(name)
     return stat.fetched_at if stat is not None else None
@@ -252,7 +252,7 @@ async def _stored_at(store: IndexStore, name: str) -> datetime | None:
 
 async def warm_all(
     settings: DocumentationSettings,
-    store: IndexStore,
+    store: CopyStore,
     *,
     embedding: EmbeddingModel | None = None,
     client: OriginClient | None = None,
@@ -325,7 +325,7 @@ async def run_warmup(
     settings: DocumentationSettings,
     *,
     embedding: EmbeddingModel | None,
-    store: IndexStore | None = None,
+    store: CopyStore | None = None,
     client: OriginClient | None = None,
 ) -> tuple[StoreHealth, dict[str, SiteOutcome]]:
     """One warm-up, as the timer and `python -m shared warm` run it: over the service's own store and origin client

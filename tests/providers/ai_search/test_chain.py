@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shared.cache import MemoryIndexStore
+from shared.cache import MemoryStore
 from shared.compose import Composition, compose
 from shared.models import Reason
 from shared.settings import DocumentationSettings
@@ -52,11 +52,11 @@ async def test_the_provider_is_registered_only_when_its_endpoint_is_set(
     sections_only = fixture_settings(static_origin.url, AiSearch__IndexName="docs")
     with_endpoint = chain_settings(static_origin, search_server)
 
-    async with compose(without, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(without, embedding=None, store=MemoryStore()) as composed:
         assert [p.name for p in composed.service.providers] == ["mkdocs"]
-    async with compose(sections_only, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(sections_only, embedding=None, store=MemoryStore()) as composed:
         assert [p.name for p in composed.service.providers] == ["mkdocs"]
-    async with compose(with_endpoint, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(with_endpoint, embedding=None, store=MemoryStore()) as composed:
         assert [p.name for p in composed.service.providers] == ["ai_search", "mkdocs"]
         entry = composed.health().providers["ai_search"]
         assert entry.order == 0 and entry.fetch is False and entry.health.status == "ok"
@@ -68,7 +68,7 @@ async def test_ai_search_answers_first_and_mkdocs_serves_its_locations(
     static_origin: StaticOrigin, search_server: AiSearchServer
 ) -> None:
     search_server.respond(HITS)
-    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
         response = await c.service.search("install the tool", limit=5)
         documents = [await c.service.get(result.location) for result in response.results]
 
@@ -98,7 +98,7 @@ async def test_every_fault_falls_through_to_mkdocs_and_health_says_why(
 ) -> None:
     search_server.respond(**respond)  # type: ignore[arg-type]
     settings = chain_settings(static_origin, search_server, TimeoutSeconds="0.5")
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         response = await composed.service.search("install", limit=5)
         health = composed.health()
 
@@ -115,7 +115,7 @@ async def test_a_forbidden_key_is_reported_as_unauthorized(
 ) -> None:
     settings = chain_settings(static_origin, search_server)
     search_server.api_key = "rotated"
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         response = await composed.service.search("install", limit=5)
         error = composed.health().providers["ai_search"].health.last_error  # type: ignore[attr-defined]
 
@@ -130,7 +130,7 @@ async def test_a_dead_endpoint_falls_through_to_mkdocs(static_origin: StaticOrig
         AiSearch__Endpoint="http://127.0.0.1:9",
         AiSearch__ApiKey="k",
     )
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         response = await composed.service.search("install", limit=5)
         error = composed.health().providers["ai_search"].health.last_error  # type: ignore[attr-defined]
 
@@ -142,7 +142,7 @@ async def test_a_site_search_without_a_site_field_is_left_to_mkdocs(
     static_origin: StaticOrigin, search_server: AiSearchServer
 ) -> None:
     search_server.respond(HITS)
-    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
         response = await c.service.search("authentication", limit=5, site="beta-docs")
         health = c.health()
 
@@ -156,7 +156,7 @@ async def test_a_site_search_with_a_site_field_is_filtered_by_ai_search(
 ) -> None:
     search_server.respond(HITS[2:])
     settings = chain_settings(static_origin, search_server, SiteField="site")
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         response = await composed.service.search("authentication", limit=5, site="BETA-docs")
 
     assert response.provider == "ai_search"
@@ -168,7 +168,7 @@ async def test_an_empty_answer_falls_through_as_no_match(
     static_origin: StaticOrigin, search_server: AiSearchServer
 ) -> None:
     search_server.respond([])
-    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
         response = await c.service.search("install", limit=5)
         health = c.health()
 
@@ -187,7 +187,7 @@ async def test_with_ai_search_answering_mkdocs_defers_its_search_structures_unti
     static_origin: StaticOrigin, search_server: AiSearchServer
 ) -> None:
     search_server.respond(HITS)
-    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
         answered = await c.service.search("install the tool", limit=5)
         page = await c.service.get(answered.results[0].location)
         deferred = site_states(c)
@@ -209,7 +209,7 @@ async def test_with_ai_search_answering_mkdocs_defers_its_search_structures_unti
 async def test_without_a_provider_ahead_mkdocs_builds_its_search_structures_with_the_index(
     static_origin: StaticOrigin,
 ) -> None:
-    async with compose(chain_settings(static_origin), embedding=None, store=MemoryIndexStore()) as c:
+    async with compose(chain_settings(static_origin), embedding=None, store=MemoryStore()) as c:
         await c.service.get("guide/install")
         states = site_states(c)
     assert states[DEFAULT_SITE].ranker == "built"
@@ -236,14 +236,14 @@ async def test_a_code_search_passes_over_ai_search_unless_it_marks_code_chunks(
     static_origin: StaticOrigin, search_server: AiSearchServer
 ) -> None:
     search_server.respond(CODE_HITS)
-    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryIndexStore()) as c:
+    async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
         response = await c.service.search("install the agent", limit=5, kind="code")
     assert response.provider == "mkdocs" and response.results
     assert all(result.code is not None for result in response.results)
     assert search_server.searches() == []  # never asked: it holds no code chunks it could tell apart
 
     settings = chain_settings(static_origin, search_server, CodeFilter="chunk_kind eq 'code'", LanguageField="language")
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as c:
+    async with compose(settings, embedding=None, store=MemoryStore()) as c:
         coded = await c.service.search("install the agent", limit=5, kind="code", language="shell")
     assert coded.provider == "ai_search"
     first, second = coded.results

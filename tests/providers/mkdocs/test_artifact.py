@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from shared.cache import CachedIndex, index_name, ranking_name
+from shared.cache import StoredCopy, index_name, ranking_name
 from shared.fetch import OriginClient
 from shared.providers.mkdocs import artifact
 from shared.providers.mkdocs.index import parse_index
@@ -209,7 +209,7 @@ async def test_a_stored_artifact_that_fails_its_check_is_never_served_the_instan
     await warm_all(blob_settings, counting_store)
     stored = await counting_store.inner.read(ranking_name("alpha"))
     assert stored is not None
-    broken = CachedIndex(stored.payload[:-1] + b"\0", stored.fetched_at, origin_etag=stored.origin_etag)
+    broken = StoredCopy(stored.payload[:-1] + b"\0", stored.fetched_at, origin_etag=stored.origin_etag)
     assert await counting_store.inner.write(ranking_name("alpha"), broken, expected_version=stored.version)
 
     async with OriginClient(blob_settings.origin) as client:

@@ -26,7 +26,7 @@ from asgi_lifespan import LifespanManager
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, index_name, ranking_name, scan_name, vectors_name
+from shared.cache import CopyStore, MemoryStore, StoredCopy, index_name, ranking_name, scan_name, vectors_name
 from shared.compose import Composition, compose
 from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.errors import EmbeddingStopped
@@ -71,7 +71,7 @@ def settings(static_origin: StaticOrigin) -> DocumentationSettings:
 @asynccontextmanager
 async def registry_over(
     settings: DocumentationSettings,
-    store: IndexStore,
+    store: CopyStore,
     model: EmbeddingModel | None,
     *,
     clock: Callable[[], float] | None = None,
@@ -91,7 +91,7 @@ async def load_embedded(registry: SiteRegistry) -> LoadedSite:
     return registry.current(SITE) or loaded
 
 
-async def stored_vectors(store: IndexStore, loaded: LoadedSite) -> SiteVectors:
+async def stored_vectors(store: CopyStore, loaded: LoadedSite) -> SiteVectors:
     stored = await store.read(VECTORS)
     assert stored is not None
     vectors = SiteVectors.loads(stored.payload, MODEL)
@@ -99,13 +99,13 @@ async def stored_vectors(store: IndexStore, loaded: LoadedSite) -> SiteVectors:
     return vectors
 
 
-async def publish_newer(store: IndexStore, *, extra: dict[str, str]) -> None:
+async def publish_newer(store: CopyStore, *, extra: dict[str, str]) -> None:
     """What another instance's warm-up does: a newer copy of the site's index in the shared store."""
     current = await store.read(INDEX)
     assert current is not None
     index = json.loads(current.payload)
     index["docs"].append(extra)
-    newer = CachedIndex(json.dumps(index).encode(), current.fetched_at + timedelta(seconds=1))
+    newer = StoredCopy(json.dumps(index).encode(), current.fetched_at + timedelta(seconds=1))
     assert await store.write(INDEX, newer, expected_version=current.version)
 
 
@@ -116,7 +116,7 @@ NEW_PAGE = {"location": "brand-new/", "title": "Brand new page", "text": "<p>Fre
 
 
 async def test_a_first_load_embeds_in_the_background_and_stores_the_vectors(settings: DocumentationSettings) -> None:
-    encoder, store = WordEncoder(hold=True), MemoryIndexStore()
+    encoder, store = WordEncoder(hold=True), MemoryStore()
     async with registry_over(settings, store, model_of(encoder)) as registry:
         loaded = await registry.get(SITE)
         assert loaded is not None and loaded.ranker.semantic is None
@@ -144,7 +144,7 @@ async def test_a_first_load_embeds_in_the_background_and_stores_the_vectors(sett
 async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
     settings: DocumentationSettings,
 ) -> None:
-    store = CountingStore(MemoryIndexStore())
+    store = CountingStore(MemoryStore())
     async with registry_over(settings, store, model_of(WordEncoder())) as first:
         await load_embedded(first)
     store.calls.clear()
@@ -163,7 +163,7 @@ async def test_a_second_instance_attaches_the_stored_vectors_without_computing(
 
 
 async def test_a_newer_index_is_embedded_before_it_replaces_the_one_served(settings: DocumentationSettings) -> None:
-    encoder, store, clock = WordEncoder(), MemoryIndexStore(), Clock()
+    encoder, store, clock = WordEncoder(), MemoryStore(), Clock()
     async with registry_over(settings, store, model_of(encoder), clock=clock) as registry:
         served = await load_embedded(registry)
         encoder.released.clear()
@@ -192,7 +192,7 @@ async def test_a_newer_index_is_embedded_before_it_replaces_the_one_served(setti
 async def test_a_newer_index_whose_embedding_fails_is_swapped_in_and_ranks_lexically(
     settings: DocumentationSettings,
 ) -> None:
-    encoder, store, clock = WordEncoder(), MemoryIndexStore(), Clock()
+    encoder, store, clock = WordEncoder(), MemoryStore(), Clock()
     async with registry_over(settings, store, model_of(encoder), clock=clock) as registry:
         served = await load_embedded(registry)
         encoder.fail_bulk = RuntimeError("onnxruntime failed")
@@ -210,7 +210,7 @@ async def test_a_newer_index_whose_embedding_fails_is_swapped_in_and_ranks_lexic
 
 async def test_a_failed_embedding_is_tried_again_after_the_retry_delay(static_origin: StaticOrigin) -> None:
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, SiteRetrySeconds="1")
-    encoder, store = WordEncoder(), MemoryIndexStore()
+    encoder, store = WordEncoder(), MemoryStore()
     encoder.fail_bulk = RuntimeError("onnxruntime failed")
     async with registry_over(settings, store, model_of(encoder)) as registry:
         loaded = await load_embedded(registry)
@@ -225,7 +225,7 @@ async def test_a_failed_embedding_is_tried_again_after_the_retry_delay(static_or
 
 
 async def test_a_version_only_refresh_during_embedding_still_ends_ready(settings: DocumentationSettings) -> None:
-    encoder, store, clock = WordEncoder(hold=True), MemoryIndexStore(), Clock()
+    encoder, store, clock = WordEncoder(hold=True), MemoryStore(), Clock()
     async with registry_over(settings, store, model_of(encoder), clock=clock) as registry:
         first = await registry.get(SITE)
         assert first is not None
@@ -243,10 +243,10 @@ async def test_a_version_only_refresh_during_embedding_still_ends_ready(settings
 
 
 async def test_stored_vectors_of_another_index_are_recomputed_and_replaced(settings: DocumentationSettings) -> None:
-    store = CountingStore(MemoryIndexStore())
+    store = CountingStore(MemoryStore())
     stale = SiteVectors.compute(WordEncoder(), [IndexEntry("old/", "old/", None, "Old", "Old", "Gone.", 1)])
     payload = stale.dumps(MODEL)
-    await store.inner.write(VECTORS, CachedIndex(payload, datetime.now(UTC)), expected_version=None)
+    await store.inner.write(VECTORS, StoredCopy(payload, datetime.now(UTC)), expected_version=None)
 
     async with registry_over(settings, store, model_of(WordEncoder())) as registry:
         loaded = await load_embedded(registry)
@@ -257,7 +257,7 @@ async def test_stored_vectors_of_another_index_are_recomputed_and_replaced(setti
 
 
 async def test_with_semantic_matching_off_nothing_is_embedded(settings: DocumentationSettings) -> None:
-    store = CountingStore(MemoryIndexStore())
+    store = CountingStore(MemoryStore())
     async with registry_over(settings, store, None) as registry:
         loaded = await load_embedded(registry)
         health = registry.health()[SITE]
@@ -270,7 +270,7 @@ async def test_with_semantic_matching_off_nothing_is_embedded(settings: Document
 async def test_the_sites_and_the_warm_up_embed_on_one_lane(settings: DocumentationSettings) -> None:
     encoder = WordEncoder(hold=True)
     model = model_of(encoder)
-    store = MemoryIndexStore(shared=True)  # the warm-up embeds only into a store other instances can read
+    store = MemoryStore(shared=True)  # the warm-up embeds only into a store other instances can read
     async with registry_over(settings, store, model) as registry:
         await registry.get(SITE)
         warming = asyncio.ensure_future(warm_all(settings, store, embedding=model))
@@ -297,7 +297,7 @@ async def settled(composed: Composition) -> None:
 
 
 async def search(
-    settings: DocumentationSettings, model: EmbeddingModel | None, store: IndexStore, query: str
+    settings: DocumentationSettings, model: EmbeddingModel | None, store: CopyStore, query: str
 ) -> tuple[list[str], dict[str, Any]]:
     async with compose(settings, embedding=model, store=store) as composed:
         response = await composed.service.search(query, limit=5)
@@ -307,8 +307,8 @@ async def search(
 async def test_the_first_search_answers_lexically_at_once_while_embeddings_are_computed(
     settings: DocumentationSettings,
 ) -> None:
-    encoder, store = WordEncoder(hold=True), MemoryIndexStore()
-    lexical, _ = await search(settings, None, MemoryIndexStore(), "install")
+    encoder, store = WordEncoder(hold=True), MemoryStore()
+    lexical, _ = await search(settings, None, MemoryStore(), "install")
     async with compose(settings, embedding=model_of(encoder), store=store) as composed:
         first = await composed.service.search("install", limit=5)
         sites = composed.health().providers["mkdocs"].health.sites
@@ -320,7 +320,7 @@ async def test_the_first_search_answers_lexically_at_once_while_embeddings_are_c
 
 
 async def test_stored_vectors_are_attached_before_the_first_search_ranks(settings: DocumentationSettings) -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     async with compose(settings, embedding=model_of(WordEncoder()), store=store) as composed:
         await composed.service.search("*", limit=25)
         await settled(composed)
@@ -333,8 +333,8 @@ async def test_stored_vectors_are_attached_before_the_first_search_ranks(setting
 
 
 async def test_a_failing_query_embedding_answers_lexically_not_empty(settings: DocumentationSettings) -> None:
-    store = MemoryIndexStore()
-    lexical, _ = await search(settings, None, MemoryIndexStore(), "install")
+    store = MemoryStore()
+    lexical, _ = await search(settings, None, MemoryStore(), "install")
     encoder = WordEncoder()
     async with compose(settings, embedding=model_of(encoder), store=store) as composed:
         await composed.service.search("*", limit=25)
@@ -367,7 +367,7 @@ async def test_the_lexical_part_is_ranked_while_the_query_is_being_embedded(
     """The query's embedding is begun before the lexical part and awaited after it: the two run side by side, and
     the answer is the one ranked with the vector."""
     encoder = WaitsForTheLexicalPart()
-    async with compose(settings, embedding=model_of(encoder), store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=model_of(encoder), store=MemoryStore()) as composed:
         await composed.service.search("*", limit=25)
         await settled(composed)
         encoder.lexical_ran.set()
@@ -443,10 +443,10 @@ async def test_vectors_record_the_index_copy_they_were_computed_from_and_older_o
 ) -> None:
     """A reader holding the recorded copy skips hashing every text again; vectors stored without the record (by a
     version before it) are stored again with it, and nothing is embedded twice."""
-    store, encoder = MemoryIndexStore(), CountingEncoder()
+    store, encoder = MemoryStore(), CountingEncoder()
     model, digest = model_of(encoder), "ab" * 32
     unrecorded = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
-    await store.write(VECTORS, CachedIndex(unrecorded.dumps(MODEL), datetime.now(UTC)), expected_version=None)
+    await store.write(VECTORS, StoredCopy(unrecorded.dumps(MODEL), datetime.now(UTC)), expected_version=None)
 
     _, computed = await ensure_vectors(store, model, SITE, published_index, digest=digest)
 
@@ -469,12 +469,12 @@ async def test_an_instance_that_reads_the_vectors_for_want_of_rows_stores_the_ro
     """Scan rows that are unreadable (the properties of this copy's rows, bad bytes: the warm-up, deciding from
     properties, cannot tell): an instance attaches the vectors themselves, then stores the rows without embedding
     anything; the next instance reads the rows alone, and the warm-up has nothing to store."""
-    store = CountingStore(MemoryIndexStore())
+    store = CountingStore(MemoryStore())
     async with registry_over(settings, store, model_of(WordEncoder())) as first:
         before = await load_embedded(first)
     existing = await store.inner.stat(SCAN)
     assert existing is not None
-    garbage = CachedIndex(b"not scan rows", datetime.now(UTC), origin_etag=existing.origin_etag)
+    garbage = StoredCopy(b"not scan rows", datetime.now(UTC), origin_etag=existing.origin_etag)
     assert await store.inner.write(SCAN, garbage, expected_version=existing.version) is not None
     encoder = CountingEncoder()
 
@@ -500,7 +500,7 @@ async def test_an_instance_that_reads_the_vectors_for_want_of_rows_stores_the_ro
 
 
 async def test_scan_rows_of_another_copy_are_left_to_the_warm_up(published_index: SiteIndex) -> None:
-    store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
+    store, model, digest = MemoryStore(), model_of(WordEncoder()), "ab" * 32
     vectors = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
     other = vectors.scan_rows(len(published_index.entries), embedded_from("cd" * 32) or "")
     await store_scan(store, model, SITE, other)
@@ -512,7 +512,7 @@ async def test_scan_rows_of_another_copy_are_left_to_the_warm_up(published_index
 
 
 async def test_scan_rows_of_another_index_copy_are_never_attached(published_index: SiteIndex) -> None:
-    store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
+    store, model, digest = MemoryStore(), model_of(WordEncoder()), "ab" * 32
     vectors = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
     await store_scan(store, model, SITE, vectors.scan_rows(len(published_index.entries), embedded_from(digest) or ""))
 
@@ -527,11 +527,11 @@ class OtherWords(WordEncoder):
 
 
 async def test_a_record_of_another_size_is_not_trusted(published_index: SiteIndex) -> None:
-    store, model, digest = MemoryIndexStore(), model_of(WordEncoder()), "ab" * 32
+    store, model, digest = MemoryStore(), model_of(WordEncoder()), "ab" * 32
     vectors = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
     short = SiteVectors(vectors.matrix[:-1], vectors.keys[:-1])
     payload = short.dumps(MODEL, source=embedded_from(digest))
-    await store.write(VECTORS, CachedIndex(payload, datetime.now(UTC)), expected_version=None)
+    await store.write(VECTORS, StoredCopy(payload, datetime.now(UTC)), expected_version=None)
 
     found = await read_stored(store, model, SITE, published_index, digest=digest)
 
@@ -556,7 +556,7 @@ class StopAfter(WordEncoder):
         return vectors
 
 
-async def store_a_run_cut_short(store: IndexStore, index: SiteIndex) -> None:
+async def store_a_run_cut_short(store: CopyStore, index: SiteIndex) -> None:
     """Embed `index` in chunks of 8, every progress report due, and stop after two chunks: 16 rows stored."""
     stop = threading.Event()
     ticks = itertools.count(step=100.0)  # every progress report is due

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.cache import CachedIndex, MemoryIndexStore, index_name, store_newest
+from shared.cache import MemoryStore, StoredCopy, index_name, store_newest
 from shared.compose import compose
 from shared.errors import ResolutionError, ServiceUnavailableError
 from shared.fetch import OriginClient
@@ -35,10 +35,10 @@ def settings(static_origin: StaticOrigin) -> DocumentationSettings:
 
 @asynccontextmanager
 async def registry_over(
-    settings: DocumentationSettings, clock: Clock, store: MemoryIndexStore | None = None
+    settings: DocumentationSettings, clock: Clock, store: MemoryStore | None = None
 ) -> AsyncIterator[SiteRegistry]:
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(settings, client, store or MemoryIndexStore(), clock=clock)
+        registry = SiteRegistry(settings, client, store or MemoryStore(), clock=clock)
         try:
             yield registry
         finally:
@@ -86,12 +86,12 @@ async def test_an_unpublished_site_is_rechecked_only_at_the_unpublished_interval
 async def test_a_copy_the_warm_up_stores_brings_a_failed_site_back_before_its_backoff(
     settings: DocumentationSettings, static_origin: StaticOrigin
 ) -> None:
-    clock, store = Clock(), MemoryIndexStore()
+    clock, store = Clock(), MemoryStore()
     published = (static_origin.root / SITE / "search" / "search_index.json").read_bytes()  # type: ignore[operator]
     static_origin.fail(INDEX, 503)
     async with registry_over(settings, clock, store) as registry:
         assert await registry.get(SITE) is None
-        entry = CachedIndex(published, datetime.now(UTC), entries=1)
+        entry = StoredCopy(published, datetime.now(UTC), entries=1)
         await store_newest(store, index_name(settings.cache_file_name_template, SITE), entry, expected_version=None)
 
         clock.now += settings.cache.check_interval_seconds  # well before the retry backoff
@@ -110,7 +110,7 @@ async def test_a_hostile_index_fails_its_site_alone_and_is_not_downloaded_again(
     settings: DocumentationSettings, static_origin: StaticOrigin
 ) -> None:
     static_origin.respond(INDEX, body=NESTED, content_type="application/json")
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         responses = [await composed.service.search("install") for _ in range(3)]
         health = composed.health()
 
@@ -127,7 +127,7 @@ async def test_a_boost_beyond_any_float_clamps_to_zero_and_scores_stay_finite(
     settings: DocumentationSettings, static_origin: StaticOrigin, payload: bytes
 ) -> None:
     static_origin.respond(INDEX, body=payload, content_type="application/json")
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         response = await composed.service.search("install", limit=25, site=SITE)
         listing = await composed.service.search("*", limit=25, site=SITE)
 
@@ -140,7 +140,7 @@ async def test_when_no_site_can_be_searched_the_answer_is_unavailable_not_no_mat
     settings: DocumentationSettings, static_origin: StaticOrigin
 ) -> None:
     static_origin.stop()
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         with pytest.raises(ServiceUnavailableError) as caught:
             await composed.service.search("install")
         health = composed.health()
@@ -172,7 +172,7 @@ async def test_a_page_that_cannot_be_converted_is_fetch_failed(
     settings: DocumentationSettings, static_origin: StaticOrigin, body: str, detail: str
 ) -> None:
     static_origin.respond(HTML_ONLY, body=page_of(body), content_type="text/html")
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         with pytest.raises(ResolutionError) as caught:
             await composed.service.get("ops/ingress")
         still = await composed.service.get("guide/install")  # other pages are unaffected
@@ -186,7 +186,7 @@ async def test_converting_a_big_page_does_not_hold_up_other_requests(
 ) -> None:
     static_origin.respond(HTML_ONLY, body=page_of("<p><b>word</b> text</p>" * 20_000), content_type="text/html")
     order: list[str] = []
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         await composed.service.search("install")  # sites loaded: only the conversion is left to race
 
         async def fetch() -> None:
@@ -211,7 +211,7 @@ async def test_an_index_redirected_to_another_sites_index_is_refused(
     settings: DocumentationSettings, static_origin: StaticOrigin
 ) -> None:
     static_origin.redirect("/beta-docs/search/search_index.json", f"{static_origin.url}{INDEX}")
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         listing = await composed.service.search("*", limit=25)
         health = composed.health()
 
@@ -231,7 +231,7 @@ async def test_index_entries_that_could_leave_their_site_are_dropped(
     docs = [{"location": location, "title": f"Trap {n}", "text": "install"} for n, location in enumerate(LOCATIONS)]
     docs.append({"location": "safe/", "title": "Safe page", "text": "install"})
     static_origin.respond(INDEX, body=json.dumps({"docs": docs}), content_type="application/json")
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composed:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         listing = await composed.service.search("*", limit=25, site=SITE)
 
     assert [result.location for result in listing.results] == ["safe/"]
@@ -243,7 +243,7 @@ async def test_a_truncated_index_fails_its_site_and_never_reaches_the_cache(
 ) -> None:
     published = (static_origin.root / SITE / "search" / "search_index.json").read_bytes()  # type: ignore[operator]
     static_origin.respond(INDEX, body=published[: len(published) // 2], headers={"Content-Length": str(len(published))})
-    store = MemoryIndexStore()
+    store = MemoryStore()
     async with compose(settings, embedding=None, store=store) as composed:
         response = await composed.service.search("install")
         with pytest.raises(ResolutionError) as caught:
@@ -258,7 +258,7 @@ async def test_a_truncated_index_fails_its_site_and_never_reaches_the_cache(
 async def test_an_origin_that_goes_down_after_load_leaves_search_and_get_answering(
     settings: DocumentationSettings, static_origin: StaticOrigin
 ) -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     async with compose(settings, embedding=None, store=store) as composed:
         before = await composed.service.search("install")
         static_origin.stop()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.cache import CachedIndex, CacheStat, IndexStore, MemoryIndexStore, index_name, missing_name
+from shared.cache import CopyStat, CopyStore, MemoryStore, StoredCopy, index_name, missing_name
 from shared.errors import ResolutionError, StoreError
 from shared.fetch import OriginClient
 from shared.models import Reason
@@ -47,7 +47,7 @@ def settings(static_origin: StaticOrigin) -> DocumentationSettings:
 
 @asynccontextmanager
 async def instance(
-    settings: DocumentationSettings, store: IndexStore, clock: Clock | None = None
+    settings: DocumentationSettings, store: CopyStore, clock: Clock | None = None
 ) -> AsyncIterator[tuple[MkDocsProvider, SiteRegistry]]:
     """One serving instance: its own origin client, registry and provider over a store it shares."""
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
@@ -73,12 +73,12 @@ async def fetch_fails(provider: MkDocsProvider, location: str) -> None:
     assert failed.value.resolution.reason is Reason.FETCH_FAILED
 
 
-async def stored_record(store: IndexStore, site: str = SITE) -> MissingRecord | None:
+async def stored_record(store: CopyStore, site: str = SITE) -> MissingRecord | None:
     entry = await store.read(missing_name(site))
     return MissingRecord.loads(entry.payload) if entry is not None else None
 
 
-async def stored_digest(store: IndexStore, settings: DocumentationSettings, site: str = SITE) -> str:
+async def stored_digest(store: CopyStore, settings: DocumentationSettings, site: str = SITE) -> str:
     stat = await store.stat(index_name(settings.cache_file_name_template, site))
     assert stat is not None and stat.digest is not None
     return stat.digest
@@ -97,7 +97,7 @@ def with_ghost(payload: bytes) -> bytes:
 async def test_a_get_that_finds_a_phantom_drops_it_from_search_and_records_it_beside_the_index(
     settings: DocumentationSettings, static_origin: StaticOrigin, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     caplog.set_level(logging.DEBUG)
     async with instance(settings, store) as (provider, registry):
         assert PHANTOM in await found(provider) and PHANTOM in await listed(provider)
@@ -127,7 +127,7 @@ async def test_a_get_that_finds_a_phantom_drops_it_from_search_and_records_it_be
 async def test_another_instance_leaves_it_out_until_a_new_index_version_arrives(
     settings: DocumentationSettings, static_origin: StaticOrigin
 ) -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     async with instance(settings, store) as (first, registry):
         await fetch_fails(first, PHANTOM_PAGE)
         await registry.recorded()
@@ -142,7 +142,7 @@ async def test_another_instance_leaves_it_out_until_a_new_index_version_arrives(
         name = index_name(settings.cache_file_name_template, SITE)
         current = await store.read(name)
         assert current is not None
-        newer = CachedIndex(with_ghost(current.payload), datetime.now(UTC) + timedelta(seconds=1))
+        newer = StoredCopy(with_ghost(current.payload), datetime.now(UTC) + timedelta(seconds=1))
         assert await store.write(name, newer, expected_version=current.version)
         clock.now += settings.cache.check_interval_seconds
 
@@ -161,7 +161,7 @@ async def test_another_instance_leaves_it_out_until_a_new_index_version_arrives(
 async def test_a_warm_instance_picks_up_another_instances_finding_at_its_next_store_check(
     settings: DocumentationSettings,
 ) -> None:
-    store, clock = MemoryIndexStore(), Clock()
+    store, clock = MemoryStore(), Clock()
     async with (
         instance(settings, store) as (finder, finder_registry),
         instance(settings, store, clock) as (other, other_registry),
@@ -177,19 +177,19 @@ async def test_a_warm_instance_picks_up_another_instances_finding_at_its_next_st
         assert PHANTOM not in await found(other)
 
 
-class SlowRecordStore(MemoryIndexStore):
+class SlowRecordStore(MemoryStore):
     """A store that answers at once for the index and takes `delay` seconds for the missing-pages record."""
 
     def __init__(self, delay: float) -> None:
         super().__init__()
         self.delay = delay
 
-    async def stat(self, name: str) -> CacheStat | None:
+    async def stat(self, name: str) -> CopyStat | None:
         if name == missing_name(SITE):
             await asyncio.sleep(self.delay)
         return await super().stat(name)
 
-    async def read(self, name: str) -> CachedIndex | None:
+    async def read(self, name: str) -> StoredCopy | None:
         if name == missing_name(SITE):
             await asyncio.sleep(self.delay)
         return await super().read(name)
@@ -205,14 +205,14 @@ async def test_a_search_whose_store_check_is_due_never_waits_for_the_record(sett
         assert await asyncio.wait_for(found(provider), timeout=5)
 
 
-class RacingStore(MemoryIndexStore):
+class RacingStore(MemoryStore):
     """A memory store where another instance writes the missing-pages record between this one's read and write."""
 
     def __init__(self) -> None:
         super().__init__()
         self.competing: Callable[[], Awaitable[object]] | None = None
 
-    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
         if name == missing_name(SITE) and self.competing is not None:
             competing, self.competing = self.competing, None
             await competing()
@@ -222,7 +222,7 @@ class RacingStore(MemoryIndexStore):
 async def test_two_instances_recording_at_once_keep_each_others_findings(settings: DocumentationSettings) -> None:
     store = RacingStore()
     name = index_name(settings.cache_file_name_template, SITE)
-    await store.write(name, CachedIndex(b'{"docs": []}', datetime.now(UTC)), expected_version=None)
+    await store.write(name, StoredCopy(b'{"docs": []}', datetime.now(UTC)), expected_version=None)
     digest = await stored_digest(store, settings)
     store.competing = lambda: save(store, SITE, MissingRecord(digest, frozenset({"theirs/"})), index_name=name)
 
@@ -239,7 +239,7 @@ async def test_two_instances_recording_at_once_keep_each_others_findings(setting
 async def test_a_server_error_or_a_refusal_is_no_evidence_of_a_missing_page(
     settings: DocumentationSettings, static_origin: StaticOrigin
 ) -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     async with instance(settings, store) as (provider, registry):
         static_origin.fail(f"/{SITE}/{PHANTOM}", 503)  # the origin is down for the page: rebuilt from the index
         document = await provider.get(PHANTOM_PAGE)
@@ -256,7 +256,7 @@ async def test_a_server_error_or_a_refusal_is_no_evidence_of_a_missing_page(
     assert await stored_record(store) is None
 
 
-class FlakyStore(MemoryIndexStore):
+class FlakyStore(MemoryStore):
     """A memory store whose artifact writes fail, or hang until released, as a test says."""
 
     def __init__(self) -> None:
@@ -264,7 +264,7 @@ class FlakyStore(MemoryIndexStore):
         self.failing = False
         self.release: asyncio.Event | None = None
 
-    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
         if name.startswith(("embeddings/", "derived/")):
             if self.failing:
                 raise StoreError("index cache write failed: ServiceRequestError")
@@ -434,7 +434,7 @@ async def test_an_origin_that_refuses_head_is_asked_with_conditional_gets(
 
 async def test_without_shared_storage_the_warm_up_checks_no_page(static_origin: StaticOrigin) -> None:
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)
-    report = await warm_all(settings, MemoryIndexStore())
+    report = await warm_all(settings, MemoryStore())
     assert {str(report[site].pages) for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep the record in"}
     assert page_requests(static_origin) == []
 
@@ -464,11 +464,11 @@ async def test_a_sites_check_stops_at_its_time_budget_and_leaves_the_rest_for_th
 
 
 async def test_a_new_index_versions_record_replaces_the_old_one_instead_of_growing() -> None:
-    store = MemoryIndexStore()
+    store = MemoryStore()
     name = "index.json"
     for version in range(3):
         payload = json.dumps({"docs": [{"location": f"v{version}/p{n}/", "title": "t", "text": "x"} for n in range(3)]})
-        entry = CachedIndex(payload.encode(), datetime.now(UTC))
+        entry = StoredCopy(payload.encode(), datetime.now(UTC))
         held = await store.read(name)
         await store.write(name, entry, expected_version=held.version if held else None)
         pages = {f"v{version}/p{n}/": Validators(etag=f'"{version}-{n}"') for n in range(3)}
@@ -477,10 +477,10 @@ async def test_a_new_index_versions_record_replaces_the_old_one_instead_of_growi
         assert saved is not None and saved.record == findings  # the old version's pages and validators are gone
 
 
-class ConflictingStore(MemoryIndexStore):
+class ConflictingStore(MemoryStore):
     """A store where every write of the missing-pages record loses to another instance's."""
 
-    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
         if name == missing_name(SITE):
             return None
         return await super().write(name, entry, expected_version=expected_version)

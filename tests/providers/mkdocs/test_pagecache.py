@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.cache import MemoryIndexStore
+from shared.cache import MemoryStore
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.pagecache import FRESH_SECONDS, KEEP_SECONDS, CachedPage, PageCache
 from shared.providers.mkdocs.provider import MkDocsProvider
@@ -31,7 +31,7 @@ def settings(static_origin: StaticOrigin) -> DocumentationSettings:
 @asynccontextmanager
 async def provider(settings: DocumentationSettings, clock: Clock) -> AsyncIterator[MkDocsProvider]:
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(settings, client, MemoryIndexStore(), clock=Clock())
+        registry = SiteRegistry(settings, client, MemoryStore(), clock=Clock())
         served = MkDocsProvider(settings, client, registry, pages=PageCache(clock=clock))
         try:
             yield served

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from shared.cache import MemoryIndexStore, index_name
+from shared.cache import MemoryStore, index_name
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.missing_store import read_record
 from shared.providers.mkdocs.outcomes import Outcome, RunState, SiteOutcome
@@ -30,7 +30,7 @@ class Released(Refresher):
     """A refresher whose refreshes finish when the test says, on a clock the test moves."""
 
     def __init__(self, settings: DocumentationSettings, client: OriginClient, clock: Clock) -> None:
-        store = MemoryIndexStore()
+        store = MemoryStore()
         self.slept: list[float] = []
 
         async def sleep(seconds: float) -> None:

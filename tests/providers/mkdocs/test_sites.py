@@ -18,7 +18,7 @@ from asgi_lifespan import LifespanManager
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.cache import CachedIndex, IndexStore, MemoryIndexStore, store_newest
+from shared.cache import CopyStore, MemoryStore, StoredCopy, store_newest
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.health import SiteState
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -61,8 +61,8 @@ def with_extra_page(payload: bytes) -> bytes:
     return json.dumps(index).encode()
 
 
-async def put(counting_store: IndexStore, payload: bytes, at: datetime, **fields: object) -> str:
-    version = await store_newest(counting_store, BLOB, CachedIndex(payload, at, **fields), expected_version=None)  # type: ignore[arg-type]
+async def put(counting_store: CopyStore, payload: bytes, at: datetime, **fields: object) -> str:
+    version = await store_newest(counting_store, BLOB, StoredCopy(payload, at, **fields), expected_version=None)  # type: ignore[arg-type]
     assert version is not None
     return version
 
@@ -252,7 +252,7 @@ async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_an
     current = await counting_store.inner.stat(BLOB)
     assert current is not None
     # Another instance (the warm-up) writes a newer copy.
-    newer = CachedIndex(with_extra_page(published), datetime.now(UTC) + timedelta(seconds=1))
+    newer = StoredCopy(with_extra_page(published), datetime.now(UTC) + timedelta(seconds=1))
     assert await counting_store.inner.write(BLOB, newer, expected_version=current.version)
     counting_store.calls.clear()
     interval = blob_settings.cache.check_interval_seconds
@@ -277,7 +277,7 @@ async def test_a_check_on_a_store_that_never_answers_holds_a_request_no_longer_t
     static_origin: StaticOrigin, client: OriginClient
 ) -> None:
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__SiteWaitSeconds="0.2")
-    store = StallingStore(MemoryIndexStore())
+    store = StallingStore(MemoryStore())
     clock = Clock()
     registry = SiteRegistry(settings, client, store, clock=clock)
     first = await registry.get(SITE)
@@ -326,7 +326,7 @@ async def test_an_older_blob_never_replaces_the_index_in_hand(
     assert first is not None
     current = await counting_store.inner.stat(BLOB)
     assert current is not None
-    older = CachedIndex(with_extra_page(published), first.fetched_at - timedelta(minutes=5))
+    older = StoredCopy(with_extra_page(published), first.fetched_at - timedelta(minutes=5))
     assert await counting_store.inner.write(BLOB, older, expected_version=current.version)
     counting_store.calls.clear()
 

@@ -15,8 +15,8 @@ from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
 from shared.cache import (
-    CachedIndex,
-    MemoryIndexStore,
+    MemoryStore,
+    StoredCopy,
     index_name,
     missing_name,
     open_store,
@@ -334,14 +334,14 @@ async def test_an_embedding_failure_is_reported_per_site_and_never_stops_the_war
 
 async def test_without_shared_storage_the_warm_up_does_not_embed(static_origin: StaticOrigin) -> None:
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)
-    report = await warm_all(settings, MemoryIndexStore(), embedding=model_of(WordEncoder()))
+    report = await warm_all(settings, MemoryStore(), embedding=model_of(WordEncoder()))
     assert {str(report[site].semantic) for site in PUBLISHED_SITES} == {"skipped: no shared storage to keep them in"}
 
 
 class RefusingVectors(CountingStore):
     """Azurite, except that every write of embeddings is refused (a full or read-only container)."""
 
-    async def write(self, name: str, entry: CachedIndex, *, expected_version: str | None) -> str | None:
+    async def write(self, name: str, entry: StoredCopy, *, expected_version: str | None) -> str | None:
         if name.startswith("embeddings/"):
             raise StoreError("storage refused the write")
         return await super().write(name, entry, expected_version=expected_version)

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.cache import MemoryIndexStore
+from shared.cache import MemoryStore
 from shared.compose import Composition, compose
 from shared.errors import ResolutionError
 from shared.models import Reason
@@ -26,7 +26,7 @@ def a_settings(origin: StaticOrigin, endpoint: str, **extra: str) -> Documentati
 
 @asynccontextmanager
 async def deployment_a(settings: DocumentationSettings) -> AsyncIterator[Composition]:
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as composition:
+    async with compose(settings, embedding=None, store=MemoryStore()) as composition:
         yield composition
 
 

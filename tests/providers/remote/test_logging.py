@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from shared.cache import MemoryIndexStore
+from shared.cache import MemoryStore
 from shared.compose import compose
 from shared.errors import DocsError
 from tests.providers.remote.conftest import Deployment, b_settings
@@ -53,7 +53,7 @@ async def test_no_query_location_token_or_key_is_logged(
     b = deploy(Inbound__Tokens=token, Search__MinScore="0")  # the marker term must not empty the answer
     settings = b_settings(static_origin, Remote__Endpoint=b.mcp, Remote__Token=token, Remote__FunctionsKey=key)
 
-    async with compose(settings, embedding=None, store=MemoryIndexStore()) as a:
+    async with compose(settings, embedding=None, store=MemoryStore()) as a:
         found = await a.service.search(f"install the agent {MARKER}", limit=3)
         page = await a.service.get(found.results[0].location)
         asked = len(b.mcp_requests())
@@ -61,7 +61,7 @@ async def test_no_query_location_token_or_key_is_logged(
             with contextlib.suppress(DocsError):  # a miss or a resolved page: either way it went through B
                 await a.service.get(location)
     wrong = b_settings(static_origin, Remote__Endpoint=b.mcp, Remote__Token=f"wrong-{MARKER}", Search__MinScore="0")
-    async with compose(wrong, embedding=None, store=MemoryIndexStore()) as a:
+    async with compose(wrong, embedding=None, store=MemoryStore()) as a:
         refused = await a.service.search(f"install {MARKER}", limit=3)
 
     assert found.provider == page.provider == "smithy_remote" and refused.provider == "mkdocs"
@@ -91,7 +91,7 @@ async def test_nothing_is_logged_through_all_three_providers(
             AiSearch__MkDocsSitePrefix="alpha",
             **ai.app_settings(),
         )
-        async with compose(settings, embedding=None, store=MemoryIndexStore()) as a:
+        async with compose(settings, embedding=None, store=MemoryStore()) as a:
             ai.respond(hits=[hit])
             by_ai = await a.service.search(f"install {MARKER}", limit=3)
             ai.respond(hits=[])
