@@ -6,8 +6,8 @@ and for a miss the `resolution`, whose candidates are a list.
 
 A tool error's text is for agents. It starts with the same code (`not_found: ...`) and lists a miss's candidates on
 one line (`candidates_line`); `decode` reads it only where the body lacks a field, as from a deployment from before
-tool errors carried the body. That text cannot tell a comma inside a candidate from one between candidates; the
-body can.
+tool errors carried the body (compatibility until 2027-06-30). That text cannot tell a comma inside a candidate
+from one between candidates; the body can.
 """
 
 from __future__ import annotations
