@@ -94,7 +94,10 @@ def with_front_matter(markdown: str, fields: dict[str, str]) -> str:
     names, and their continuation lines, give way, so each key appears once), else a new block before the page."""
     body = markdown.lstrip("\ufeff")
     end = front_matter_end(body)
-    theirs = _without_keys(body[:end].splitlines()[1:-1], set(fields)) if end else []
+    inside = body[:end].splitlines()[1:-1]
+    if inside and not inside[-1]:  # the line break before the closing `---` belongs to it, not to a blank line
+        inside.pop()
+    theirs = _without_keys(inside, set(fields))
     header = "".join(f"{key}: {value}\n" for key, value in fields.items()) + "".join(f"{line}\n" for line in theirs)
     return f"---\n{header}---\n{body[end:]}" if end else f"---\n{header}---\n\n{body}"
 

@@ -164,7 +164,8 @@ def over_http(base: str, indexes: dict[str, SiteIndex]) -> Search:
 
 
 def ready(base: str, sites: list[str], seconds: float = 600.0) -> None:
-    """Every site loaded, ranked by meaning, and its code fences read (one code search per site asks for them)."""
+    """Every site loaded, ranked by meaning (unless semantic matching is off), and its code fences read (one code
+    search per site asks for them)."""
     import time
 
     import httpx
@@ -176,7 +177,7 @@ def ready(base: str, sites: list[str], seconds: float = 600.0) -> None:
         while True:
             states = client.get("/api/health").json()["providers"]["mkdocs"]["sites"]
             if all(
-                states[site].get("semantic") == "ready" and states[site].get("codeLanguages") == "read"
+                states[site].get("semantic") in ("ready", "off") and states[site].get("codeLanguages") == "read"
                 for site in sites
             ):
                 return

@@ -98,3 +98,9 @@ def test_raw_markdown_that_includes_other_files_is_not_the_page() -> None:
 
     assert includes_files("# Settings\n\n```yaml\n{!docs/operator-manual/argocd-cm.yaml!}\n```\n")
     assert not includes_files("# Plain\n\nA set {!not closed and a dict {'a': 1}.\n")
+
+
+def test_a_blank_line_before_the_closing_marker_is_the_marker_s_own_line_break() -> None:
+    page = "---\ntitle: Deep Links\n\ncreation-date: 2022-08-01\n\n---\n\n# Deep Links\n"
+    merged = with_front_matter(page, {"source": "s"})
+    assert merged == "---\nsource: s\ntitle: Deep Links\n\ncreation-date: 2022-08-01\n---\n\n# Deep Links\n"
