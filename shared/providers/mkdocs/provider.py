@@ -69,6 +69,12 @@ class MkDocsProvider:
     order = 100
     supports_fetch = True
 
+    supports_versions = True
+    """Searches and reads may name a version of a versioned site (`versions.py`)."""
+
+    supports_code = True
+    """Searches may ask for code blocks (`kind=code`, with a `language`): `codesearch.py`."""
+
     def __init__(
         self,
         settings: DocumentationSettings,
@@ -89,12 +95,6 @@ class MkDocsProvider:
             CodeFences(settings, client, registry.store, lambda site, path: raw_markdown_url(settings, site, path))
         )
         self.sites = settings.sites
-
-    supports_versions = True
-    """Searches and reads may name a version of a versioned site (`versions.py`)."""
-
-    supports_code = True
-    """Searches may ask for code blocks (`kind=code`, with a `language`): `codesearch.py`."""
 
     async def search(
         self,
