@@ -5,6 +5,7 @@ language filter with its aliases, and clear refusals; the languages the Markdown
 from __future__ import annotations
 
 import httpx
+import mcp
 import pytest
 
 from shared.compose import compose
@@ -92,6 +93,21 @@ async def test_mcp_search_docs_takes_kind_and_language_and_fences_the_code(serve
     top = answer.structured_content["results"][0]
     assert top["location"] == RECEIVER and top["code"]["language"] == "terraform"
     assert '```terraform\nresource "gamma_receiver" "pager" {' in text(answer)
+
+
+async def test_the_python_2_client_asks_for_code_in_the_current_revision(server: UvicornServer) -> None:
+    async with mcp.Client(server.url + "/api/mcp") as client:
+        answer = await client.call_tool(
+            "search_docs", {"query": "pager receiver terraform", "kind": "code", "language": "tf", "limit": 3}
+        )
+        refused = await client.call_tool("search_docs", {"query": "install", "kind": "snippet"})
+        version = client.protocol_version
+    assert version == "2026-07-28"
+    assert not answer.is_error and answer.structured_content is not None
+    top = answer.structured_content["results"][0]
+    assert top["location"] == RECEIVER and top["code"]["language"] == "terraform"
+    assert '```terraform\nresource "gamma_receiver" "pager" {' in text(answer)
+    assert refused.is_error and "page, code" in text(refused)
 
 
 @pytest.fixture
