@@ -33,14 +33,8 @@ sys.path.insert(0, str(REPO))
 
 from shared.embedding import MINILM_ID, MiniLM, load_bulk  # noqa: E402
 from shared.providers.mkdocs.code import CodeBlock, fences  # noqa: E402
-from shared.providers.mkdocs.coderank import (  # noqa: E402
-    PAGE_POOL,
-    CodeParameters,
-    CodeRanker,
-    code_similarities,
-    page_scores,
-    rank_code,
-)
+from shared.providers.mkdocs.coderank import CodeParameters, CodeRanker  # noqa: E402
+from shared.providers.mkdocs.codesearch import ranked, scan_both  # noqa: E402
 from shared.providers.mkdocs.federation import Federation  # noqa: E402
 from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
 from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
@@ -108,25 +102,19 @@ def ours(
     encoder = MiniLM.load() if semantic else None
 
     def search(query: str, language: str | None) -> list[tuple[str, CodeBlock]]:
+        """As the provider's code search ranks (`codesearch.ranked`), the query embedded here."""
         wanted = analyze_query(query)
         say = semantic_say(query, wanted, federation.parameters)
-        lexical = federation.lexical(wanted)
-        vector = encoder.encode([query], query=True)[0] if encoder is not None else None
-        products = federation.scan(vector) if vector is not None and say > 0 else None
-        found = federation.ranked(lexical, say, PAGE_POOL, products)
-        similarities = code_similarities(federation, vector) if vector is not None else [None] * len(sites)
-        hits = rank_code(
-            code,
-            wanted,
-            fits=lexical.fits.tolist() if lexical is not None else [0.0] * len(sites),
-            page_scores=page_scores(federation, found, FLOOR),
-            similarities=similarities,
-            say=say,
-            language=language,
-            limit=LIMIT,
-        )
-        kept = [h for h in hits if h.score >= FLOOR]
-        return [(qualify(sites[h.site], code[h.site].pages[h.number]), code[h.site].blocks[h.number]) for h in kept]
+        scanned = None
+        if encoder is not None and say > 0 and federation.correction is not None:
+            scanned = scan_both(federation)(encoder.encode([query], query=True)[0])
+        products, similarities = scanned if scanned is not None else (None, None)
+        none_missing = [frozenset[str]()] * len(sites)
+        found = ranked(
+            code, federation, wanted, say, products, similarities, language=language, limit=LIMIT,
+            missing=none_missing, floor=FLOOR,
+        )  # fmt: skip
+        return [(qualify(sites[s], code[s].pages[n]), code[s].blocks[n]) for s, n, score in found if score >= FLOOR]
 
     return search
 
