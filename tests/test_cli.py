@@ -28,16 +28,7 @@ def test_a_one_shot_command_without_shared_storage_ranks_lexically() -> None:
 
 
 def test_cli_search_answers_from_the_origin_with_the_default_settings(static_origin: StaticOrigin) -> None:
-    env = {**os.environ, **fixture_env(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)}
-    del env["Forge__Documentation__Search__Semantic"]  # the default: on
-    searched = subprocess.run(
-        [sys.executable, "-m", "shared", "search", "ingress", "--format", "json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    searched = cli(static_origin, "search", "ingress", "--format", "json", semantic=None)  # the default: on
 
     assert searched.returncode == 0, searched.stderr
     results = json.loads(searched.stdout)["results"]
@@ -45,23 +36,8 @@ def test_cli_search_answers_from_the_origin_with_the_default_settings(static_ori
 
 
 def test_cli_code_search_prints_the_blocks_with_their_language(static_origin: StaticOrigin) -> None:
-    env = {**os.environ, **fixture_env(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)}
-    searched = subprocess.run(
-        [sys.executable, "-m", "shared", "search", "pager receiver", "--kind", "code", "--language", "tf"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    refused = subprocess.run(
-        [sys.executable, "-m", "shared", "search", "install", "--kind", "code", "--language", "not a language"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    searched = cli(static_origin, "search", "pager receiver", "--kind", "code", "--language", "tf")
+    refused = cli(static_origin, "search", "install", "--kind", "code", "--language", "not a language")
 
     assert searched.returncode == 0, searched.stderr
     assert searched.stdout.startswith(" 1. gamma-docs/tutorials/first-steps/#provision-the-pager-receiver")
@@ -88,8 +64,13 @@ def test_trace_is_accepted_like_uvicorn_accepts_it() -> None:
     assert _parser().parse_args(["serve", "--log-level", "TRACE"]).log_level == "trace"
 
 
-def cli(origin: StaticOrigin, *arguments: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **fixture_env(origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__Semantic="false")}
+def cli(origin: StaticOrigin, *arguments: str, semantic: str | None = "false") -> subprocess.CompletedProcess[str]:
+    """`python -m shared ...` over the fixture origin; `semantic`: `Search__Semantic` (None: left to its default)."""
+    env = {**os.environ, **fixture_env(origin.url, SearchIndexOverrides=ROOTED_OVERRIDE)}
+    if semantic is None:
+        env.pop("Forge__Documentation__Search__Semantic", None)
+    else:
+        env["Forge__Documentation__Search__Semantic"] = semantic
     command = [sys.executable, "-m", "shared", *arguments]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
 
