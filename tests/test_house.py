@@ -17,7 +17,8 @@ MAX_DOCSTRING_LINES = 25
 MAX_README_LINES = 220
 MAX_PATCHES = 5
 """`monkeypatch.setattr` calls in all the tests: what is left when a seam cannot be injected (the process-wide
-temporary directory the telemetry exporter writes to, a spy on the constant-time comparison)."""
+temporary directory the telemetry exporter writes to, a spy on the constant-time comparison, a signal inside the
+lexical half of a search that must run while its query is embedded)."""
 ONCE = ("MCP_PATH", "LOOPBACK_HOSTS")
 
 
