@@ -32,7 +32,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 from shared.providers.mkdocs.kinds import PathWeights
-from shared.settings import HOST_OWNED, PREFIX, DocumentationSettings
+from shared.settings import HOST_OWNED, PREFIX, DocumentationSettings, Secret
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "local.settings.sample.json"
@@ -219,7 +219,10 @@ class Setting:
 
     @property
     def secret(self) -> bool:
-        return SecretStr in (self.field.annotation, *get_args(self.field.annotation))
+        """A Key Vault reference in Azure: marked a secret (`shared.settings.Secret`) or holding a `SecretStr` (a
+        secret added without its marker is never deployed in plain text; `test_settings_artifacts` asks for it)."""
+        holds = SecretStr in (self.field.annotation, *get_args(self.field.annotation))
+        return holds or any(isinstance(marker, Secret) for marker in self.field.metadata)
 
     @property
     def about(self) -> str:

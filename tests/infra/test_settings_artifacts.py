@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 from pycep import BicepParser
 from pydantic import Field, SecretStr
@@ -19,6 +20,7 @@ from tools.settings_artifacts import (
     main_bicep,
     main_parameters,
     sample_settings,
+    settings,
     stale,
 )
 
@@ -110,3 +112,13 @@ def test_a_settings_azd_variable_is_docs_and_its_path_in_upper_snake_case() -> N
     )
     assert azd_variable("Forge__Documentation__Auth__TenantId") == "DOCS_FORGE_DOCUMENTATION_AUTH_TENANT_ID"
     assert azd_variable("Forge__Documentation__Remote__FunctionsKey") == "DOCS_FORGE_DOCUMENTATION_REMOTE_FUNCTIONS_KEY"
+
+
+def test_every_setting_holding_a_secret_is_marked_one() -> None:
+    """What the Bicep keeps in Key Vault, what health lists as unresolved and what is redacted all read the
+    `Secret` marker: a `SecretStr` setting without one would be deployed in plain text."""
+    holding = {
+        setting.key for setting in settings() if SecretStr in (field := setting.field.annotation, *get_args(field))
+    }
+    marked = {setting.key for setting in settings() if setting.secret}
+    assert holding == marked and len(marked) == 6
