@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tools.house import imports as read_imports
+from tools.house import module_names
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "shared"
 HOSTS = {"function_app": ROOT / "function_app.py"}
@@ -128,60 +131,15 @@ LAYERS: list[tuple[str, set[str]]] = [
 ]
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+MODULES = module_names(ROOT, "shared")
 PACKAGES = {module for module, path in MODULES.items() if path.name == "__init__.py"}
 
 
 def imports(module: str, source: str, *, package: bool = False) -> set[str]:
     """The modules `source` (the text of `module`; `package` when it is a package's `__init__`) imports, outside
     `if TYPE_CHECKING:` blocks: `from package import name` is the module `package.name` when there is one, and a
-    relative import is resolved against `module`."""
-    tree = ast.parse(source)
-    skipped = {
-        id(node)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and _type_checking(block.test)
-        for child in block.body
-        for node in ast.walk(child)
-    }
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = _absolute(module, node, package=package)
-            for alias in node.names:
-                name = f"{base}.{alias.name}"
-                if base == "shared" or base.startswith("shared."):
-                    found.add(name if name in MODULES else base)
-                else:  # `from azure import functions`: a library's module or a name in it, both counted
-                    found |= {base} if alias.name == "*" else {base, name}
-    return found
-
-
-def _type_checking(test: ast.expr) -> bool:
-    """`if TYPE_CHECKING:` or `if typing.TYPE_CHECKING:` exactly (not `if not TYPE_CHECKING:`)."""
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _absolute(module: str, node: ast.ImportFrom, *, package: bool) -> str:
-    """The absolute name of what `from ... import` in `module` imports from."""
-    if node.level == 0:
-        return node.module or ""
-    parts = module.split(".") if package else module.split(".")[:-1]
-    if node.level - 1 >= len(parts):
-        raise AssertionError(f"{module} imports beyond the top-level package")
-    base = parts[: len(parts) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
+    relative import is resolved against `module` (`tools.house.imports`, the one reader)."""
+    return read_imports(module, source, MODULES, package=package)
 
 
 def imports_of(module: str) -> set[str]:
