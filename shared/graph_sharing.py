@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from shared.cache import CopyStore, StoredCopy, graph_name
 from shared.embedding import MINILM, ModelRecord
-from shared.graphs import LOCAL_GRAPHS, GraphCache, graph_file, is_graph
+from shared.graphs import LOCAL_GRAPHS, GraphCache, graph_file
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +27,8 @@ async def fetch_graph(store: CopyStore, record: ModelRecord = MINILM, graphs: Gr
         if await asyncio.to_thread(graphs.cached, record) is not None:
             return False
         found = await store.read(graph_name(name))
-        if found is None or not is_graph(record, found.payload):
-            return False
-        return await asyncio.to_thread(graphs.keep, record, found.payload)
+        # `keep` takes only the recorded bytes: checked once, off the event loop.
+        return found is not None and await asyncio.to_thread(graphs.keep, record, found.payload)
     except Exception as exc:  # the model loads all the same, only slower
         log.info("the shared model graph was not fetched (%s)", type(exc).__name__)
         return False
