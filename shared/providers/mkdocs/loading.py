@@ -252,7 +252,7 @@ async def store_prebuilt(
 
 @dataclass(frozen=True, slots=True)
 class Newer:
-    """What a store check found: `copy` replaces the served index (`fresh`), or is it relabelled (not `fresh`)."""
+    """What a store check found: `copy` replaces the served index (`fresh`), or is the served one relabelled."""
 
     copy: LoadedSite
     fresh: bool
@@ -307,10 +307,7 @@ class SiteLoader:
 
     async def prebuilt_for(self, site: str, current: LoadedSite) -> LoadedSite | None:
         """The stored prebuilt ranker of exactly the served copy, labelled as it; None when there is none."""
-        try:
-            stat = await self._store.stat(self.name(site))
-        except StoreError:
-            return None
+        stat = await self._stat(self.name(site))
         if stat is None or stat.digest != current.digest:
             return None
         prebuilt = await load_prebuilt(self._store, site, stat, self._weights, source=current.source)
@@ -318,10 +315,7 @@ class SiteLoader:
 
     async def written_since(self, site: str, failed_at: datetime) -> bool:
         """The store holds a copy fetched after `failed_at` (the warm-up's, for a site that failed here)."""
-        try:
-            stat = await self._store.stat(self.name(site))
-        except StoreError:
-            return False
+        stat = await self._stat(self.name(site))
         return stat is not None and stat.fetched_at > failed_at
 
     async def newer(self, site: str, current: LoadedSite, known: LoadedSite, *, rank: bool) -> Newer | None:
@@ -358,13 +352,18 @@ class SiteLoader:
     async def _prebuilt(self, site: str, name: str) -> LoadedSite | None:
         """A fresh stored copy's prebuilt ranker (the warm-up's), loaded instead of parsing and building; None when
         there is no fresh copy or no usable prebuilt ranker for it."""
-        try:
-            stat = await self._store.stat(name)
-        except StoreError:
-            return None
+        stat = await self._stat(name)
         if stat is None or not stat.complete or stat.age_hours() >= self._settings.cache_duration_hours:
             return None
         return await load_prebuilt(self._store, site, stat, self._weights)
+
+    async def _stat(self, name: str) -> CopyStat | None:
+        """The stored copy's properties; None when there is none or the store does not answer (the caller goes on
+        without it)."""
+        try:
+            return await self._store.stat(name)
+        except StoreError:
+            return None
 
     async def _revalidated(self, site: str, usable: LoadedSite, version: str | None) -> LoadedSite:
         """The origin answered 304 for a stale copy: it is current again; record that for other instances."""
