@@ -66,7 +66,6 @@ class SiteRegistry:
         self._settings = settings
         self._deferred = False
         """A provider ahead of MkDocs answers searches: build search structures only when a search falls through."""
-        self._client = client
         self._store = store
         self._jobs = (
             EmbeddingJobs(store, embedding, retry_seconds=settings.site_retry_seconds)
