@@ -25,8 +25,6 @@ from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.providers.mkdocs.health import Semantic
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.stored_vectors import (
-    MAX_RETRY_SECONDS,
-    STORED_VECTORS_WAIT,
     Stored,
     compute_and_store,
     read_scan,
@@ -36,6 +34,11 @@ from shared.providers.mkdocs.stored_vectors import (
 from shared.providers.mkdocs.vectors import ScanRows, SiteVectors
 
 log = logging.getLogger(__name__)
+
+MAX_RETRY_SECONDS = 3600.0
+"""The longest wait between two tries at embedding a site whose embedding keeps failing."""
+STORED_VECTORS_WAIT = 1.0
+"""Seconds a search waits for a just-loaded site's stored vectors to be looked up and attached (one download)."""
 
 
 @dataclass(frozen=True, slots=True)

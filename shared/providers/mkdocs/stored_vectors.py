@@ -42,10 +42,6 @@ TEXTS_CODE = code_digest(index_module, markup, text, vectors_module, code_module
 """The code that turns an index into the texts embedded (`vectors.embedded_texts`): stored vectors recorded as
 computed from the same index copy by other code are checked text by text."""
 
-MAX_RETRY_SECONDS = 3600.0
-"""The longest wait between two tries at embedding a site whose embedding keeps failing."""
-STORED_VECTORS_WAIT = 1.0
-"""Seconds a search waits for a just-loaded site's stored vectors to be looked up and attached (one download)."""
 PROGRESS_SECONDS = 60.0
 """While a site is embedded, the rows computed so far are stored at most this often: a run cut short loses less."""
 PROGRESS_WRITE_SECONDS = 30.0
