@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from itertools import chain, zip_longest
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote
 
 from shared import reading
@@ -55,9 +56,14 @@ from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
-    from shared.providers.mkdocs.federation import Products
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 LISTING_QUERY = "*"
 
@@ -115,9 +121,7 @@ class MkDocsProvider:
             return Found(await self._search_code(query, loaded, limit, language), sites=states)
         if query.strip() == LISTING_QUERY:
             return Found(self._listing(loaded, limit), sites=states)
-        if self._registry.embedding is not None:
-            await self._registry.looked_up([entry.index.site for entry in loaded])
-            loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]  # a swap meanwhile
+        loaded = await self._with_stored_vectors(loaded)
         wanted = analyze_query(query)
         floor = self._settings.search.min_score
         # All sites are scored in one pass; hits (best section, breadcrumb, preview) are built only for those returned.
@@ -127,7 +131,7 @@ class MkDocsProvider:
         federation = self._federations.of(sites, rankers)
         say = semantic_say(query, wanted, federation.parameters)
         # The query is embedded, and its vector scanned, on a worker thread while this one does the lexical part.
-        scanning = self._scan(query, say, federation)
+        scanning = self._scan(query, say, federation, federation.scan)
         try:
             lexical = federation.lexical(wanted)
         except BaseException:
@@ -149,9 +153,7 @@ class MkDocsProvider:
         self, query: str, loaded: list[LoadedSite], limit: int, language: str | None
     ) -> list[SearchResult]:
         """The best code blocks for the query (`codesearch.py`), at most a few per page, in `language` if given."""
-        if self._registry.embedding is not None:
-            await self._registry.looked_up([entry.index.site for entry in loaded])
-            loaded = [self._registry.current(entry.index.site) or entry for entry in loaded]
+        loaded = await self._with_stored_vectors(loaded)
         rankers = [_ranker(entry) for entry in loaded]
         code = await self._code.of(loaded, rankers)
         missing = [self._registry.missing(entry) for entry in loaded]
@@ -161,13 +163,7 @@ class MkDocsProvider:
             wanted = analyze_query(query)
             federation = self._federations.of(tuple(entry.index.site for entry in loaded), rankers)
             say = semantic_say(query, wanted, federation.parameters)
-            model = self._registry.embedding
-            scanned = None
-            if model is not None and say > 0 and federation.correction is not None:
-                try:
-                    scanned = await model.begin_query(query, codesearch.scan_both(federation))
-                except Exception as exc:  # ranking lexically beats answering nothing
-                    log.warning("embedding the code query failed (%s); ranked lexically", type(exc).__name__)
+            scanned = await self._scanned(self._scan(query, say, federation, codesearch.scan_both(federation)))
             products, similarities = scanned if scanned is not None else (None, None)
             found = codesearch.ranked(
                 code,
@@ -198,23 +194,34 @@ class MkDocsProvider:
         (`languages.py`; tools and tests: no search waits for them)."""
         await self._code.settled(site)
 
-    def _scan(self, query: str, say: float, federation: Federation) -> asyncio.Future[Products | None] | None:
-        """The query's embedding and its scan (`Federation.scan`), begun now (`EmbeddingModel.begin_query`), when
-        the query is to be ranked by meaning and every site searched ranks semantically; None ranks them all
-        lexically.
+    async def _with_stored_vectors(self, loaded: list[LoadedSite]) -> list[LoadedSite]:
+        """The searched sites once their just-loaded stored vectors were looked up (a short, bounded wait:
+        `SiteRegistry.looked_up`; vectors being computed are never waited for), each as served now (a swap meanwhile
+        is searched as it is)."""
+        if self._registry.embedding is None:
+            return loaded
+        await self._registry.looked_up([entry.index.site for entry in loaded])
+        return [self._registry.current(entry.index.site) or entry for entry in loaded]
+
+    def _scan(
+        self, query: str, say: float, federation: Federation, scan: Callable[[Vector], T]
+    ) -> asyncio.Future[T] | None:
+        """The query's embedding and `scan` of it (`Federation.scan`; for code, its rows too), begun now
+        (`EmbeddingModel.begin_query`), when the query is to be ranked by meaning and every site searched ranks
+        semantically; None ranks them all lexically.
 
         Scores merged across sites are always of one kind: while any searched site has no vectors attached (being
         computed, unavailable, failed) the whole answer is lexical. A just-loaded site's stored vectors get a
-        short, bounded wait before this (`SiteRegistry.looked_up`); vectors being computed are never waited for.
+        short, bounded wait before this (`_with_stored_vectors`).
         """
         model = self._registry.embedding
         if model is None or say <= 0 or federation.correction is None:
             return None
-        return model.begin_query(query, federation.scan)
+        return model.begin_query(query, scan)
 
     @staticmethod
-    async def _scanned(scanning: asyncio.Future[Products | None] | None) -> Products | None:
-        """The begun scan's products; None (a lexical ranking, rather than an empty answer) if it failed."""
+    async def _scanned(scanning: asyncio.Future[T] | None) -> T | None:
+        """What the begun scan found; None (a lexical ranking, rather than an empty answer) if it failed."""
         if scanning is None:
             return None
         try:
