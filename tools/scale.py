@@ -9,7 +9,7 @@ ranks semantically, resident memory after start-up and after `--requests` mixed 
 clients), HTTP p50 of searches ranked by meaning (hybrid) and, in a second fresh process with
 `Search__Semantic=false`, lexically; the same p50s in process (`tools/inprocess.py`: no HTTP), with the query
 encoder's own p50 and what a search adds to it; then the growth ratios between the smallest and the largest size.
-The cold figures are taken one size after the other; the one-client p50s with every size's instance up, asking
+The cold figures are taken one size after the other; the one-client p50s and p95s with every size's instance up, asking
 them in turn, so that a shared machine's drift during the run (minutes apart, it moved p50s by a third) weighs on
 all sizes alike (the in-process ones: each size in a fresh process, in turn, three times). Copies are byte-for-byte
 the same pages under another site name: nothing here may rely on that (each copy is its own index, prebuilt ranker
@@ -120,8 +120,8 @@ async def cold(base: str, pid: int, requests: int, semantic: bool) -> dict[str, 
     }
 
 
-async def alternating(bases: list[str]) -> list[float]:
-    """Each server's search p50 with one client, the servers asked in turn (query by query, the order reversed
+async def alternating(bases: list[str]) -> list[tuple[float, float]]:
+    """Each server's search p50 and p95 with one client, the servers asked in turn (query by query, the order reversed
     every round), so a machine that speeds up or slows down during the run weighs on every size alike."""
     clients = [httpx.AsyncClient(base_url=base, timeout=120) for base in bases]
     times: list[list[float]] = [[] for _ in bases]
@@ -135,7 +135,10 @@ async def alternating(bases: list[str]) -> list[float]:
     finally:
         for client in clients:
             await client.aclose()
-    return [round(statistics.median(measured) * 1000, 1) for measured in times]
+    return [
+        (round(statistics.median(measured) * 1000, 1), round(statistics.quantiles(measured, n=20)[18] * 1000, 1))
+        for measured in times
+    ]
 
 
 def in_process(envs: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -211,8 +214,9 @@ def measure(corpus: Path, sizes: list[int], requests: int, scratch: Path) -> lis
                     base, pid = servers.enter_context(serving(measured[key]))
                     measured[mode] = asyncio.run(cold(base, pid, requests, semantic=mode == "hybrid"))
                     bases.append(base)
-                for measured, p50 in zip(runs, asyncio.run(alternating(bases)), strict=True):
+                for measured, (p50, p95) in zip(runs, asyncio.run(alternating(bases)), strict=True):
                     measured[mode]["search_p50_ms_one_client"] = p50
+                    measured[mode]["search_p95_ms_one_client"] = p95
             for measured, found in zip(runs, in_process([measured[key] for measured in runs]), strict=True):
                 measured[mode]["in_process"] = found
     for measured in runs:
@@ -242,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "warm_seconds": ratio(("warm_seconds",)),
         "first_search_seconds": ratio(("hybrid", "first_search_seconds")),
         "hybrid_http_p50_one_client": ratio(("hybrid", "search_p50_ms_one_client")),
+        "hybrid_http_p95_one_client": ratio(("hybrid", "search_p95_ms_one_client")),
         "lexical_http_p50_one_client": ratio(("lexical", "search_p50_ms_one_client")),
         "hybrid_http_p50_50_clients": ratio(("hybrid", "search_p50_ms")),
         "hybrid_in_process_p50": ratio(("hybrid", "in_process", "search_p50_ms")),
