@@ -31,11 +31,12 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared import memory
+from shared.encoders import Encoder, PieceEncoder, QueryEmbedding
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.graphs import LOCAL_GRAPHS, GraphCache
 from shared.model_record import MAX_TOKENS as MAX_TOKENS
@@ -81,22 +82,6 @@ class EncoderHealth(BaseModel):
     model: str | None = Field(None, exclude_if=lambda value: value is None)
     state: EncoderState
     reason: str | None = Field(None, exclude_if=lambda value: value is None)
-
-
-class Encoder(Protocol):
-    """Turns texts into unit-length vectors; `encode` is safe to call from several threads."""
-
-    model_id: str
-    dimensions: int
-
-    def encode(
-        self, texts: Sequence[str], *, stop: threading.Event | None = None, query: bool = False
-    ) -> npt.NDArray[np.float32]:
-        """One unit row per text; `stop`, checked between batches, ends a long run with EmbeddingStopped.
-
-        `query`: the texts are questions, embedded up to `QUERY_TOKENS` rather than the entries' `MAX_TOKENS`.
-        """
-        ...
 
 
 class MiniLM:
@@ -151,9 +136,31 @@ class MiniLM:
     def encode(
         self, texts: Sequence[str], *, stop: threading.Event | None = None, query: bool = False
     ) -> npt.NDArray[np.float32]:
+        return self._embed(texts, stop, query, 0)[0]
+
+    def encode_pieces(
+        self, texts: Sequence[str], pieces: int, *, stop: threading.Event | None = None
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+        return self._embed(texts, stop, False, pieces)
+
+    def encode_query_pieces(self, text: str) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        import numpy as np
+
+        ids = _clipped(self._tokenizer.encode(text).ids, QUERY_TOKENS)
+        pooled, states = self._run([ids])
+        inner = states[0, 1 : len(ids) - 1]  # [CLS] first, [SEP] last
+        unit: npt.NDArray[np.float32] = inner / np.maximum(np.linalg.norm(inner, axis=1, keepdims=True), 1e-12)
+        return pooled[0], unit
+
+    def _embed(
+        self, texts: Sequence[str], stop: threading.Event | None, query: bool, pieces: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+        """Pooled rows, and with `pieces` each text's first pieces' packed signs and their count (else empty)."""
         import numpy as np
 
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        signs = np.zeros((len(texts) if pieces else 0, pieces, self.dimensions // 8), dtype=np.uint8)
+        counts = np.zeros(len(texts) if pieces else 0, dtype=np.uint8)
         limit = QUERY_TOKENS if query else MAX_TOKENS
         every = [_clipped(encoding.ids, limit) for encoding in self._tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lambda n: len(every[n]))  # equal lengths: no padding to compute
@@ -169,21 +176,26 @@ class MiniLM:
                         raise EmbeddingStopped
                     if failed.is_set():
                         return
-                    out[batch] = self._pooled([every[n] for n in batch])
+                    pooled, states = self._run([every[n] for n in batch])
+                    out[batch] = pooled
+                    for row, number in enumerate(batch if pieces else []):
+                        kept = states[row, 1 : len(every[number]) - 1][:pieces]  # [CLS] first, [SEP] last
+                        counts[number] = len(kept)
+                        signs[number, : len(kept)] = np.packbits(kept > 0, axis=-1)
             except BaseException:
                 failed.set()
                 raise
 
         if self._lanes == 1 or len(batches) == 1:
             run(0)
-            return out
+            return out, signs, counts
         with ThreadPoolExecutor(self._lanes, thread_name_prefix="embedding-lane") as lanes:
             for done in [lanes.submit(run, lane) for lane in range(self._lanes)]:
                 done.result()
-        return out
+        return out, signs, counts
 
-    def _pooled(self, encodings: list[list[int]]) -> npt.NDArray[np.float32]:
-        """One batch's unit vectors: the mean of each text's token states (padding left out)."""
+    def _run(self, encodings: list[list[int]]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """One batch's unit vectors, the mean of each text's token states (padding left out), and the states."""
         import numpy as np
 
         width = max(len(encoding) for encoding in encodings)
@@ -197,7 +209,7 @@ class MiniLM:
         weights = mask.astype(np.float32)[..., None]
         pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)
         unit: npt.NDArray[np.float32] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return unit
+        return unit, states
 
 
 def _clipped(ids: list[int], limit: int) -> list[int]:
@@ -222,13 +234,14 @@ def _retrieved(load: asyncio.Future[Encoder]) -> None:
         load.exception()
 
 
-def _query_then(encoder: Encoder, text: str, then: Callable[[npt.NDArray[np.float32]], T]) -> T:
-    vector: npt.NDArray[np.float32] = encoder.encode([text], query=True)[0]
-    return then(vector)
+def _query_then(encoder: Encoder, text: str, then: Callable[[QueryEmbedding], T]) -> T:
+    if isinstance(encoder, PieceEncoder):
+        return then(QueryEmbedding(*encoder.encode_query_pieces(text)))
+    return then(QueryEmbedding(encoder.encode([text], query=True)[0]))
 
 
-def _same(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    return vector
+def _vector(embedded: QueryEmbedding) -> npt.NDArray[np.float32]:
+    return embedded.vector
 
 
 def load_bulk() -> MiniLM:
@@ -318,13 +331,13 @@ class EmbeddingModel:
 
     async def encode_query(self, text: str) -> npt.NDArray[np.float32]:
         """One text's vector, off the event loop and beside any bulk work (never queued behind a whole site)."""
-        return await self.begin_query(text, _same)
+        return await self.begin_query(text, _vector)
 
-    def begin_query(self, text: str, then: Callable[[npt.NDArray[np.float32]], T]) -> asyncio.Future[T]:
-        """`then` of the text's vector (`encode_query`), both already running on a worker thread when this returns
-        if the encoder is loaded (else once it is): the caller's event loop thread can do other work meanwhile, such
-        as the lexical part of the search the vector is for, and what uses the vector (the search's scan) follows
-        it on the same thread. Cancelling the future drops the answer, not the run."""
+    def begin_query(self, text: str, then: Callable[[QueryEmbedding], T]) -> asyncio.Future[T]:
+        """`then` of the text's embedding (`encode_query`: its vector), both already running on a worker thread when
+        this returns if the encoder is loaded (else once it is): the caller's event loop thread can do other work
+        meanwhile, such as the lexical part of the search the vector is for, and what uses it (the search's scan)
+        follows it on the same thread. Cancelling the future drops the answer, not the run."""
         encoder = self._encoder
         if encoder is None:
             return asyncio.ensure_future(self._loaded_query(text, then))
@@ -332,7 +345,7 @@ class EmbeddingModel:
         context = contextvars.copy_context()  # as `asyncio.to_thread` does: the caller's trace span goes along
         return loop.run_in_executor(None, context.run, _query_then, encoder, text, then)
 
-    async def _loaded_query(self, text: str, then: Callable[[npt.NDArray[np.float32]], T]) -> T:
+    async def _loaded_query(self, text: str, then: Callable[[QueryEmbedding], T]) -> T:
         encoder = await self.ready()
         return await asyncio.to_thread(_query_then, encoder, text, then)
 

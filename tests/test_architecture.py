@@ -29,6 +29,7 @@ HOSTS = {"function_app": ROOT / "function_app.py"}
 """The Functions host beside the package (the CLI host is `shared.cli`)."""
 
 PURE = {
+    "shared.encoders",
     "shared.errors",
     "shared.markdown",
     "shared.models",
@@ -49,6 +50,7 @@ PURE = {
     "shared.providers.mkdocs.semantics",
     "shared.providers.mkdocs.resolution",
     "shared.providers.mkdocs.parameters",
+    "shared.providers.mkdocs.pieces",
     "shared.providers.mkdocs.quantized",
     "shared.providers.mkdocs.suggest",
     "shared.providers.mkdocs.text",

@@ -143,11 +143,12 @@ def build_semantic_spec(index: SiteIndex) -> Ranker:
 
 
 def query_vector(query: str) -> Any:
-    """The query's embedding, computed once for all the semantic systems asking in a row."""
+    """The query's embedding and word pieces, computed once for all the semantic systems asking in a row (one run, as
+    the service embeds a query)."""
     vector = _QUERY_VECTOR.get(query)
     if vector is None:
         _QUERY_VECTOR.clear()
-        vector = _QUERY_VECTOR[query] = encoder().encode([query], query=True)[0]
+        vector = _QUERY_VECTOR[query] = encoder().encode_query_pieces(query)
     return vector
 
 
@@ -158,8 +159,9 @@ def federated(rankers: dict[str, Ranker], semantic: bool) -> dict[str, Search]:
 
     def search(query: str) -> list[tuple[float, str]]:
         wanted = analyze_query(query)
-        vector = query_vector(query) if semantic else None
-        found = federation.score(wanted, semantic_say(query, wanted, federation.parameters), LIMIT, vector)
+        vector, pieces = query_vector(query) if semantic else (None, None)
+        say = semantic_say(query, wanted, federation.parameters)
+        found = federation.score(wanted, say, LIMIT, vector, pieces=pieces)
         return [(scored.scores[n], qualify(sites[site], scored.hit(n).entry.location)) for site, scored, n in found]
 
     return {FEDERATED: search}
@@ -169,7 +171,7 @@ def encoder_alone() -> dict[str, Search]:
     """Not a system: the query encoder's own time, for what ranking adds to it."""
 
     def search(query: str) -> list[tuple[float, str]]:
-        encoder().encode([query], query=True)
+        encoder().encode_query_pieces(query)
         return []
 
     return {FEDERATED: search}

@@ -18,15 +18,21 @@ from shared.providers.mkdocs.semantics import SiteSemantics, semantic_say
 from shared.providers.mkdocs.text import Query, analyze_query
 
 
-def search(ranker: Ranker, query: str, limit: int, vector: npt.NDArray[np.float32] | None = None) -> list[RankedHit]:
+def search(
+    ranker: Ranker,
+    query: str,
+    limit: int,
+    vector: npt.NDArray[np.float32] | None = None,
+    pieces: npt.NDArray[np.float32] | None = None,
+) -> list[RankedHit]:
     """The site's best pages for `query`, best first, one hit per page, as the provider ranks them.
 
     `vector` is the query's embedding; with it, and the site's embeddings attached, a page also earns
     `weight * (similarity - threshold)` above the threshold, times its boost and the query's say, and pages that
-    share no word with the query can be found."""
+    share no word with the query can be found. `pieces`: the query's word pieces, for the rerank (`pieces.py`)."""
     wanted = analyze_query(query)
     federation = Federation.of([ranker])
-    found = federation.score(wanted, semantic_say(query, wanted, federation.parameters), limit, vector)
+    found = federation.score(wanted, semantic_say(query, wanted, federation.parameters), limit, vector, pieces=pieces)
     return [scored.hit(number) for _, scored, number in found]
 
 

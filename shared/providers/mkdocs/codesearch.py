@@ -29,16 +29,17 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from shared.encoders import QueryEmbedding
     from shared.providers.mkdocs.federation import Products
 
     Similarities = list[npt.NDArray[np.float32] | None]
 
 
-def scan_both(federation: Federation) -> Callable[[npt.NDArray[np.float32]], tuple[Products | None, Similarities]]:
+def scan_both(federation: Federation) -> Callable[[QueryEmbedding], tuple[Products | None, Similarities]]:
     """What a code search does with its query vector on the embedding thread: the page scan and the code rows'."""
 
-    def scan(vector: npt.NDArray[np.float32]) -> tuple[Products | None, Similarities]:
-        return federation.scan(vector), code_similarities(federation, vector)
+    def scan(asked: QueryEmbedding) -> tuple[Products | None, Similarities]:
+        return federation.scan(asked.vector), code_similarities(federation, asked.vector)
 
     return scan
 

@@ -118,15 +118,16 @@ class Federation:
         limit: int,
         vector: npt.NDArray[np.float32] | None = None,
         missing: Sequence[frozenset[str]] = (),
+        pieces: npt.NDArray[np.float32] | None = None,
     ) -> list[tuple[int, Scored, int]]:
         """The best `limit` pages of all the sites, best first, leaving out each site's `missing` pages: (site
         number, that site's `Scored`, the page's number in it), each site's `Scored` holding its pages among them.
 
         The same pages, scores and order as ranking each site alone and merging by score (ties in
-        site order, then each site's own order). `lexical`, `scan` and `ranked`, for a caller with nothing to do
-        between them."""
+        site order, then each site's own order); with the query's word `pieces`, the best then reranked by them.
+        `lexical`, `scan` and `ranked`, for a caller with nothing to do between them."""
         products = self.scan(vector) if vector is not None and say > 0 else None
-        return self.ranked(self.lexical(wanted), say, limit, products, missing)
+        return self.ranked(self.lexical(wanted), say, limit, products, missing, pieces)
 
     def lexical(self, wanted: Query) -> Lexical | None:
         """Everything of a query's ranking that needs no query vector (postings, titles, boosts, site fit): what a
@@ -158,8 +159,10 @@ class Federation:
         limit: int,
         products: Products | None = None,
         missing: Sequence[frozenset[str]] = (),
+        pieces: npt.NDArray[np.float32] | None = None,
     ) -> list[tuple[int, Scored, int]]:
-        """`score`, from the query's `lexical` part and the `scan` of its vector, if any (both of this federation)."""
+        """`score`, from the query's `lexical` part and the `scan` of its vector, if any (both of this federation);
+        with the query's word pieces' unit states (`pieces`), the best pages reranked by them (`_reranked`)."""
         import numpy as np
 
         if lexical is None or limit < 1:
@@ -196,7 +199,38 @@ class Federation:
             kept.append((site, local, float(final[position])))
             if len(kept) == limit:
                 break
+        if pieces is not None and cosines is not None:
+            kept = self._reranked(kept, cosines, pieces)
         return self._scored(kept, sections, cosines)
+
+    def _reranked(
+        self, kept: list[tuple[int, int, float]], cosines: npt.NDArray[np.float32], asked: npt.NDArray[np.float32]
+    ) -> list[tuple[int, int, float]]:
+        """The first `rerank_pages` of `kept` ordered by score / best score + piece_weight * (MaxSim - best MaxSim),
+        each page's MaxSim over its closest entry (the highest corrected cosine), and given the scores in the order
+        they were (so scores still fall down the list); `kept` as it is unless every site has word pieces."""
+        import numpy as np
+
+        pieces = [part.pieces if part is not None else None for part in self.semantics]
+        count = min(self.parameters.rerank_pages, len(kept))
+        if count < 2 or kept[0][2] <= 0 or any(part is None for part in pieces):
+            return kept
+        matched = []
+        for site, local, _ in kept[:count]:
+            page = self.page_base[site] + local
+            end = self.starts[page + 1] if page + 1 < len(self.starts) else len(self.order)
+            numbers = self.order[self.starts[page] : end]
+            closest = int(numbers[int(np.argmax(cosines[numbers]))]) - self.entry_base[site]
+            held = pieces[site]
+            assert held is not None
+            matched.append(held.similarity(closest, asked))
+        best = kept[0][2]
+        value = [
+            score / best + self.parameters.piece_weight * (similarity - max(matched))
+            for (_, _, score), similarity in zip(kept[:count], matched, strict=True)
+        ]
+        order = sorted(range(count), key=lambda number: -value[number])  # stable: ties keep the score's order
+        return [(kept[number][0], kept[number][1], kept[rank][2]) for rank, number in enumerate(order)] + kept[count:]
 
     def scan(self, vector: npt.NDArray[np.float32]) -> Products | None:
         """Every site's similarities with the query vector, in site order, for `ranked`; None unless every site

@@ -56,10 +56,7 @@ from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    Vector = npt.NDArray[np.float32]
+    from shared.encoders import QueryEmbedding
 
 log = logging.getLogger(__name__)
 
@@ -131,15 +128,15 @@ class MkDocsProvider:
         federation = self._federations.of(sites, rankers)
         say = semantic_say(query, wanted, federation.parameters)
         # The query is embedded, and its vector scanned, on a worker thread while this one does the lexical part.
-        scanning = self._scan(query, say, federation, federation.scan)
+        scanning = self._scan(query, say, federation, lambda asked: (federation.scan(asked.vector), asked.pieces))
         try:
             lexical = federation.lexical(wanted)
         except BaseException:
             if scanning is not None:
                 scanning.cancel()
             raise
-        products = await self._scanned(scanning)
-        found = federation.ranked(lexical, say, limit, products, missing)
+        products, pieces = await self._scanned(scanning) or (None, None)
+        found = federation.ranked(lexical, say, limit, products, missing, pieces)
         return Found(
             [
                 self._result(loaded[site], scored.hit(number), query)
@@ -204,11 +201,11 @@ class MkDocsProvider:
         return [self._registry.current(entry.index.site) or entry for entry in loaded]
 
     def _scan(
-        self, query: str, say: float, federation: Federation, scan: Callable[[Vector], T]
+        self, query: str, say: float, federation: Federation, scan: Callable[[QueryEmbedding], T]
     ) -> asyncio.Future[T] | None:
-        """The query's embedding and `scan` of it (`Federation.scan`; for code, its rows too), begun now
-        (`EmbeddingModel.begin_query`), when the query is to be ranked by meaning and every site searched ranks
-        semantically; None ranks them all lexically.
+        """The query's embedding and `scan` of it (`Federation.scan`, and its word pieces; for code, its rows too),
+        begun now (`EmbeddingModel.begin_query`), when the query is to be ranked by meaning and every site searched
+        ranks semantically; None ranks them all lexically.
 
         Scores merged across sites are always of one kind: while any searched site has no vectors attached (being
         computed, unavailable, failed) the whole answer is lexical. A just-loaded site's stored vectors get a

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.pieces import Pieces
 from shared.providers.mkdocs.quantized import Quantized, QuantizedRows, QueryParts, quantize
 from shared.providers.mkdocs.text import Query, identifier_share
 from shared.providers.mkdocs.vectors import ScanRows, SiteVectors, neighbour_similarity
@@ -39,6 +40,8 @@ class SiteSemantics:
     correction: npt.NDArray[np.float32]
     """Subtracted from each entry's cosine: `hub_weight` times its neighbour similarity less the site's median."""
     parameters: RankingParameters
+    pieces: Pieces | None = None
+    """Each entry's word-piece signs, when the vectors have them (the late-interaction rerank: `pieces.py`)."""
 
     @classmethod
     def of(
@@ -69,7 +72,8 @@ class SiteSemantics:
         if columns.shape[1] > pages:  # copied: the rows of every kind are freed once the scan has its own copy
             code = CodeRows(Quantized(np.ascontiguousarray(columns[:, pages:]), largest[pages:].copy()))
             rounded = Quantized(columns[:, :pages], largest[:pages])
-        return cls(QuantizedRows(rounded), code, order, starts, correction, parameters)
+        pieces = vectors.pieces.rows(slice(0, entries)) if vectors.pieces is not None else None
+        return cls(QuantizedRows(rounded), code, order, starts, correction, parameters, pieces)
 
     def code_similarities(self, query: QueryParts) -> npt.NDArray[np.float32] | None:
         """Every code block row's cosine with the query (`split_query`); None when the site has no code rows."""

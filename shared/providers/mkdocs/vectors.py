@@ -37,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 from shared.providers.mkdocs.code import CodeBlock
 from shared.providers.mkdocs.index import IndexEntry, page_groups
 from shared.providers.mkdocs.parameters import DEFAULT
+from shared.providers.mkdocs.pieces import PIECES, Pieces
 from shared.providers.mkdocs.quantized import Quantized, quantize
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from shared.embedding import Encoder
+    from shared.encoders import Encoder
 
 ENTRY_WORDS = 128
 """Words of an entry's text embedded after its heading (the encoder truncates further to its token budget)."""
@@ -60,9 +61,9 @@ CODE_PROSE_WORDS = 8
 OUTLINE_WORDS = 32
 """Words of a page's introduction embedded in its outline, after its title and section headings."""
 
-FORMAT = 4
-"""Version of the stored vectors' layout (`SiteVectors.dumps`); another one is recomputed, never misread (the
-previous one, 3, is read for its rows to reuse)."""
+FORMAT = 5
+"""Version of the stored vectors' layout (`SiteVectors.dumps`); another one is recomputed, never misread (5: each
+row's word-piece signs beside it, `pieces.py`)."""
 
 PROGRESS_ENTRIES = 1024
 """Entries embedded between two progress reports of `SiteVectors.compute` (about 20 to 50 s of two cores)."""
@@ -120,6 +121,8 @@ class SiteVectors:
     source: str | None = None
     """What the stored copy says it was computed from (the index's digest and the code that turns entries into
     texts: `shared.providers.mkdocs.embeddings`); a reader holding that very index may skip `matches`."""
+    pieces: Pieces | None = None
+    """Each row's word-piece signs (`pieces.py`), when the encoder gives them (`shared.embedding.PieceEncoder`)."""
 
     @classmethod
     def compute(
@@ -145,27 +148,42 @@ class SiteVectors:
         texts = embedded_texts(entries, code)
         keys = tuple(text_key(text) for text in texts)
         matrix = np.zeros((len(texts), encoder.dimensions), dtype=np.float32)
+        encode_pieces = getattr(encoder, "encode_pieces", None)  # a `PieceEncoder`: its word-piece signs kept too
+        pieces = Pieces.empty(len(texts), encoder.dimensions) if encode_pieces is not None else None
         known = {key: row for row, key in enumerate(reuse.keys)} if reuse is not None else {}
         found = [(number, known[key]) for number, key in enumerate(keys) if key in known]
-        if found and reuse is not None and reuse.matrix.shape[1] == encoder.dimensions:
-            numbers, rows = zip(*found, strict=True)
+        lent = reuse is not None and reuse.matrix.shape[1] == encoder.dimensions
+        if found and reuse is not None and lent and (pieces is None or reuse.pieces is not None):
+            numbers, rows = list(zip(*found, strict=True))
             matrix[list(numbers)] = reuse.matrix[list(rows)]
+            if pieces is not None and reuse.pieces is not None:
+                pieces.signs[list(numbers)] = reuse.pieces.signs[list(rows)]
+                pieces.counts[list(numbers)] = reuse.pieces.counts[list(rows)]
         else:
             known = {}
         missing = [number for number, key in enumerate(keys) if key not in known]
         every = every if progress is not None else max(1, len(missing))  # one run when nobody is told
         for start in range(0, len(missing), every):
             chunk = missing[start : start + every]
-            matrix[chunk] = encoder.encode([texts[number] for number in chunk], stop=stop)
+            chunk_texts = [texts[number] for number in chunk]
+            if pieces is not None and encode_pieces is not None:
+                matrix[chunk], pieces.signs[chunk], pieces.counts[chunk] = encode_pieces(chunk_texts, PIECES, stop=stop)
+            else:
+                matrix[chunk] = encoder.encode(chunk_texts, stop=stop)
             if progress is not None and start + len(chunk) < len(missing):
-                progress(partial(cls._known, matrix, keys, frozenset(missing[start + len(chunk) :])))
-        return cls(matrix, keys)
+                progress(partial(cls._known, matrix, keys, pieces, frozenset(missing[start + len(chunk) :])))
+        return cls(matrix, keys, pieces=pieces)
 
     @classmethod
-    def _known(cls, matrix: npt.NDArray[np.float32], keys: tuple[str, ...], pending: frozenset[int]) -> SiteVectors:
-        """The rows of `matrix` other than the `pending` ones, copied."""
+    def _known(
+        cls, matrix: npt.NDArray[np.float32], keys: tuple[str, ...], pieces: Pieces | None, pending: frozenset[int]
+    ) -> SiteVectors:
+        """The rows of `matrix` (and `pieces`) other than the `pending` ones, copied."""
+        import numpy as np
+
         rows = [row for row in range(len(keys)) if row not in pending]
-        return cls(matrix[rows], tuple(keys[row] for row in rows))
+        kept = pieces.rows(np.array(rows, dtype=np.intp)) if pieces is not None else None
+        return cls(matrix[rows], tuple(keys[row] for row in rows), pieces=kept)
 
     def matches(self, entries: Sequence[IndexEntry], code: Sequence[CodeBlock] = ()) -> bool:
         """True when these vectors were computed from exactly these entries' texts, outlines and code blocks, in this
@@ -184,7 +202,8 @@ class SiteVectors:
         hubness = self.hubness  # loaded with the vectors: computed from these very rows
         if hubness is None or len(hubness) != entries:
             hubness = neighbour_similarity(rounded[:entries], DEFAULT.hub_neighbours)
-        return ScanRows(quantize(rounded), hubness, source)
+        pieces = self.pieces.rows(slice(0, entries)) if self.pieces is not None else None
+        return ScanRows(quantize(rounded), hubness, source, pieces)
 
     def dumps(
         self,
@@ -195,10 +214,11 @@ class SiteVectors:
         hubness: npt.NDArray[np.float32] | None = None,
     ) -> bytes:
         """The stored form, binary and loaded without parsing anything but a small header: `_MAGIC`, the header's
-        length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, source),
-        each row's key (16 ASCII characters), the rows (float16, little-endian), with `entries` (complete vectors:
-        that many entry rows, then the outlines) their hubness (float32), then the SHA-256 of all that. `hubness`:
-        the same, computed already (`scan_rows`), so the all-pairs pass runs once for both."""
+        length (uint32, little-endian), the header (JSON: format, model, dimensions, rows, hubness rows, source,
+        pieces), each row's key (16 ASCII characters), the rows (float16, little-endian), with `entries` (complete
+        vectors: that many entry rows, then the outlines) their hubness (float32), each row's word-piece signs and
+        their count (`pieces` a row, none when 0), then the SHA-256 of all that. `hubness`: the same, computed
+        already (`scan_rows`), so the all-pairs pass runs once for both."""
         import numpy as np
 
         rounded = self.matrix.astype(np.float16)
@@ -214,9 +234,12 @@ class SiteVectors:
             "rows": len(self.keys),
             "hubness": len(hubness),
             "source": source,
+            "pieces": PIECES if self.pieces is not None else 0,
         }
         keys = "".join(self.keys).encode("ascii")
-        return _framed(_MAGIC, header, keys, rounded.astype("<f2").tobytes(), hubness.astype("<f4").tobytes())
+        return _framed(
+            _MAGIC, header, keys, rounded.astype("<f2").tobytes(), hubness.astype("<f4").tobytes(), *_parts(self.pieces)
+        )
 
     @classmethod
     def loads(cls, payload: bytes, model_id: str) -> SiteVectors | None:
@@ -229,15 +252,17 @@ class SiteVectors:
             if framed is None:
                 return None
             header, body, start = framed
-            counts, source = _counts(header, "rows", "dimensions", "hubness"), header.get("source")
+            counts, source = _counts(header, "rows", "dimensions", "hubness", "pieces"), header.get("source")
             if counts is None:
                 return None
-            rows, dimensions, hubs = counts
+            rows, dimensions, hubs, kept = counts
             if dimensions < 1 or rows < 0 or not 0 <= hubs <= rows or not isinstance(source, str | None):
                 return None
             keys_end = start + rows * _KEY_CHARS
             matrix_end = keys_end + rows * dimensions * 2
-            if len(body) != matrix_end + hubs * 4:
+            hubness_end = matrix_end + hubs * 4
+            pieces = _pieces(body, hubness_end, rows, dimensions, kept)
+            if pieces is None:
                 return None
             text = body[start:keys_end].decode("ascii")
             keys = tuple(text[n : n + _KEY_CHARS] for n in range(0, len(text), _KEY_CHARS))
@@ -246,7 +271,8 @@ class SiteVectors:
         except (ValueError, TypeError, AttributeError, struct.error, RecursionError):
             return None
         usable = hubs > 0 and bool(np.isfinite(hubness).all())
-        return cls(matrix.reshape(rows, dimensions), keys, hubness if usable else None, source)
+        found = pieces if kept else None
+        return cls(matrix.reshape(rows, dimensions), keys, hubness if usable else None, source, found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,14 +287,17 @@ class ScanRows:
     """Each entry row's `neighbour_similarity` over the default parameters' neighbours."""
     source: str
     """What the vectors were computed from (`SiteVectors.source`): these rows apply to that index copy only."""
+    pieces: Pieces | None = None
+    """Each entry's word-piece signs (`pieces.py`), when the vectors have them."""
 
     def __len__(self) -> int:
         return int(self.quantized.columns.shape[1])
 
     def dumps(self, model_id: str) -> bytes:
         """The stored form: `_SCAN_MAGIC`, the header's length (uint32, little-endian), the header (JSON: format,
-        model, dimensions, rows, entries, source), the int8 columns (dimensions x rows), each row's largest magnitude
-        (float32, little-endian), each entry's hubness (float32), then the SHA-256 of all that."""
+        model, dimensions, rows, entries, source, pieces), the int8 columns (dimensions x rows), each row's largest
+        magnitude (float32, little-endian), each entry's hubness (float32), each entry's word-piece signs and their
+        count (`pieces` an entry, none when 0), then the SHA-256 of all that."""
         import numpy as np
 
         columns, largest = self.quantized
@@ -279,6 +308,7 @@ class ScanRows:
             "rows": int(columns.shape[1]),
             "entries": len(self.hubness),
             "source": self.source,
+            "pieces": PIECES if self.pieces is not None else 0,
         }
         return _framed(
             _SCAN_MAGIC,
@@ -286,6 +316,7 @@ class ScanRows:
             columns.astype(np.int8).tobytes(),
             largest.astype("<f4").tobytes(),
             self.hubness.astype("<f4").tobytes(),
+            *_parts(self.pieces),
         )
 
     @classmethod
@@ -300,15 +331,16 @@ class ScanRows:
             if framed is None:
                 return None
             header, body, start = framed
-            counts, source = _counts(header, "rows", "dimensions", "entries"), header.get("source")
+            counts, source = _counts(header, "rows", "dimensions", "entries", "pieces"), header.get("source")
             if counts is None:
                 return None
-            rows, dimensions, entries = counts
+            rows, dimensions, entries, kept = counts
             if dimensions < 1 or not 0 < entries <= rows or not isinstance(source, str):
                 return None
             columns_end = start + rows * dimensions
             largest_end = columns_end + rows * 4
-            if len(body) != largest_end + entries * 4:
+            pieces = _pieces(body, largest_end + entries * 4, entries, dimensions, kept)
+            if pieces is None:
                 return None
             columns = np.frombuffer(body, dtype=np.int8, count=rows * dimensions, offset=start)
             largest = np.frombuffer(body, dtype="<f4", count=rows, offset=columns_end).astype(np.float32)
@@ -317,7 +349,7 @@ class ScanRows:
             return None
         if not (np.isfinite(largest).all() and (largest >= 0).all() and np.isfinite(hubness).all()):
             return None
-        return cls(Quantized(columns.reshape(dimensions, rows), largest), hubness, source)
+        return cls(Quantized(columns.reshape(dimensions, rows), largest), hubness, source, pieces if kept else None)
 
 
 def _framed(magic: bytes, header: dict[str, object], *parts: bytes) -> bytes:
@@ -351,8 +383,32 @@ def _counts(header: Any, *names: str) -> tuple[int, ...] | None:
     return values
 
 
-SCAN_FORMAT = 1
+SCAN_FORMAT = 2
 """Version of the stored scan rows' layout (`ScanRows.dumps`); another one is never read (the vectors are)."""
+
+
+def _parts(pieces: Pieces | None) -> tuple[bytes, ...]:
+    """Word-piece signs as a stored layout ends: the signs, then each row's count; nothing without them."""
+    return (pieces.signs.tobytes(), pieces.counts.tobytes()) if pieces is not None else ()
+
+
+def _pieces(body: bytes, start: int, rows: int, dimensions: int, kept: int) -> Pieces | None:
+    """The signs `_parts` stored from `start` to the end of `body` (empty when `kept` is 0), or None when the parts
+    do not add up to the body's end, or name another number of word pieces a row than `PIECES`, or a count above it."""
+    import numpy as np
+
+    if kept not in (0, PIECES) or dimensions % 8:
+        return None
+    width = kept * (dimensions // 8)
+    if len(body) != start + rows * width + (rows if kept else 0):
+        return None
+    if not kept:
+        return Pieces.empty(0, dimensions)
+    signs = np.frombuffer(body, dtype=np.uint8, count=rows * width, offset=start).reshape(rows, kept, dimensions // 8)
+    counts = np.frombuffer(body, dtype=np.uint8, count=rows, offset=start + rows * width)
+    return Pieces(signs, counts) if bool((counts <= kept).all()) else None
+
+
 _SCAN_MAGIC = b"docs-scan-rows\n"
 
 

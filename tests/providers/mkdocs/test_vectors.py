@@ -21,12 +21,14 @@ from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.pieces import PIECES
 from shared.providers.mkdocs.quantized import split_query
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.text import analyze_query, identifier_share
 from shared.providers.mkdocs.vectors import (
     FORMAT,
     OUTLINE_WORDS,
+    SCAN_FORMAT,
     ScanRows,
     SiteVectors,
     embedded_texts,
@@ -94,6 +96,32 @@ def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> N
     assert loaded.matrix.shape == (2 + 2, 384) and loaded.matrix.dtype == np.float32  # two entries, two outlines
     np.testing.assert_allclose(loaded.matrix, vectors.matrix, atol=1e-3)  # stored as float16
     assert not np.array_equal(loaded.matrix, np.zeros_like(loaded.matrix))
+    assert vectors.pieces is not None and loaded.pieces is not None  # MiniLM gives its word pieces' signs
+    np.testing.assert_array_equal(loaded.pieces.signs, vectors.pieces.signs)
+    np.testing.assert_array_equal(loaded.pieces.counts, vectors.pieces.counts)
+    scan = ScanRows.loads(vectors.scan_rows(2, "abc/def").dumps(MODEL), MODEL)
+    assert scan is not None and scan.pieces is not None and len(scan.pieces) == 2  # the entries' only
+    np.testing.assert_array_equal(scan.pieces.signs, vectors.pieces.signs[:2])
+
+
+def test_vectors_without_word_pieces_round_trip_without_them() -> None:
+    computed = SiteVectors.compute(WordEncoder(), PAGES)
+    assert computed.pieces is None
+    loaded = SiteVectors.loads(computed.dumps(MODEL), MODEL)
+    assert loaded is not None and loaded.pieces is None
+    scan = ScanRows.loads(computed.scan_rows(2, "abc/def").dumps(MODEL), MODEL)
+    assert scan is not None and scan.pieces is None
+
+
+def test_reused_rows_keep_their_word_pieces_and_rows_without_them_are_embedded_again(encoder: MiniLM) -> None:
+    computed = SiteVectors.compute(encoder, PAGES)
+    assert computed.pieces is not None
+    again = SiteVectors.compute(encoder, PAGES, reuse=computed)
+    assert again.pieces is not None
+    np.testing.assert_array_equal(again.pieces.signs, computed.pieces.signs)
+    without = replace(computed, pieces=None)  # stored by an encoder that gave none: nothing to lend them
+    recomputed = SiteVectors.compute(encoder, PAGES, reuse=without)
+    assert recomputed.pieces is not None and recomputed.pieces.counts.tolist() == computed.pieces.counts.tolist()
 
 
 def test_complete_vectors_carry_their_hubness_so_attaching_them_skips_the_all_pairs_pass(encoder: MiniLM) -> None:
@@ -176,14 +204,26 @@ SCAN_MAGIC = b"docs-scan-rows\n"
     ("edit", "cut"),
     [
         ({"model": "all-mpnet-base-v2"}, 0),
-        ({"format": 2}, 0),
+        ({"format": SCAN_FORMAT + 1}, 0),
         ({"rows": 5}, 0),
         ({"entries": 0}, 0),
         ({"entries": True}, 0),
         ({"source": None}, 0),
+        ({"pieces": PIECES // 2}, 0),
+        ({"pieces": 0}, 0),
         ({}, 4),
     ],
-    ids=["another model", "another format", "more rows", "no entries", "entries not a number", "no source", "short"],
+    ids=[
+        "another model",
+        "another format",
+        "more rows",
+        "no entries",
+        "entries not a number",
+        "no source",
+        "other word pieces",
+        "word pieces not counted",
+        "short",
+    ],
 )
 def test_scan_rows_in_another_layout_or_that_do_not_add_up_are_refused(
     vectors: SiteVectors, edit: dict[str, Any], cut: int
@@ -317,6 +357,8 @@ def test_the_stored_form_is_checked_before_it_is_read(vectors: SiteVectors) -> N
         ({"rows": True}, 0),
         ({"hubness": 3}, 0),
         ({"source": 7}, 0),
+        ({"pieces": PIECES // 2}, 0),
+        ({"pieces": 0}, 0),
         ({}, 2),
     ],
     ids=[
@@ -328,6 +370,8 @@ def test_the_stored_form_is_checked_before_it_is_read(vectors: SiteVectors) -> N
         "rows that are not a number",
         "more hubness than rows",
         "a source that is not text",
+        "other word pieces",
+        "word pieces not counted",
         "short vectors",
     ],
 )
