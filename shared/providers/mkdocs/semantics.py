@@ -72,7 +72,9 @@ class SiteSemantics:
         if columns.shape[1] > pages:  # copied: the rows of every kind are freed once the scan has its own copy
             code = CodeRows(Quantized(np.ascontiguousarray(columns[:, pages:]), largest[pages:].copy()))
             rounded = Quantized(columns[:, :pages], largest[:pages])
-        pieces = vectors.pieces.rows(slice(0, entries)) if vectors.pieces is not None else None
+        # The entries' only, copied when the vectors hold more (outlines, code blocks), so those are not kept with them.
+        held = vectors.pieces
+        pieces = held if held is None or len(held) == entries else held.rows(np.arange(entries))
         return cls(QuantizedRows(rounded), code, order, starts, correction, parameters, pieces)
 
     def code_similarities(self, query: QueryParts) -> npt.NDArray[np.float32] | None:

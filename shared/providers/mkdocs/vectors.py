@@ -202,7 +202,7 @@ class SiteVectors:
         hubness = self.hubness  # loaded with the vectors: computed from these very rows
         if hubness is None or len(hubness) != entries:
             hubness = neighbour_similarity(rounded[:entries], DEFAULT.hub_neighbours)
-        pieces = self.pieces.rows(slice(0, entries)) if self.pieces is not None else None
+        pieces = self.pieces.rows(np.arange(entries)) if self.pieces is not None else None  # a copy: entries' only
         return ScanRows(quantize(rounded), hubness, source, pieces)
 
     def dumps(
@@ -404,9 +404,10 @@ def _pieces(body: bytes, start: int, rows: int, dimensions: int, kept: int) -> P
         return None
     if not kept:
         return Pieces.empty(0, dimensions)
+    # Copied: a view would keep the whole payload (the scan's int8 columns among it) for as long as the signs are held.
     signs = np.frombuffer(body, dtype=np.uint8, count=rows * width, offset=start).reshape(rows, kept, dimensions // 8)
     counts = np.frombuffer(body, dtype=np.uint8, count=rows, offset=start + rows * width)
-    return Pieces(signs, counts) if bool((counts <= kept).all()) else None
+    return Pieces(signs.copy(), counts.copy()) if bool((counts <= kept).all()) else None
 
 
 _SCAN_MAGIC = b"docs-scan-rows\n"
