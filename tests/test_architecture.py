@@ -41,6 +41,7 @@ PURE = {
     "shared.providers.mkdocs.code",
     "shared.providers.mkdocs.coderank",
     "shared.providers.mkdocs.convert",
+    "shared.providers.mkdocs.framing",
     "shared.providers.mkdocs.index",
     "shared.providers.mkdocs.kinds",
     "shared.providers.mkdocs.markup",

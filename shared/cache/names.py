@@ -38,6 +38,12 @@ def scan_name(site: str, model_id: str) -> str:
     return f"{EMBEDDINGS_PREFIX}{safe_name(site)}/{safe_name(model_id)}.scan"
 
 
+def pieces_name(site: str, model_id: str) -> str:
+    """Where the word-piece signs of a site's entries (`pieces.Pieces`, the rerank's) from one model are kept, beside
+    the scan rows: `embeddings/{site}/{model}.pieces`."""
+    return f"{EMBEDDINGS_PREFIX}{safe_name(site)}/{safe_name(model_id)}.pieces"
+
+
 def missing_name(site: str) -> str:
     """Where a site's record of pages its index lists but the origin does not serve is kept:
     `derived/{site}/missing/pages.json`."""

@@ -86,3 +86,25 @@ class WordEncoder:
 def model_of(encoder: WordEncoder) -> EmbeddingModel:
     """The process-wide model around a test encoder, as the composition root would build it."""
     return EmbeddingModel(lambda: encoder, model_id=encoder.model_id)
+
+
+class PieceWords(WordEncoder):
+    """The word encoder with word pieces (a `PieceEncoder`): each word of a text is one, its vector's signs kept."""
+
+    model_id = "word-pieces-test"
+
+    def encode_pieces(
+        self, texts: Sequence[str], pieces: int, *, stop: threading.Event | None = None
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+        vectors = self.encode(texts, stop=stop)
+        signs = np.zeros((len(texts), pieces, self.dimensions // 8), np.uint8)
+        counts = np.zeros(len(texts), np.uint8)
+        for row, text in enumerate(texts):
+            words = text.lower().split()[:pieces]
+            counts[row] = len(words)
+            if words:
+                signs[row, : len(words)] = np.packbits(self._vectors(words) > 0, axis=-1)
+        return vectors, signs, counts
+
+    def encode_query_pieces(self, text: str) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        return self.encode([text], query=True)[0], self._vectors(text.lower().split())

@@ -27,6 +27,7 @@ from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.stored_vectors import (
     Stored,
     compute_and_store,
+    read_pieces,
     read_scan,
     read_stored,
     repair_scan,
@@ -175,6 +176,10 @@ class EmbeddingJobs:
                 )
             assert loaded.ranker is not None  # jobs start only for indexes with their search structures
             await asyncio.to_thread(loaded.ranker.attach, vectors)  # compares every entry with every other
+            semantic = loaded.ranker.semantic
+            if scan is not None and semantic is not None:  # rows alone: the rerank's word pieces follow them
+                job.looked_up.set()  # searches rank by meaning now, and are reranked once the pieces are in
+                semantic.pieces.value = await read_pieces(self._store, model, site, loaded.index, digest=loaded.digest)
             if scan is None and stored.current is not None and loaded.digest is not None:
                 await repair_scan(self._store, model, site, loaded.index, stored.current, loaded.digest)
         except asyncio.CancelledError:

@@ -211,7 +211,7 @@ class Federation:
         they were (so scores still fall down the list); `kept` as it is unless every site has word pieces."""
         import numpy as np
 
-        pieces = [part.pieces if part is not None else None for part in self.semantics]
+        pieces = [part.pieces.value if part is not None else None for part in self.semantics]
         count = min(self.parameters.rerank_pages, len(kept))
         if count < 2 or kept[0][2] <= 0 or any(part is None for part in pieces):
             return kept

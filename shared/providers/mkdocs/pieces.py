@@ -11,8 +11,11 @@ every dimension, scaled to unit length): on the development sets the signs ranke
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from shared.providers.mkdocs.framing import counts_of, framed, unframed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,3 +69,77 @@ class Pieces:
         import numpy as np
 
         return cls(np.concatenate([part.signs for part in parts]), np.concatenate([part.counts for part in parts]))
+
+
+class Held:
+    """A site's entries' word pieces once they are in: with vectors computed or read whole, at once; with stored scan
+    rows, read after them (`shared.providers.mkdocs.stored_vectors.read_pieces`), so a cold instance's first search
+    does not wait for them (searches meanwhile are not reranked)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Pieces | None = None) -> None:
+        self.value = value
+
+
+PIECES_FORMAT = 1
+"""Version of the stored word pieces' layout (`pieces_dumps`); another one is never read (the vectors are)."""
+_PIECES_MAGIC = b"docs-word-pieces\n"
+
+
+def pieces_dumps(pieces: Pieces, model_id: str, source: str) -> bytes:
+    """A site's entries' word pieces, stored on their own beside the scan rows: `_PIECES_MAGIC`, the header's length
+    (uint32, little-endian), the header (JSON: format, model, dimensions, rows, pieces, source), the signs, each
+    entry's count, then the SHA-256 of all that."""
+    header = {
+        "format": PIECES_FORMAT,
+        "model": model_id,
+        "dimensions": pieces.dimensions,
+        "rows": len(pieces),
+        "pieces": PIECES,
+        "source": source,
+    }
+    return framed(_PIECES_MAGIC, header, *parts(pieces))
+
+
+def pieces_loads(payload: bytes, model_id: str) -> tuple[Pieces, str] | None:
+    """Stored word pieces of this model in this layout and what they were computed from, or None when unusable (a
+    failed checksum, another layout or model, parts that do not add up, a count above `PIECES`)."""
+    try:
+        opened = unframed(payload, _PIECES_MAGIC, PIECES_FORMAT, model_id)
+        if opened is None:
+            return None
+        header, body, start = opened
+        counts, source = counts_of(header, "rows", "dimensions", "pieces"), header.get("source")
+        if counts is None or not isinstance(source, str):
+            return None
+        rows, dimensions, kept = counts
+        if dimensions < 8 or rows < 0 or kept != PIECES:
+            return None
+        pieces = pieces_at(body, start, rows, dimensions, kept)
+    except (ValueError, TypeError, AttributeError, struct.error, RecursionError):
+        return None
+    return (pieces, source) if pieces is not None else None
+
+
+def parts(pieces: Pieces | None) -> tuple[bytes, ...]:
+    """Word-piece signs as a stored layout ends: the signs, then each row's count; nothing without them."""
+    return (pieces.signs.tobytes(), pieces.counts.tobytes()) if pieces is not None else ()
+
+
+def pieces_at(body: memoryview, start: int, rows: int, dimensions: int, kept: int) -> Pieces | None:
+    """The signs `parts` stored from `start` to the end of `body` (empty when `kept` is 0), or None when the parts
+    do not add up to the body's end, or name another number of word pieces a row than `PIECES`, or a count above it."""
+    import numpy as np
+
+    if kept not in (0, PIECES) or dimensions % 8:
+        return None
+    width = kept * (dimensions // 8)
+    if len(body) != start + rows * width + (rows if kept else 0):
+        return None
+    if not kept:
+        return Pieces.empty(0, dimensions)
+    # Copied: a view would keep the whole payload (the vectors' float16 rows among it) while the signs are held.
+    signs = np.frombuffer(body, dtype=np.uint8, count=rows * width, offset=start).reshape(rows, kept, dimensions // 8)
+    counts = np.frombuffer(body, dtype=np.uint8, count=rows, offset=start + rows * width)
+    return Pieces(signs.copy(), counts.copy()) if bool((counts <= kept).all()) else None

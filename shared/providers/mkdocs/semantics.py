@@ -5,11 +5,11 @@ of its semantic credit a query keeps (pure).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.pieces import Pieces
+from shared.providers.mkdocs.pieces import Held
 from shared.providers.mkdocs.quantized import Quantized, QuantizedRows, QueryParts, quantize
 from shared.providers.mkdocs.text import Query, identifier_share
 from shared.providers.mkdocs.vectors import ScanRows, SiteVectors, neighbour_similarity
@@ -40,8 +40,8 @@ class SiteSemantics:
     correction: npt.NDArray[np.float32]
     """Subtracted from each entry's cosine: `hub_weight` times its neighbour similarity less the site's median."""
     parameters: RankingParameters
-    pieces: Pieces | None = None
-    """Each entry's word-piece signs, when the vectors have them (the late-interaction rerank: `pieces.py`)."""
+    pieces: Held = field(default_factory=Held)
+    """Each entry's word-piece signs, once they are in (the late-interaction rerank: `pieces.py`)."""
 
     @classmethod
     def of(
@@ -75,7 +75,7 @@ class SiteSemantics:
         # The entries' only, copied when the vectors hold more (outlines, code blocks), so those are not kept with them.
         held = vectors.pieces
         pieces = held if held is None or len(held) == entries else held.rows(np.arange(entries))
-        return cls(QuantizedRows(rounded), code, order, starts, correction, parameters, pieces)
+        return cls(QuantizedRows(rounded), code, order, starts, correction, parameters, Held(pieces))
 
     def code_similarities(self, query: QueryParts) -> npt.NDArray[np.float32] | None:
         """Every code block row's cosine with the query (`split_query`); None when the site has no code rows."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 
-from shared.cache import CopyStore, StoredCopy, scan_name, vectors_name
+from shared.cache import CopyStore, StoredCopy, pieces_name, scan_name, vectors_name
 from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.providers.mkdocs import code as code_module
@@ -34,6 +34,7 @@ from shared.providers.mkdocs import markup, text
 from shared.providers.mkdocs import vectors as vectors_module
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.loading import code_digest
+from shared.providers.mkdocs.pieces import Pieces, pieces_dumps, pieces_loads
 from shared.providers.mkdocs.vectors import PROGRESS_ENTRIES, ScanRows, SiteVectors
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,26 @@ async def read_scan(
     return found
 
 
+async def read_pieces(
+    store: CopyStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None
+) -> Pieces | None:
+    """The stored word pieces of this model for exactly this index copy's entries (the rerank's: `pieces.py`), or
+    None: none stored, another copy's, unreadable. Read after the scan rows are attached, never before a search."""
+    if digest is None:
+        return None
+    try:
+        stored = await store.read(pieces_name(site, model.model_id))
+    except StoreError as exc:
+        log.info("site %s: stored word pieces unreadable (%s)", site, exc)
+        return None
+    if stored is None or stored.built_from != embedded_from(digest):
+        return None
+    found = await asyncio.to_thread(pieces_loads, stored.payload, model.model_id)
+    if found is None or found[1] != embedded_from(digest) or len(found[0]) != len(index.entries):
+        return None
+    return found[0]
+
+
 async def scan_stored(store: CopyStore, model: EmbeddingModel, site: str, digest: str) -> bool:
     """Whether scan rows for this index copy are stored, from their properties alone (no download). They are written
     only once their vectors are, so the warm-up takes them as the sign that a site's embeddings are current."""
@@ -132,15 +153,33 @@ async def store_scan(
     vectors, only slower."""
     name = scan_name(site, model.model_id)
     try:
+        written = False
         existing = await store.stat(name)
-        if existing is not None and existing.built_from == scan.source and not unreadable:
-            return False
-        payload = await asyncio.to_thread(scan.dumps, model.model_id)
-        entry = StoredCopy.derived(payload, datetime.now(UTC), built_from=scan.source, entries=len(scan))
-        return await store.write(name, entry, expected_version=existing.version if existing else None) is not None
+        if existing is None or existing.built_from != scan.source or unreadable:
+            payload = await asyncio.to_thread(scan.dumps, model.model_id)
+            entry = StoredCopy.derived(payload, datetime.now(UTC), built_from=scan.source, entries=len(scan))
+            written = (
+                await store.write(name, entry, expected_version=existing.version if existing else None) is not None
+            )
+        if scan.pieces is not None:
+            await _store_pieces(store, model, site, scan.pieces, scan.source, unreadable=unreadable)
+        return written
     except StoreError as exc:
         log.info("site %s: could not store the scan rows (%s)", site, exc)
         return False
+
+
+async def _store_pieces(
+    store: CopyStore, model: EmbeddingModel, site: str, pieces: Pieces, source: str, *, unreadable: bool
+) -> None:
+    """Store the entries' word pieces beside the scan rows, unless those stored are for the same copy and code."""
+    name = pieces_name(site, model.model_id)
+    existing = await store.stat(name)
+    if existing is not None and existing.built_from == source and not unreadable:
+        return
+    payload = await asyncio.to_thread(pieces_dumps, pieces, model.model_id, source)
+    entry = StoredCopy.derived(payload, datetime.now(UTC), built_from=source, entries=len(pieces))
+    await store.write(name, entry, expected_version=existing.version if existing else None)
 
 
 async def repair_scan(

@@ -26,18 +26,18 @@ and stored (a change re-embeds or re-stores every site), not how a page ranks.
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.code import CodeBlock
+from shared.providers.mkdocs.framing import counts_of, framed, unframed
 from shared.providers.mkdocs.index import IndexEntry, page_groups
 from shared.providers.mkdocs.parameters import DEFAULT
-from shared.providers.mkdocs.pieces import PIECES, Pieces
+from shared.providers.mkdocs.pieces import PIECES, Pieces, parts, pieces_at
 from shared.providers.mkdocs.quantized import Quantized, quantize
 
 if TYPE_CHECKING:
@@ -237,8 +237,8 @@ class SiteVectors:
             "pieces": PIECES if self.pieces is not None else 0,
         }
         keys = "".join(self.keys).encode("ascii")
-        return _framed(
-            _MAGIC, header, keys, rounded.astype("<f2").tobytes(), hubness.astype("<f4").tobytes(), *_parts(self.pieces)
+        return framed(
+            _MAGIC, header, keys, rounded.astype("<f2").tobytes(), hubness.astype("<f4").tobytes(), *parts(self.pieces)
         )
 
     @classmethod
@@ -248,11 +248,11 @@ class SiteVectors:
         import numpy as np
 
         try:
-            framed = _unframed(payload, _MAGIC, FORMAT, model_id)
+            framed = unframed(payload, _MAGIC, FORMAT, model_id)
             if framed is None:
                 return None
             header, body, start = framed
-            counts, source = _counts(header, "rows", "dimensions", "hubness", "pieces"), header.get("source")
+            counts, source = counts_of(header, "rows", "dimensions", "hubness", "pieces"), header.get("source")
             if counts is None:
                 return None
             rows, dimensions, hubs, kept = counts
@@ -261,10 +261,10 @@ class SiteVectors:
             keys_end = start + rows * _KEY_CHARS
             matrix_end = keys_end + rows * dimensions * 2
             hubness_end = matrix_end + hubs * 4
-            pieces = _pieces(body, hubness_end, rows, dimensions, kept)
+            pieces = pieces_at(body, hubness_end, rows, dimensions, kept)
             if pieces is None:
                 return None
-            text = body[start:keys_end].decode("ascii")
+            text = bytes(body[start:keys_end]).decode("ascii")
             keys = tuple(text[n : n + _KEY_CHARS] for n in range(0, len(text), _KEY_CHARS))
             matrix = np.frombuffer(body, dtype="<f2", count=rows * dimensions, offset=keys_end).astype(np.float32)
             hubness = np.frombuffer(body, dtype="<f4", count=hubs, offset=matrix_end).astype(np.float32)
@@ -288,16 +288,16 @@ class ScanRows:
     source: str
     """What the vectors were computed from (`SiteVectors.source`): these rows apply to that index copy only."""
     pieces: Pieces | None = None
-    """Each entry's word-piece signs (`pieces.py`), when the vectors have them."""
+    """Each entry's word-piece signs (`pieces.py`), when the vectors have them: held here, stored in a blob of their
+    own (`pieces_dumps`), which a cold instance reads after the rows, not before its first search."""
 
     def __len__(self) -> int:
         return int(self.quantized.columns.shape[1])
 
     def dumps(self, model_id: str) -> bytes:
         """The stored form: `_SCAN_MAGIC`, the header's length (uint32, little-endian), the header (JSON: format,
-        model, dimensions, rows, entries, source, pieces), the int8 columns (dimensions x rows), each row's largest
-        magnitude (float32, little-endian), each entry's hubness (float32), each entry's word-piece signs and their
-        count (`pieces` an entry, none when 0), then the SHA-256 of all that."""
+        model, dimensions, rows, entries, source), the int8 columns (dimensions x rows), each row's largest magnitude
+        (float32, little-endian), each entry's hubness (float32), then the SHA-256 of all that."""
         import numpy as np
 
         columns, largest = self.quantized
@@ -308,15 +308,13 @@ class ScanRows:
             "rows": int(columns.shape[1]),
             "entries": len(self.hubness),
             "source": self.source,
-            "pieces": PIECES if self.pieces is not None else 0,
         }
-        return _framed(
+        return framed(
             _SCAN_MAGIC,
             header,
             columns.astype(np.int8).tobytes(),
             largest.astype("<f4").tobytes(),
             self.hubness.astype("<f4").tobytes(),
-            *_parts(self.pieces),
         )
 
     @classmethod
@@ -327,20 +325,19 @@ class ScanRows:
         import numpy as np
 
         try:
-            framed = _unframed(payload, _SCAN_MAGIC, SCAN_FORMAT, model_id)
+            framed = unframed(payload, _SCAN_MAGIC, SCAN_FORMAT, model_id)
             if framed is None:
                 return None
             header, body, start = framed
-            counts, source = _counts(header, "rows", "dimensions", "entries", "pieces"), header.get("source")
+            counts, source = counts_of(header, "rows", "dimensions", "entries"), header.get("source")
             if counts is None:
                 return None
-            rows, dimensions, entries, kept = counts
+            rows, dimensions, entries = counts
             if dimensions < 1 or not 0 < entries <= rows or not isinstance(source, str):
                 return None
             columns_end = start + rows * dimensions
             largest_end = columns_end + rows * 4
-            pieces = _pieces(body, largest_end + entries * 4, entries, dimensions, kept)
-            if pieces is None:
+            if len(body) != largest_end + entries * 4:
                 return None
             columns = np.frombuffer(body, dtype=np.int8, count=rows * dimensions, offset=start)
             largest = np.frombuffer(body, dtype="<f4", count=rows, offset=columns_end).astype(np.float32)
@@ -349,69 +346,12 @@ class ScanRows:
             return None
         if not (np.isfinite(largest).all() and (largest >= 0).all() and np.isfinite(hubness).all()):
             return None
-        return cls(Quantized(columns.reshape(dimensions, rows), largest), hubness, source, pieces if kept else None)
+        return cls(Quantized(columns.reshape(dimensions, rows), largest), hubness, source)
 
 
-def _framed(magic: bytes, header: dict[str, object], *parts: bytes) -> bytes:
-    """A stored layout: `magic`, the header's length (uint32, little-endian), the header (compact JSON), the parts,
-    then the SHA-256 of all that."""
-    head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    body = b"".join((magic, struct.pack("<I", len(head)), head, *parts))
-    return body + hashlib.sha256(body).digest()
-
-
-def _unframed(payload: bytes, magic: bytes, version: int, model_id: str) -> tuple[Any, bytes, int] | None:
-    """`_framed`'s header, the checked body and where its parts start; None when the checksum fails, or the payload
-    is of another layout, layout version or model. Raises ValueError, struct.error and the like on a header that does
-    not parse (the callers refuse those with everything else that does not add up)."""
-    body, checksum = payload[:-32], payload[-32:]
-    if not body.startswith(magic) or hashlib.sha256(body).digest() != checksum:
-        return None
-    (size,) = struct.unpack_from("<I", body, len(magic))
-    start = len(magic) + 4 + size
-    header = json.loads(body[len(magic) + 4 : start])
-    if header.get("format") != version or header.get("model") != model_id:
-        return None
-    return header, body, start
-
-
-def _counts(header: Any, *names: str) -> tuple[int, ...] | None:
-    """These header fields as integers, or None when any is missing or not one (a JSON `true` included)."""
-    values = tuple(header.get(name) for name in names)
-    if not all(isinstance(value, int) and not isinstance(value, bool) for value in values):
-        return None
-    return values
-
-
-SCAN_FORMAT = 2
+SCAN_FORMAT = 1
 """Version of the stored scan rows' layout (`ScanRows.dumps`); another one is never read (the vectors are)."""
-
-
-def _parts(pieces: Pieces | None) -> tuple[bytes, ...]:
-    """Word-piece signs as a stored layout ends: the signs, then each row's count; nothing without them."""
-    return (pieces.signs.tobytes(), pieces.counts.tobytes()) if pieces is not None else ()
-
-
-def _pieces(body: bytes, start: int, rows: int, dimensions: int, kept: int) -> Pieces | None:
-    """The signs `_parts` stored from `start` to the end of `body` (empty when `kept` is 0), or None when the parts
-    do not add up to the body's end, or name another number of word pieces a row than `PIECES`, or a count above it."""
-    import numpy as np
-
-    if kept not in (0, PIECES) or dimensions % 8:
-        return None
-    width = kept * (dimensions // 8)
-    if len(body) != start + rows * width + (rows if kept else 0):
-        return None
-    if not kept:
-        return Pieces.empty(0, dimensions)
-    # Copied: a view would keep the whole payload (the scan's int8 columns among it) for as long as the signs are held.
-    signs = np.frombuffer(body, dtype=np.uint8, count=rows * width, offset=start).reshape(rows, kept, dimensions // 8)
-    counts = np.frombuffer(body, dtype=np.uint8, count=rows, offset=start + rows * width)
-    return Pieces(signs.copy(), counts.copy()) if bool((counts <= kept).all()) else None
-
-
 _SCAN_MAGIC = b"docs-scan-rows\n"
-
 
 _MAGIC = b"docs-vectors\n"
 _KEY_CHARS = 16

@@ -26,7 +26,16 @@ from asgi_lifespan import LifespanManager
 from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
-from shared.cache import CopyStore, MemoryStore, StoredCopy, index_name, ranking_name, scan_name, vectors_name
+from shared.cache import (
+    CopyStore,
+    MemoryStore,
+    StoredCopy,
+    index_name,
+    pieces_name,
+    ranking_name,
+    scan_name,
+    vectors_name,
+)
 from shared.compose import Composition, compose
 from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.errors import EmbeddingStopped
@@ -50,7 +59,7 @@ from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts, entry_t
 from shared.providers.mkdocs.warm import warm_all
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
-from tests.support.encoders import WordEncoder, model_of
+from tests.support.encoders import PieceWords, WordEncoder, model_of
 from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
 from tests.support.stores import CountingStore
 from tools.azurite import Azurite
@@ -497,6 +506,32 @@ async def test_an_instance_that_reads_the_vectors_for_want_of_rows_stores_the_ro
     assert ("read", VECTORS) not in store.names and encoder.texts == 0
     assert before.ranker.semantic is not None and again.ranker.semantic is not None
     np.testing.assert_array_equal(again.ranker.semantic.correction, served.ranker.semantic.correction)
+
+
+async def test_a_cold_instance_reads_the_word_pieces_after_the_rows_it_searches_with(
+    settings: DocumentationSettings,
+) -> None:
+    """The instance that computes the vectors holds the rerank's word pieces at once and stores them beside the scan
+    rows; the next one attaches the rows (searches rank by meaning from then on) and reads the pieces after them."""
+    store = CountingStore(MemoryStore())
+    model_id = PieceWords.model_id
+    async with registry_over(settings, store, model_of(PieceWords())) as first:
+        computed = await load_embedded(first)
+    assert computed.ranker is not None and computed.ranker.semantic is not None
+    held = computed.ranker.semantic.pieces.value
+    assert held is not None and len(held) == len(computed.index.entries)
+    assert await store.inner.stat(pieces_name(SITE, model_id)) is not None
+
+    store.names.clear()
+    async with registry_over(settings, store, model_of(PieceWords())) as second:
+        served = await load_embedded(second)
+    assert served.ranker is not None and served.ranker.semantic is not None
+    read = served.ranker.semantic.pieces.value
+    assert read is not None
+    np.testing.assert_array_equal(read.signs, held.signs)
+    reads = [name for operation, name in store.names if operation == "read"]
+    assert reads.index(scan_name(SITE, model_id)) < reads.index(pieces_name(SITE, model_id))
+    assert vectors_name(SITE, model_id) not in reads  # the vectors themselves are not read
 
 
 async def test_scan_rows_of_another_copy_are_left_to_the_warm_up(published_index: SiteIndex) -> None:

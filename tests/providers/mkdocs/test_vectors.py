@@ -21,7 +21,7 @@ from shared.embedding import MINILM_ID, MiniLM
 from shared.providers.mkdocs.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.pieces import PIECES
+from shared.providers.mkdocs.pieces import PIECES, pieces_dumps, pieces_loads
 from shared.providers.mkdocs.quantized import split_query
 from shared.providers.mkdocs.ranking import Ranker
 from shared.providers.mkdocs.text import analyze_query, identifier_share
@@ -99,9 +99,40 @@ def test_vectors_round_trip_through_their_stored_form(vectors: SiteVectors) -> N
     assert vectors.pieces is not None and loaded.pieces is not None  # MiniLM gives its word pieces' signs
     np.testing.assert_array_equal(loaded.pieces.signs, vectors.pieces.signs)
     np.testing.assert_array_equal(loaded.pieces.counts, vectors.pieces.counts)
-    scan = ScanRows.loads(vectors.scan_rows(2, "abc/def").dumps(MODEL), MODEL)
-    assert scan is not None and scan.pieces is not None and len(scan.pieces) == 2  # the entries' only
-    np.testing.assert_array_equal(scan.pieces.signs, vectors.pieces.signs[:2])
+    held = vectors.scan_rows(2, "abc/def")
+    assert held.pieces is not None and len(held.pieces) == 2  # the entries' only, held beside the rows
+    np.testing.assert_array_equal(held.pieces.signs, vectors.pieces.signs[:2])
+    scan = ScanRows.loads(held.dumps(MODEL), MODEL)
+    assert scan is not None and scan.pieces is None  # stored in their own blob, read after the rows
+    stored = pieces_loads(pieces_dumps(held.pieces, MODEL, "abc/def"), MODEL)
+    assert stored is not None and stored[1] == "abc/def"
+    np.testing.assert_array_equal(stored[0].signs, held.pieces.signs)
+    np.testing.assert_array_equal(stored[0].counts, held.pieces.counts)
+
+
+@pytest.mark.parametrize(
+    ("edit", "cut"),
+    [
+        ({"model": "all-mpnet-base-v2"}, 0),
+        ({"format": 2}, 0),
+        ({"rows": 3}, 0),
+        ({"pieces": PIECES // 2}, 0),
+        ({"source": None}, 0),
+        ({}, 1),
+    ],
+    ids=["another model", "another format", "more rows", "other word pieces", "no source", "short"],
+)
+def test_word_pieces_in_another_layout_or_that_do_not_add_up_are_refused(
+    vectors: SiteVectors, edit: dict[str, Any], cut: int
+) -> None:
+    held = vectors.scan_rows(2, "abc/def").pieces
+    assert held is not None
+    header, rest = _parts(pieces_dumps(held, MODEL, "abc/def"), PIECES_MAGIC)
+    assert pieces_loads(_stored(header, rest, PIECES_MAGIC), MODEL) is not None
+    assert pieces_loads(_stored(header | edit, rest[: len(rest) - cut], PIECES_MAGIC), MODEL) is None
+    counted = bytearray(rest)
+    counted[-1] = PIECES + 1  # a count above the word pieces a row keeps
+    assert pieces_loads(_stored(header, bytes(counted), PIECES_MAGIC), MODEL) is None
 
 
 def test_vectors_without_word_pieces_round_trip_without_them() -> None:
@@ -198,6 +229,7 @@ def test_scan_rows_attach_exactly_as_the_stored_vectors_do(encoder: MiniLM) -> N
 
 
 SCAN_MAGIC = b"docs-scan-rows\n"
+PIECES_MAGIC = b"docs-word-pieces\n"
 
 
 @pytest.mark.parametrize(
@@ -209,21 +241,9 @@ SCAN_MAGIC = b"docs-scan-rows\n"
         ({"entries": 0}, 0),
         ({"entries": True}, 0),
         ({"source": None}, 0),
-        ({"pieces": PIECES // 2}, 0),
-        ({"pieces": 0}, 0),
         ({}, 4),
     ],
-    ids=[
-        "another model",
-        "another format",
-        "more rows",
-        "no entries",
-        "entries not a number",
-        "no source",
-        "other word pieces",
-        "word pieces not counted",
-        "short",
-    ],
+    ids=["another model", "another format", "more rows", "no entries", "entries not a number", "no source", "short"],
 )
 def test_scan_rows_in_another_layout_or_that_do_not_add_up_are_refused(
     vectors: SiteVectors, edit: dict[str, Any], cut: int
