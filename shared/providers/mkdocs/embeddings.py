@@ -83,6 +83,9 @@ class EmbeddingJobs:
         self._failures: dict[str, int] = {}
         """Consecutive failed embeddings per site: each doubles the wait, up to `MAX_RETRY_SECONDS`, so a failure
         that repeats does not re-embed a whole site every half minute."""
+        self._pieces_reads = asyncio.Semaphore(1)
+        """One site's word pieces read at a time: a cold instance loading every site reads them after its scan rows,
+        and all at once they held up the sites still loading (the first search at 8x: 1.1 s against 0.8)."""
 
     def start(self, site: str, loaded: LoadedSite, *, replacing: bool = False) -> asyncio.Task[Embedded | None]:
         """Embed `loaded` in the background; a job for an older index stops. The job ends with its outcome (None
@@ -179,7 +182,10 @@ class EmbeddingJobs:
             semantic = loaded.ranker.semantic
             if scan is not None and semantic is not None:  # rows alone: the rerank's word pieces follow them
                 job.looked_up.set()  # searches rank by meaning now, and are reranked once the pieces are in
-                semantic.pieces.value = await read_pieces(self._store, model, site, loaded.index, digest=loaded.digest)
+                async with self._pieces_reads:
+                    semantic.pieces.value = await read_pieces(
+                        self._store, model, site, loaded.index, digest=loaded.digest
+                    )
             if scan is None and stored.current is not None and loaded.digest is not None:
                 await repair_scan(self._store, model, site, loaded.index, stored.current, loaded.digest)
         except asyncio.CancelledError:
