@@ -17,10 +17,12 @@ import asyncio
 import logging
 import random
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shared.cache import CopyStore
 from shared.embedding import EmbeddingModel
+from shared.encoders import PieceEncoder
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
 from shared.providers.mkdocs.health import Semantic
 from shared.providers.mkdocs.loading import LoadedSite
@@ -40,6 +42,10 @@ MAX_RETRY_SECONDS = 3600.0
 """The longest wait between two tries at embedding a site whose embedding keeps failing."""
 STORED_VECTORS_WAIT = 1.0
 """Seconds a search waits for a just-loaded site's stored vectors to be looked up and attached (one download)."""
+PIECES_WAIT = 10.0
+"""Seconds at most a site's word pieces wait for every configured site's first lookup before they are read: a cold
+instance loads its sites first, and pieces read beside those loads held them up (a site that never loads here does
+not hold the others' pieces past this)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +78,21 @@ class _Job:
 class EmbeddingJobs:
     """The background embedding of each site's served index, or of the index waiting to replace it."""
 
-    def __init__(self, store: CopyStore, model: EmbeddingModel, *, retry_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        store: CopyStore,
+        model: EmbeddingModel,
+        *,
+        retry_seconds: float = 30.0,
+        sites: Sequence[str] = (),
+        pieces_wait: float = PIECES_WAIT,
+    ) -> None:
         self.model = model
+        self._sites = tuple(sites)
+        """The configured sites, whose first lookups a cold instance's word pieces wait for (`pieces_wait`)."""
+        self._pieces_wait = pieces_wait
+        self._started = asyncio.Event()
+        """Set when a job starts: a wait for every site's job wakes to look again."""
         self._store = store
         self._retry_seconds = retry_seconds
         """A failed embedding is tried again after this long (with jitter), not left lexical until a new index."""
@@ -85,7 +104,7 @@ class EmbeddingJobs:
         that repeats does not re-embed a whole site every half minute."""
         self._pieces_reads = asyncio.Semaphore(1)
         """One site's word pieces read at a time, once every site has looked its vectors up: read beside the sites
-        still loading, they held those up (the first search at 8x: 1.0 to 1.2 s against 0.8)."""
+        still loading, they held those up (the first search at 8x: 0.9 to 1.5 s against 0.8)."""
 
     def start(self, site: str, loaded: LoadedSite, *, replacing: bool = False) -> asyncio.Task[Embedded | None]:
         """Embed `loaded` in the background; a job for an older index stops. The job ends with its outcome (None
@@ -97,6 +116,7 @@ class EmbeddingJobs:
             pending_retry.cancel()
         self._states[site] = (Semantic.PENDING, "")
         job = _Job(loaded, replacing)
+        self._started.set()
         job.task = asyncio.get_running_loop().create_task(self._run(site, job))
         self._jobs[site] = job
         return job.task
@@ -130,12 +150,22 @@ class EmbeddingJobs:
                 waiter.cancel()
 
     async def _looked_up_everywhere(self) -> None:
-        """Until every job begun has looked its stored vectors up (attached them, or begun computing): a cold
-        instance's word pieces are read after what its sites' first searches wait for, not beside it."""
-        while pending := [job.looked_up for job in self._jobs.values() if not job.looked_up.is_set()]:
+        """Until every configured site has a job and every job has looked its stored vectors up (attached them, or
+        begun computing), or `pieces_wait` has passed: a cold instance's word pieces are read after what its sites'
+        first searches wait for, not beside it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._pieces_wait
+        while (remaining := deadline - loop.time()) > 0:
+            pending = [job.looked_up for job in self._jobs.values() if not job.looked_up.is_set()]
+            absent = any(site not in self._jobs for site in self._sites)
+            if not pending and not absent:
+                return
+            self._started.clear()
             waiters = [asyncio.ensure_future(event.wait()) for event in pending]
+            if absent:
+                waiters.append(asyncio.ensure_future(self._started.wait()))
             try:
-                await asyncio.wait(waiters)
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for waiter in waiters:
                     waiter.cancel()
@@ -191,7 +221,8 @@ class EmbeddingJobs:
             assert loaded.ranker is not None  # jobs start only for indexes with their search structures
             await asyncio.to_thread(loaded.ranker.attach, vectors)  # compares every entry with every other
             semantic = loaded.ranker.semantic
-            if scan is not None and semantic is not None:  # rows alone: the rerank's word pieces follow them
+            pieced = isinstance(await model.ready(), PieceEncoder)  # an encoder that gives them stored them too
+            if scan is not None and semantic is not None and pieced:  # rows alone: the rerank's word pieces follow
                 job.looked_up.set()  # searches rank by meaning now, and are reranked once the pieces are in
                 await self._looked_up_everywhere()
                 async with self._pieces_reads:

@@ -68,7 +68,7 @@ class SiteRegistry:
         """A provider ahead of MkDocs answers searches: build search structures only when a search falls through."""
         self._store = store
         self._jobs = (
-            EmbeddingJobs(store, embedding, retry_seconds=settings.site_retry_seconds)
+            EmbeddingJobs(store, embedding, retry_seconds=settings.site_retry_seconds, sites=settings.sites)
             if embedding is not None
             else None
         )

@@ -509,10 +509,13 @@ async def test_an_instance_that_reads_the_vectors_for_want_of_rows_stores_the_ro
 
 
 async def test_a_cold_instance_reads_the_word_pieces_after_the_rows_it_searches_with(
-    settings: DocumentationSettings,
+    static_origin: StaticOrigin,
 ) -> None:
     """The instance that computes the vectors holds the rerank's word pieces at once and stores them beside the scan
-    rows; the next one attaches the rows (searches rank by meaning from then on) and reads the pieces after them."""
+    rows; the next one attaches the rows (searches rank by meaning from then on) and reads the pieces once every
+    configured site has looked its vectors up (here every one loads; one that never does holds them `PIECES_WAIT`)."""
+    published = ",".join(PUBLISHED_SITES)
+    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Sites=published)
     store = CountingStore(MemoryStore())
     model_id = PieceWords.model_id
     async with registry_over(settings, store, model_of(PieceWords())) as first:
@@ -524,6 +527,7 @@ async def test_a_cold_instance_reads_the_word_pieces_after_the_rows_it_searches_
 
     store.names.clear()
     async with registry_over(settings, store, model_of(PieceWords())) as second:
+        await asyncio.gather(*(second.get(site) for site in settings.sites))  # every site loads, as for a search
         served = await load_embedded(second)
     assert served.ranker is not None and served.ranker.semantic is not None
     read = served.ranker.semantic.pieces.value
