@@ -100,14 +100,8 @@ async def read_scan(
     """The stored scan rows of this model for exactly this index copy (whose SHA-256 is `digest`: rows record the
     copy they were computed from, and only its own apply), or None: none stored, another copy's, unreadable. What a
     serving instance attaches; the vectors themselves are read only when there are none."""
-    if digest is None:
-        return None
-    try:
-        stored = await store.read(scan_name(site, model.model_id))
-    except StoreError as exc:
-        log.info("site %s: stored scan rows unreadable (%s)", site, exc)
-        return None
-    if stored is None or stored.built_from != embedded_from(digest):
+    stored = await _read_derived(store, scan_name(site, model.model_id), digest, site, "scan rows")
+    if stored is None:
         return None
     found = await asyncio.to_thread(ScanRows.loads, stored.payload, model.model_id)
     if found is None or found.source != embedded_from(digest):
@@ -122,19 +116,28 @@ async def read_pieces(
 ) -> Pieces | None:
     """The stored word pieces of this model for exactly this index copy's entries (the rerank's: `pieces.py`), or
     None: none stored, another copy's, unreadable. Read after the scan rows are attached, never before a search."""
-    if digest is None:
-        return None
-    try:
-        stored = await store.read(pieces_name(site, model.model_id))
-    except StoreError as exc:
-        log.info("site %s: stored word pieces unreadable (%s)", site, exc)
-        return None
-    if stored is None or stored.built_from != embedded_from(digest):
+    stored = await _read_derived(store, pieces_name(site, model.model_id), digest, site, "word pieces")
+    if stored is None:
         return None
     found = await asyncio.to_thread(pieces_loads, stored.payload, model.model_id)
     if found is None or found[1] != embedded_from(digest) or len(found[0]) != len(index.entries):
         return None
     return found[0]
+
+
+async def _read_derived(store: CopyStore, name: str, digest: str | None, site: str, what: str) -> StoredCopy | None:
+    """The stored copy `name` when its properties say it was computed from the index copy whose SHA-256 is `digest`
+    by this code; None when there is none, it is another copy's, or the store does not answer."""
+    if digest is None:
+        return None
+    try:
+        stored = await store.read(name)
+    except StoreError as exc:
+        log.info("site %s: stored %s unreadable (%s)", site, what, exc)
+        return None
+    if stored is None or stored.built_from != embedded_from(digest):
+        return None
+    return stored
 
 
 async def scan_stored(store: CopyStore, model: EmbeddingModel, site: str, digest: str) -> bool:
@@ -151,35 +154,37 @@ async def store_scan(
     or, when those were found `unreadable`, replaced all the same); True when written. Whoever writes last wins:
     rows of another copy are never attached (`read_scan`). Never raises: without them, instances read the
     vectors, only slower."""
-    name = scan_name(site, model.model_id)
     try:
-        written = False
-        existing = await store.stat(name)
-        if existing is None or existing.built_from != scan.source or unreadable:
-            payload = await asyncio.to_thread(scan.dumps, model.model_id)
-            entry = StoredCopy.derived(payload, datetime.now(UTC), built_from=scan.source, entries=len(scan))
-            written = (
-                await store.write(name, entry, expected_version=existing.version if existing else None) is not None
-            )
+        written = await _store_derived(
+            store,
+            scan_name(site, model.model_id),
+            scan.source,
+            len(scan),
+            partial(scan.dumps, model.model_id),
+            unreadable,
+        )
         if scan.pieces is not None:
-            await _store_pieces(store, model, site, scan.pieces, scan.source, unreadable=unreadable)
+            dumps = partial(pieces_dumps, scan.pieces, model.model_id, scan.source)
+            name = pieces_name(site, model.model_id)
+            await _store_derived(store, name, scan.source, len(scan.pieces), dumps, unreadable)
         return written
     except StoreError as exc:
         log.info("site %s: could not store the scan rows (%s)", site, exc)
         return False
 
 
-async def _store_pieces(
-    store: CopyStore, model: EmbeddingModel, site: str, pieces: Pieces, source: str, *, unreadable: bool
-) -> None:
-    """Store the entries' word pieces beside the scan rows, unless those stored are for the same copy and code."""
-    name = pieces_name(site, model.model_id)
+async def _store_derived(
+    store: CopyStore, name: str, source: str, entries: int, dumps: Callable[[], bytes], unreadable: bool
+) -> bool:
+    """Store what `dumps` makes as `name`, computed from `source`, unless the copy stored there records that very
+    source (decided from properties; replaced all the same when it was found `unreadable`); True when written.
+    Raises StoreError."""
     existing = await store.stat(name)
     if existing is not None and existing.built_from == source and not unreadable:
-        return
-    payload = await asyncio.to_thread(pieces_dumps, pieces, model.model_id, source)
-    entry = StoredCopy.derived(payload, datetime.now(UTC), built_from=source, entries=len(pieces))
-    await store.write(name, entry, expected_version=existing.version if existing else None)
+        return False
+    payload = await asyncio.to_thread(dumps)
+    entry = StoredCopy.derived(payload, datetime.now(UTC), built_from=source, entries=entries)
+    return await store.write(name, entry, expected_version=existing.version if existing else None) is not None
 
 
 async def repair_scan(
