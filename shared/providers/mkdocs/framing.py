@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from typing import Any
+from typing import NamedTuple
 
 
 def framed(magic: bytes, header: dict[str, object], *parts: bytes) -> bytes:
@@ -17,10 +17,20 @@ def framed(magic: bytes, header: dict[str, object], *parts: bytes) -> bytes:
     return body + hashlib.sha256(body).digest()
 
 
-def unframed(payload: bytes, magic: bytes, version: int, model_id: str) -> tuple[Any, memoryview, int] | None:
-    """`framed`'s header, the checked body and where its parts start; None when the checksum fails, or the payload
-    is of another layout, layout version or model. Raises ValueError, struct.error and the like on a header that does
-    not parse (the callers refuse those with everything else that does not add up)."""
+class Frame(NamedTuple):
+    """What `unframed` found: the header's named counts, its `source`, the checked body and where its parts start."""
+
+    counts: tuple[int, ...]
+    source: object
+    body: memoryview
+    start: int
+
+
+def unframed(payload: bytes, magic: bytes, version: int, model_id: str, *counts: str) -> Frame | None:
+    """`framed`'s header fields `counts` (integers), its `source` (checked by the caller), the checked body and where
+    its parts start; None when the checksum fails, the payload is of another layout, layout version or model, or a
+    count is missing or not an integer (a JSON `true` included). Raises ValueError, struct.error and the like on a
+    header that does not parse (the callers refuse those with everything else that does not add up)."""
     body, checksum = memoryview(payload)[:-32], payload[-32:]  # a view: the body is not copied
     if body[: len(magic)] != magic or hashlib.sha256(body).digest() != checksum:
         return None
@@ -29,12 +39,7 @@ def unframed(payload: bytes, magic: bytes, version: int, model_id: str) -> tuple
     header = json.loads(bytes(body[len(magic) + 4 : start]))
     if header.get("format") != version or header.get("model") != model_id:
         return None
-    return header, body, start
-
-
-def counts_of(header: Any, *names: str) -> tuple[int, ...] | None:
-    """These header fields as integers, or None when any is missing or not one (a JSON `true` included)."""
-    values = tuple(header.get(name) for name in names)
+    values = tuple(header.get(name) for name in counts)
     if not all(isinstance(value, int) and not isinstance(value, bool) for value in values):
         return None
-    return values
+    return Frame(values, header.get("source"), body, start)

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shared.providers.mkdocs.framing import counts_of, framed, unframed
+from shared.providers.mkdocs.framing import framed, unframed
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,12 +64,6 @@ class Pieces:
 
         return cls(np.zeros((rows, PIECES, dimensions // 8), np.uint8), np.zeros(rows, np.uint8))
 
-    @classmethod
-    def concatenated(cls, parts: list[Pieces]) -> Pieces:
-        import numpy as np
-
-        return cls(np.concatenate([part.signs for part in parts]), np.concatenate([part.counts for part in parts]))
-
 
 class Held:
     """A site's entries' word pieces once they are in: with vectors computed or read whole, at once; with stored scan
@@ -106,14 +100,12 @@ def pieces_loads(payload: bytes, model_id: str) -> tuple[Pieces, str] | None:
     """Stored word pieces of this model in this layout and what they were computed from, or None when unusable (a
     failed checksum, another layout or model, parts that do not add up, a count above `PIECES`)."""
     try:
-        opened = unframed(payload, _PIECES_MAGIC, PIECES_FORMAT, model_id)
-        if opened is None:
+        frame = unframed(payload, _PIECES_MAGIC, PIECES_FORMAT, model_id, "rows", "dimensions", "pieces")
+        if frame is None:
             return None
-        header, body, start = opened
-        counts, source = counts_of(header, "rows", "dimensions", "pieces"), header.get("source")
-        if counts is None or not isinstance(source, str):
+        (rows, dimensions, kept), source, body, start = frame
+        if not isinstance(source, str):
             return None
-        rows, dimensions, kept = counts
         if dimensions < 8 or rows < 0 or kept != PIECES:
             return None
         pieces = pieces_at(body, start, rows, dimensions, kept)

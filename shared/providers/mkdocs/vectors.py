@@ -34,7 +34,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from shared.providers.mkdocs.code import CodeBlock
-from shared.providers.mkdocs.framing import counts_of, framed, unframed
+from shared.providers.mkdocs.framing import framed, unframed
 from shared.providers.mkdocs.index import IndexEntry, page_groups
 from shared.providers.mkdocs.parameters import DEFAULT
 from shared.providers.mkdocs.pieces import PIECES, Pieces, parts, pieces_at
@@ -248,14 +248,10 @@ class SiteVectors:
         import numpy as np
 
         try:
-            framed = unframed(payload, _MAGIC, FORMAT, model_id)
-            if framed is None:
+            frame = unframed(payload, _MAGIC, FORMAT, model_id, "rows", "dimensions", "hubness", "pieces")
+            if frame is None:
                 return None
-            header, body, start = framed
-            counts, source = counts_of(header, "rows", "dimensions", "hubness", "pieces"), header.get("source")
-            if counts is None:
-                return None
-            rows, dimensions, hubs, kept = counts
+            (rows, dimensions, hubs, kept), source, body, start = frame
             if dimensions < 1 or rows < 0 or not 0 <= hubs <= rows or not isinstance(source, str | None):
                 return None
             keys_end = start + rows * _KEY_CHARS
@@ -325,14 +321,10 @@ class ScanRows:
         import numpy as np
 
         try:
-            framed = unframed(payload, _SCAN_MAGIC, SCAN_FORMAT, model_id)
-            if framed is None:
+            frame = unframed(payload, _SCAN_MAGIC, SCAN_FORMAT, model_id, "rows", "dimensions", "entries")
+            if frame is None:
                 return None
-            header, body, start = framed
-            counts, source = counts_of(header, "rows", "dimensions", "entries"), header.get("source")
-            if counts is None:
-                return None
-            rows, dimensions, entries = counts
+            (rows, dimensions, entries), source, body, start = frame
             if dimensions < 1 or not 0 < entries <= rows or not isinstance(source, str):
                 return None
             columns_end = start + rows * dimensions
