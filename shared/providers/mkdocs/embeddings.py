@@ -140,14 +140,8 @@ class EmbeddingJobs:
             for site in sites
             if (job := self._jobs.get(site)) is not None and not job.replacing and not job.looked_up.is_set()
         ]
-        if not events:
-            return
-        waiters = [asyncio.ensure_future(event.wait()) for event in events]
-        try:
-            await asyncio.wait(waiters, timeout=seconds)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
+        if events:
+            await _set(events, seconds)
 
     async def _looked_up_everywhere(self) -> None:
         """Until every configured site has a job and every job has looked its stored vectors up (attached them, or
@@ -161,14 +155,7 @@ class EmbeddingJobs:
             if not pending and not absent:
                 return
             self._started.clear()
-            waiters = [asyncio.ensure_future(event.wait()) for event in pending]
-            if absent:
-                waiters.append(asyncio.ensure_future(self._started.wait()))
-            try:
-                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for waiter in waiters:
-                    waiter.cancel()
+            await _set([*pending, self._started] if absent else pending, remaining, asyncio.FIRST_COMPLETED)
 
     async def finished(self, site: str) -> None:
         """Wait until the site's job has ended, whatever its outcome (tests and tools use it)."""
@@ -259,3 +246,13 @@ class EmbeddingJobs:
         backoff = min(MAX_RETRY_SECONDS, self._retry_seconds * 2 ** (failures - 1))
         delay = backoff * random.uniform(1.0, 1.2)  # noqa: S311  jitter, not cryptography
         self._retries[site] = asyncio.get_running_loop().call_later(delay, self.start, site, loaded)
+
+
+async def _set(events: list[asyncio.Event], seconds: float, until: str = asyncio.ALL_COMPLETED) -> None:
+    """Wait, at most `seconds`, until these events are set (`until`: all of them, or the first)."""
+    waiters = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=until)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
