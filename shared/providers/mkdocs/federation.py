@@ -224,9 +224,9 @@ class Federation:
             held = pieces[site]
             assert held is not None
             matched.append(held.similarity(closest, asked))
-        best = kept[0][2]
+        best, closest_match = kept[0][2], max(matched)
         value = [
-            score / best + self.parameters.piece_weight * (similarity - max(matched))
+            score / best + self.parameters.piece_weight * (similarity - closest_match)
             for (_, _, score), similarity in zip(kept[:count], matched, strict=True)
         ]
         order = sorted(range(count), key=lambda number: -value[number])  # stable: ties keep the score's order
