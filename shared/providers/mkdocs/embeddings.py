@@ -211,6 +211,8 @@ class EmbeddingJobs:
             pieced = isinstance(await model.ready(), PieceEncoder)  # an encoder that gives them stored them too
             if scan is not None and semantic is not None and pieced:  # rows alone: the rerank's word pieces follow
                 job.looked_up.set()  # searches rank by meaning now, and are reranked once the pieces are in
+                if not job.replacing and self._jobs.get(site) is job:
+                    self._states[site] = (Semantic.READY, "")  # what health says: it ranks by meaning already
                 await self._looked_up_everywhere()
                 async with self._pieces_reads:
                     semantic.pieces.value = await read_pieces(

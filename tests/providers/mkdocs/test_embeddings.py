@@ -538,6 +538,44 @@ async def test_a_cold_instance_reads_the_word_pieces_after_the_rows_it_searches_
     assert vectors_name(SITE, model_id) not in reads  # the vectors themselves are not read
 
 
+class PiecesHeld(CountingStore):
+    """A real store whose reads of word pieces say they were `asked` and wait until `release` is set."""
+
+    def __init__(self, inner: CopyStore) -> None:
+        super().__init__(inner)
+        self.asked, self.release = asyncio.Event(), asyncio.Event()
+
+    async def read(self, name: str) -> StoredCopy | None:
+        if name.endswith(".pieces"):
+            self.asked.set()
+            await self.release.wait()
+        return await super().read(name)
+
+
+async def test_health_says_ready_once_the_rows_are_attached_while_the_word_pieces_are_still_read(
+    published_index: SiteIndex, settings: DocumentationSettings
+) -> None:
+    """A site ranks by meaning from the moment its scan rows are attached; health says so then, not once the rerank's
+    word pieces (read after them) are in."""
+    store = PiecesHeld(MemoryStore())
+    store.release.set()
+    async with registry_over(settings, store, model_of(PieceWords())) as first:
+        await load_embedded(first)
+    store.release.clear()
+    store.asked.clear()
+    async with registry_over(settings, store, model_of(PieceWords())) as second:
+        loaded = await second.get(SITE)
+        assert loaded is not None and loaded.ranker is not None
+        await asyncio.wait_for(store.asked.wait(), 60)  # the rows are attached before the pieces are asked for
+        assert loaded.ranker.semantic is not None and loaded.ranker.semantic.pieces.value is None
+        assert second.health()[SITE].semantic == "ready"
+        store.release.set()
+        served = await load_embedded(second)
+        assert served.ranker is not None and served.ranker.semantic is not None
+        assert served.ranker.semantic.pieces.value is not None
+        assert second.health()[SITE].semantic == "ready"
+
+
 async def test_scan_rows_of_another_copy_are_left_to_the_warm_up(published_index: SiteIndex) -> None:
     store, model, digest = MemoryStore(), model_of(WordEncoder()), "ab" * 32
     vectors = SiteVectors.compute(WordEncoder(), published_index.entries, code=published_index.code)
