@@ -109,6 +109,12 @@ class MkDocsProvider:
         kind: SearchKind = SearchKind.PAGE,
         language: str | None = None,
     ) -> Found:
+        with self._registry.searching():  # reads that can wait (the rerank's word pieces) wait for it
+            return await self._search(query, limit=limit, site=site, version=version, kind=kind, language=language)
+
+    async def _search(
+        self, query: str, *, limit: int, site: str | None, version: str | None, kind: SearchKind, language: str | None
+    ) -> Found:
         loaded, states = await self._versioned.ready(site, version)
         # A provider ahead of MkDocs may have deferred the search structures: a search that reaches here builds them.
         if any(entry.ranker is None for entry in loaded):

@@ -26,6 +26,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -294,6 +295,10 @@ class SiteRegistry:
         """Install the job's outcome: `fresh` with its vectors, or without them when they failed."""
         await asyncio.wait([job])
         slot.embedded(fresh, _result(job), self._clock())
+
+    def searching(self) -> AbstractContextManager[None]:
+        """Brackets a search (`EmbeddingJobs.searching`: background reads that can wait, wait for it to end)."""
+        return self._jobs.searching() if self._jobs is not None else nullcontext()
 
     async def looked_up(self, sites: list[str]) -> None:
         """Wait a moment for just-loaded sites' stored vectors (never for vectors being computed)."""

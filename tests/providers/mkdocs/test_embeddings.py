@@ -553,10 +553,11 @@ class PiecesHeld(CountingStore):
 
 
 async def test_health_says_ready_once_the_rows_are_attached_while_the_word_pieces_are_still_read(
-    published_index: SiteIndex, settings: DocumentationSettings
+    static_origin: StaticOrigin,
 ) -> None:
     """A site ranks by meaning from the moment its scan rows are attached; health says so then, not once the rerank's
     word pieces (read after them) are in."""
+    settings = fixture_settings(static_origin.url, Sites=SITE)
     store = PiecesHeld(MemoryStore())
     store.release.set()
     async with registry_over(settings, store, model_of(PieceWords())) as first:
@@ -574,6 +575,29 @@ async def test_health_says_ready_once_the_rows_are_attached_while_the_word_piece
         assert served.ranker is not None and served.ranker.semantic is not None
         assert served.ranker.semantic.pieces.value is not None
         assert second.health()[SITE].semantic == "ready"
+
+
+async def test_the_word_pieces_are_read_between_searches_not_beside_one(static_origin: StaticOrigin) -> None:
+    """A cold instance's first search loads its sites and waits for their lookups; the rerank's word pieces are read
+    once it has ended, not beside it (it ranks by meaning meanwhile, without the rerank)."""
+    settings = fixture_settings(static_origin.url, Sites=SITE)
+    store = PiecesHeld(MemoryStore())
+    store.release.set()
+    async with registry_over(settings, store, model_of(PieceWords())) as first:
+        await load_embedded(first)
+    store.asked.clear()
+    async with registry_over(settings, store, model_of(PieceWords())) as second:
+        with second.searching():
+            loaded = await second.get(SITE)
+            await second.looked_up([SITE])
+            for _ in range(50):  # turns of the event loop in which a read not held back would have begun
+                await asyncio.sleep(0)
+            assert loaded is not None and loaded.ranker is not None and loaded.ranker.semantic is not None
+            assert not store.asked.is_set()
+        await asyncio.wait_for(store.asked.wait(), 60)
+        served = await load_embedded(second)
+        assert served.ranker is not None and served.ranker.semantic is not None
+        assert served.ranker.semantic.pieces.value is not None
 
 
 async def test_scan_rows_of_another_copy_are_left_to_the_warm_up(published_index: SiteIndex) -> None:
