@@ -4,7 +4,8 @@ each warmed into Azurite, then a fresh `python -m shared serve` over the warm st
     python tools/scale.py --corpus ../shared/corpus/origin [--sizes 1,8] [--requests 2000]
 
 Per size: the warm-up's time (`python -m shared warm`: fetch, build, prebuilt rankers, embeddings), the cold first
-search on a fresh process over warm storage and whether it was ranked semantically, the time until every site
+search on a fresh process over warm storage and whether it was ranked semantically (then on `COLD_ROUNDS` more fresh
+processes, and the median of all), the time until every site
 ranks semantically, resident memory after start-up and after `--requests` mixed requests (search, get, list; 50
 clients), HTTP p50 of searches ranked by meaning (hybrid) and, in a second fresh process with
 `Search__Semantic=false`, lexically; the same p50s in process (`tools/inprocess.py`: no HTTP), with the query
@@ -46,6 +47,10 @@ from tools.static_origin import StaticOrigin  # noqa: E402
 SEQUENTIAL = 200
 """Searches sent one at a time after the load, for p50s that measure the work rather than the queue."""
 IN_PROCESS_ROUNDS = 3
+COLD_ROUNDS = 7
+"""More fresh instances per size and mode whose first search alone is timed, the sizes in turn: one cold start varies
+by a fifth from run to run on this machine (at 8x, 0.99 s and 1.18 s in two runs an hour apart), so the median of
+these and the first is what a limit is judged by."""
 """Fresh in-process measurements per size and mode (`in_process`), the sizes in turn."""
 DIRECTORY_SITES = ("forge", "iac-azure-modules", "iac-okta-modules")
 ROOTED = {"cloud-foundations": "/search/search_index.json"}
@@ -70,18 +75,36 @@ def environment(origin: str, storage: str, sites: list[str], **settings: str) ->
     )
 
 
+async def up(client: httpx.AsyncClient) -> None:
+    """Once the process answers health (which loads nothing)."""
+    while True:
+        try:
+            if (await client.get("/api/health")).status_code in (200, 503):
+                return
+        except httpx.HTTPError:
+            await asyncio.sleep(0.05)
+
+
+async def first_search(client: httpx.AsyncClient) -> tuple[httpx.Response, float]:
+    await up(client)
+    started = time.perf_counter()
+    first = await client.get("/api/docs/search", params={"q": "how do I configure the ingress controller"})
+    return first, time.perf_counter() - started
+
+
+async def first_search_seconds(base: str) -> float:
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        first, seconds = await first_search(client)
+    if first.status_code != 200:
+        raise SystemExit(f"a cold first search failed: {first.status_code}")
+    return round(seconds, 3)
+
+
 async def cold(base: str, pid: int, requests: int, semantic: bool) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=50, max_keepalive_connections=50, keepalive_expiry=1.0)
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
-        while True:  # the process is up when health answers; nothing is loaded by it
-            try:
-                if (await client.get("/api/health")).status_code in (200, 503):
-                    break
-            except httpx.HTTPError:
-                await asyncio.sleep(0.05)
-        started = time.perf_counter()
-        first = await client.get("/api/docs/search", params={"q": "how do I configure the ingress controller"})
-        first_seconds = time.perf_counter() - started
+        first, first_seconds = await first_search(client)
+        started = time.perf_counter() - first_seconds
         health = (await client.get("/api/health")).json()["providers"]["mkdocs"]["sites"]
         loaded = {name: state for name, state in health.items() if state["state"] == "loaded"}
         first_semantic = bool(loaded) and all(state.get("ranking") == "semantic" for state in loaded.values())
@@ -217,6 +240,15 @@ def measure(corpus: Path, sizes: list[int], requests: int, scratch: Path) -> lis
                 for measured, (p50, p95) in zip(runs, asyncio.run(alternating(bases)), strict=True):
                     measured[mode]["search_p50_ms_one_client"] = p50
                     measured[mode]["search_p95_ms_one_client"] = p95
+            for measured in runs:
+                measured[mode]["first_search_seconds_again"] = []
+            for _ in range(COLD_ROUNDS):
+                for measured in runs:
+                    with serving(measured[key]) as (base, _):
+                        measured[mode]["first_search_seconds_again"].append(asyncio.run(first_search_seconds(base)))
+            for measured in runs:
+                times = [measured[mode]["first_search_seconds"], *measured[mode]["first_search_seconds_again"]]
+                measured[mode]["first_search_seconds_median"] = round(statistics.median(times), 3)
             for measured, found in zip(runs, in_process([measured[key] for measured in runs]), strict=True):
                 measured[mode]["in_process"] = found
     for measured in runs:
@@ -244,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
 
     growth = {
         "warm_seconds": ratio(("warm_seconds",)),
-        "first_search_seconds": ratio(("hybrid", "first_search_seconds")),
+        "first_search_seconds": ratio(("hybrid", "first_search_seconds_median")),
         "hybrid_http_p50_one_client": ratio(("hybrid", "search_p50_ms_one_client")),
         "hybrid_http_p95_one_client": ratio(("hybrid", "search_p95_ms_one_client")),
         "lexical_http_p50_one_client": ratio(("lexical", "search_p50_ms_one_client")),
