@@ -152,8 +152,8 @@ class EmbeddingJobs:
     @contextmanager
     def searching(self) -> Iterator[None]:
         """Brackets a search: word pieces are read between searches, so a cold instance's first search (which loads
-        the sites and waits for their lookups) does not share its event loop with reading them (about 40 ms of its
-        0.9 s at eight times the sample corpus)."""
+        the sites and waits for their lookups) does not share its event loop with reading them (a read that can wait
+        should; measured at eight times the sample corpus, the first search's gain was within a cold start's noise)."""
         self._searches += 1
         self._quiet.clear()
         try:
