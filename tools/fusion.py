@@ -13,7 +13,9 @@ learned from any page, only a dozen numbers from the questions' labels.
 
 It prints the service's current ranking and the learned one: on all the questions (fit and scored on the same:
 optimistic), leave-one-site-out (learned on the questions answered on three sites, scored on the fourth), and
-leave-one-set-out. Nothing here runs on blind-set-15 or later unless given: keep them out of `--eval`.
+leave-one-set-out. Nothing here runs on blind-set-15 or later unless given: keep them out of `--eval`. Like
+`tools/tune.py`, it scores the ranking before the late-interaction rerank of the first pages; a learned rerank on
+top of it is `tools/rerank_variants.py`'s listwise variant.
 """
 
 from __future__ import annotations
