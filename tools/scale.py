@@ -5,11 +5,11 @@ each warmed into Azurite, then a fresh `python -m shared serve` over the warm st
 
 Per size: the warm-up's time (`python -m shared warm`: fetch, build, prebuilt rankers, embeddings), the cold first
 search on a fresh process over warm storage and whether it was ranked semantically (then on `COLD_ROUNDS` more fresh
-processes, and the median of all), the time until every site
-ranks semantically, resident memory after start-up and after `--requests` mixed requests (search, get, list; 50
-clients), HTTP p50 of searches ranked by meaning (hybrid) and, in a second fresh process with
-`Search__Semantic=false`, lexically; the same p50s in process (`tools/inprocess.py`: no HTTP), with the query
-encoder's own p50 and what a search adds to it; then the growth ratios between the smallest and the largest size.
+processes, and the median of all), the time until every site ranks semantically, resident memory after start-up and
+after `--requests` mixed requests (search, get, list; 50 clients), HTTP p50 of searches ranked by meaning (hybrid)
+and, in a second fresh process with `Search__Semantic=false`, lexically; the same p50s in process
+(`tools/inprocess.py`: no HTTP), with the query encoder's own p50 and what a search adds to it; then the growth ratios
+between the smallest and the largest size.
 The cold figures are taken one size after the other; the one-client p50s and p95s with every size's instance up, asking
 them in turn, so that a shared machine's drift during the run (minutes apart, it moved p50s by a third) weighs on
 all sizes alike (the in-process ones: each size in a fresh process, in turn, three times). Copies are byte-for-byte
@@ -47,11 +47,11 @@ from tools.static_origin import StaticOrigin  # noqa: E402
 SEQUENTIAL = 200
 """Searches sent one at a time after the load, for p50s that measure the work rather than the queue."""
 IN_PROCESS_ROUNDS = 3
+"""Fresh in-process measurements per size and mode (`in_process`), the sizes in turn."""
 COLD_ROUNDS = 7
 """More fresh instances per size and mode whose first search alone is timed, the sizes in turn: one cold start varies
 by a fifth from run to run on this machine (at 8x, 0.99 s and 1.18 s in two runs an hour apart), so the median of
 these and the first is what a limit is judged by."""
-"""Fresh in-process measurements per size and mode (`in_process`), the sizes in turn."""
 DIRECTORY_SITES = ("forge", "iac-azure-modules", "iac-okta-modules")
 ROOTED = {"cloud-foundations": "/search/search_index.json"}
 
