@@ -34,7 +34,7 @@ if str(REPO) not in sys.path:
 from tests.support.ai_search_server import AiSearchServer  # noqa: E402
 from tools.azurite import Azurite  # noqa: E402
 from tools.load import QUERIES, free_port, memory_mb  # noqa: E402
-from tools.scale import environment, origin_at  # noqa: E402
+from tools.scale import environment, origin_at, up  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 BLOB = "https://docs.blob.core.windows.net/docs"
@@ -61,12 +61,7 @@ async def drive(base: str, pid: int, requests: int) -> dict[str, Any]:
     latencies: dict[str, list[float]] = {"search": [], "get": []}
     locations: list[str] = []
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
-        while True:
-            try:
-                if (await client.get("/api/health")).status_code in (200, 503):
-                    break
-            except httpx.HTTPError:
-                await asyncio.sleep(0.05)
+        await up(client)
         found = await client.get("/api/docs/search", params={"q": QUERIES[0]})
         locations += [hit["location"] for hit in found.json().get("results", [])]
         await asyncio.sleep(5)  # first loads and stored vectors settle

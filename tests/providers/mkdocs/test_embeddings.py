@@ -552,18 +552,25 @@ class PiecesHeld(CountingStore):
         return await super().read(name)
 
 
-async def test_health_says_ready_once_the_rows_are_attached_while_the_word_pieces_are_still_read(
-    static_origin: StaticOrigin,
-) -> None:
-    """A site ranks by meaning from the moment its scan rows are attached; health says so then, not once the rerank's
-    word pieces (read after them) are in."""
+async def stored_with_word_pieces(static_origin: StaticOrigin) -> tuple[DocumentationSettings, PiecesHeld]:
+    """One site's scan rows and word pieces stored by a first instance, over a store whose reads of word pieces are
+    not asked for yet and let through (`release` set) until a test says otherwise."""
     settings = fixture_settings(static_origin.url, Sites=SITE)
     store = PiecesHeld(MemoryStore())
     store.release.set()
     async with registry_over(settings, store, model_of(PieceWords())) as first:
         await load_embedded(first)
-    store.release.clear()
     store.asked.clear()
+    return settings, store
+
+
+async def test_health_says_ready_once_the_rows_are_attached_while_the_word_pieces_are_still_read(
+    static_origin: StaticOrigin,
+) -> None:
+    """A site ranks by meaning from the moment its scan rows are attached; health says so then, not once the rerank's
+    word pieces (read after them) are in."""
+    settings, store = await stored_with_word_pieces(static_origin)
+    store.release.clear()
     async with registry_over(settings, store, model_of(PieceWords())) as second:
         loaded = await second.get(SITE)
         assert loaded is not None and loaded.ranker is not None
@@ -580,12 +587,7 @@ async def test_health_says_ready_once_the_rows_are_attached_while_the_word_piece
 async def test_the_word_pieces_are_read_between_searches_not_beside_one(static_origin: StaticOrigin) -> None:
     """A cold instance's first search loads its sites and waits for their lookups; the rerank's word pieces are read
     once it has ended, not beside it (it ranks by meaning meanwhile, without the rerank)."""
-    settings = fixture_settings(static_origin.url, Sites=SITE)
-    store = PiecesHeld(MemoryStore())
-    store.release.set()
-    async with registry_over(settings, store, model_of(PieceWords())) as first:
-        await load_embedded(first)
-    store.asked.clear()
+    settings, store = await stored_with_word_pieces(static_origin)
     async with registry_over(settings, store, model_of(PieceWords())) as second:
         with second.searching():
             loaded = await second.get(SITE)
