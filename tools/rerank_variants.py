@@ -40,7 +40,7 @@ from shared.providers.mkdocs.pieces import PIECES  # noqa: E402
 from shared.providers.mkdocs.text import STOP_WORDS  # noqa: E402
 from shared.providers.mkdocs.vectors import entry_text  # noqa: E402
 from tools.eval import parse_eval_set  # noqa: E402
-from tools.late_interaction import SPECIAL  # noqa: E402
+from tools.late_interaction import SPECIAL, states  # noqa: E402
 from tools.tune import Corpus, prepare, scores  # noqa: E402
 
 PAGES = 10
@@ -66,18 +66,10 @@ class Row:
     sparse: list[float] = field(default_factory=list)
 
 
-def run(encoder: MiniLM, ids: list[int]) -> Floats:
-    batch = np.array([ids], dtype=np.int64)
-    feeds = {"input_ids": batch, "attention_mask": np.ones_like(batch), "token_type_ids": np.zeros_like(batch)}
-    states: Floats = encoder._session.run(None, feeds)[0][0]
-    return states
-
-
 def question(encoder: MiniLM, text: str) -> tuple[Floats, npt.NDArray[np.bool_]]:
+    """The question's unit word-piece states (`tools/late_interaction.py`'s), and which belong to a content word."""
     encoding = encoder._tokenizer.encode(text)
-    ids = _clipped(encoding.ids, QUERY_TOKENS)
-    kept = [n for n, piece in enumerate(ids) if piece not in SPECIAL]
-    found = run(encoder, ids)[kept]
+    kept = [n for n, piece in enumerate(_clipped(encoding.ids, QUERY_TOKENS)) if piece not in SPECIAL]
     spans: dict[int, tuple[int, int]] = {}
     for n in kept:
         word = encoding.word_ids[n]
@@ -87,13 +79,12 @@ def question(encoder: MiniLM, text: str) -> tuple[Floats, npt.NDArray[np.bool_]]
             spans[word] = (min(low, start), max(high, end))
     words = [text[slice(*spans[w])].lower() if (w := encoding.word_ids[n]) is not None else "" for n in kept]
     content = np.array([bool(re.search(r"\w", word)) and word not in STOP_WORDS for word in words])
-    unit: Floats = found / np.maximum(np.linalg.norm(found, axis=1, keepdims=True), 1e-12)
-    return unit, content
+    return states(encoder, text, QUERY_TOKENS), content
 
 
 def signs(encoder: MiniLM, text: str) -> Floats:
-    ids = _clipped(encoder._tokenizer.encode(text).ids, MAX_TOKENS)
-    kept = run(encoder, ids)[1 : len(ids) - 1][:PIECES]
+    """The entry's first `PIECES` word pieces as the warm-up stores them: signs, at unit length."""
+    kept = states(encoder, text, MAX_TOKENS)[:PIECES]
     unit: Floats = (np.sign(kept) / np.sqrt(kept.shape[1])).astype(np.float32)
     return unit
 
