@@ -11,7 +11,9 @@ from urllib.parse import unquote, urlsplit
 from shared.errors import InvalidRequestError
 from shared.models import SearchKind
 
-MAX_QUERY_LENGTH = 512
+MAX_QUERY_LENGTH = 1024
+"""Characters in a query: about the 256 word pieces the query encoder reads (`embedding.QUERY_TOKENS`), so an
+agent's task description of 150 words or so, framing and all, is searched whole rather than refused."""
 MAX_LOCATION_LENGTH = 1024
 MIN_LIMIT, MAX_LIMIT = 1, 50
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")

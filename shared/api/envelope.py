@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope
 
 MAX_MESSAGE_BYTES = 262_144
-"""A tool call's arguments are at most a few KB (a 512-character query, a 1,024-character location); 256 KB leaves
+"""A tool call's arguments are at most a few KB (a 1,024-character query and as long a location); 256 KB leaves
 room for any client's capabilities and metadata."""
 
 INVALID_REQUEST = -32600

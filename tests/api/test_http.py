@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from shared.api import create_app
+from shared.validation import MAX_QUERY_LENGTH
 from tests.support.sites import (
     DEFAULT_SITE,
     HTML_ONLY_PAGE,
@@ -21,6 +22,7 @@ from tests.support.sites import (
     PUBLISHED_SITES,
     ROOT_INDEX_PATH,
     ROOTED_OVERRIDE,
+    TASK,
     fixture_settings,
 )
 from tests.support.uvicorn_server import UvicornServer
@@ -233,6 +235,13 @@ def test_a_pasted_url_under_the_origin_is_accepted(api: httpx.Client, static_ori
     assert (document["site"], document["location"]) == ("beta-docs", "beta-docs/api/authentication/")
 
 
+@pytest.mark.parametrize("api", [{"Search__MinScore": "0"}], indirect=True)  # ranked, whatever the floor says
+def test_a_task_description_as_an_agent_writes_it_is_searched_whole(api: httpx.Client) -> None:
+    assert 512 < len(TASK) <= MAX_QUERY_LENGTH
+    body = search(api, TASK, limit=3)
+    assert body["query"] == TASK and body["results"][0]["location"] == "guide/install/"
+
+
 @pytest.mark.parametrize(
     ("path", "params", "words"),
     [
@@ -241,7 +250,7 @@ def test_a_pasted_url_under_the_origin_is_accepted(api: httpx.Client, static_ori
         ("/api/docs/search", {"q": "x", "limit": "ten"}, "limit"),
         ("/api/docs/search", {"q": "x", "limit": "0"}, "limit"),
         ("/api/docs/search", {"q": "x", "limit": "51"}, "limit"),
-        ("/api/docs/search", {"q": "x" * 600}, "q"),
+        ("/api/docs/search", {"q": "x" * 1025}, "at most 1024 characters"),
         ("/api/docs/search", {"q": "bad\x07bell"}, "control"),
         ("/api/docs/search", {"q": "x", "site": "nowhere"}, "site must be one of"),
         ("/api/docs/get", {}, "location is required"),

@@ -19,8 +19,9 @@ from mcp.types import CallToolResult, TextContent
 
 from shared.api import create_app
 from shared.api.mcp import ago
+from shared.validation import MAX_QUERY_LENGTH
 from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
-from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, SITES, fixture_settings
+from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, SITES, TASK, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin
 
@@ -93,6 +94,16 @@ async def test_search_then_get_the_first_location(server: UvicornServer) -> None
     assert {hit["site"] for hit in narrowed.structured_content["results"]} == {"beta-docs"}
 
 
+async def test_a_task_description_as_an_agent_writes_it_is_taken_whole(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        found = await client.call_tool("search_docs", {"query": TASK})
+
+    assert tools["search_docs"].input_schema["properties"]["query"]["maxLength"] == MAX_QUERY_LENGTH
+    assert not found.is_error and found.structured_content is not None
+    assert found.structured_content["query"] == TASK
+
+
 @pytest.mark.parametrize(
     ("arguments", "code", "hint"),
     [
@@ -120,6 +131,7 @@ async def test_a_failed_get_is_a_tool_error_naming_its_reason(
         ({"query": "install", "site": "nowhere"}, "bad_request: site must be one of: alpha"),
         ({"query": "   "}, "bad_request: query is required and must not be blank"),
         ({"query": "a\x01b"}, "bad_request: query must not contain control characters"),
+        ({"query": "install " * 129}, "at most 1024 characters"),
         ({"query": "install", "limit": "many"}, "limit"),
         ({}, "bad_request: query is required"),
         ({"phrase": "install"}, "search_docs takes no argument `phrase`; it takes: query, limit, site"),
@@ -130,6 +142,7 @@ async def test_a_failed_get_is_a_tool_error_naming_its_reason(
         "unknown site",
         "blank query",
         "control characters in the query",
+        "an over-long query",
         "limit not a number",
         "no query",
         "a guessed name",

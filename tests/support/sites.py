@@ -98,3 +98,16 @@ def fixture_settings(
 ) -> DocumentationSettings:
     """`load_settings` over `fixture_env(...)`, plus any other variables (such as AzureWebJobsStorage)."""
     return load_settings({**fixture_env(origin_url, **settings), **(environ or {})})
+
+
+TASK = (
+    "I am automating the rollout of our monitoring stack across a fleet of new Debian virtual machines that were "
+    "provisioned this morning by the platform team. Each machine already has network access to our internal "
+    "package mirror, and I have root through sudo, but nothing of ours is on them yet. Before I write the "
+    "configuration management role, I need the exact steps: which signing key to trust and where to put it, "
+    "which package to install with apt, how to enable the service so that it comes back after a reboot, and "
+    "how to check afterwards that it actually started and reports healthy. Keep it to the commands I would "
+    "put into the role, in order, please, and tell me what the status check should say."
+)
+"""An agent's task description whose answer is alpha's `guide/install/`: 127 words, 702 characters, longer than the
+512 the service used to take."""
