@@ -104,7 +104,8 @@ class SearchSettings(_Section):
 
     Results scoring below it are dropped, so an off-topic query returns nothing. Off-topic questions mostly
     top out below 0.015 while the weakest correct top-5 hit of the dev eval set scores 0.042: the default sits just
-    above the off-topic cluster, leaving margin for unseen on-topic queries.
+    above the off-topic cluster, leaving margin for unseen on-topic queries. An answer ranked by terms alone holds
+    a long question to a lower floor (`semantics.relevance_floor`).
     """
     path_weights: str | None = Field(None, alias="PathWeights", examples=[""])
     """Page-kind rules, a JSON list such as [{"pattern": "blog/", "weight": 0.5, "unless": ["blog"]}]; empty uses the

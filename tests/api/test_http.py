@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,9 @@ import httpx
 import pytest
 
 from shared.api import create_app
+from shared.providers.mkdocs.parameters import DEFAULT
+from shared.providers.mkdocs.semantics import length
+from shared.providers.mkdocs.text import analyze_query
 from shared.validation import MAX_QUERY_LENGTH
 from tests.support.sites import (
     DEFAULT_SITE,
@@ -32,11 +36,17 @@ SECRET = "sig=SECRET-7f3a9"
 EVERY_SITE_SEARCHED = {site: "searched" for site in PUBLISHED_SITES} | {"missing-docs": "unpublished"}
 
 
+@contextmanager
+def served(origin: StaticOrigin, **overrides: str) -> Iterator[httpx.Client]:
+    """A client of the app under uvicorn over the fixture origin, with these settings besides the fixture's."""
+    settings = fixture_settings(origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, **overrides)
+    with UvicornServer(create_app(settings)) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
+
+
 @pytest.fixture
 def api(static_origin: StaticOrigin, request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
-    settings_overrides: dict[str, str] = getattr(request, "param", {})
-    settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, **settings_overrides)
-    with UvicornServer(create_app(settings)) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+    with served(static_origin, **getattr(request, "param", {})) as client:
         yield client
 
 
@@ -240,6 +250,31 @@ def test_a_task_description_as_an_agent_writes_it_is_searched_whole(api: httpx.C
     assert 512 < len(TASK) <= MAX_QUERY_LENGTH
     body = search(api, TASK, limit=3)
     assert body["query"] == TASK and body["results"][0]["location"] == "guide/install/"
+
+
+def test_a_long_question_ranked_by_terms_is_held_to_a_floor_that_falls_with_its_length(
+    static_origin: StaticOrigin,
+) -> None:
+    question = (
+        "Our new Debian machines have nothing of ours on them yet. I am automating the rollout of our monitoring "
+        "stack across them. Which signing key do I trust, which package do I install with apt, how do I enable the "
+        "agent service so it survives a reboot, and how do I check that it started and reports healthy?"
+    )
+    shrink = length(analyze_query(question), DEFAULT) ** DEFAULT.floor_power
+    assert shrink < 1  # more distinct terms than balance_words
+    with served(static_origin, Search__MinScore="0") as api:
+        best = search(api, question)["results"][0]
+        unfloored = search(api, "install")["results"]
+    # A floor the best page misses, but not once scaled by the question's length (as its scores are).
+    floor = best["score"] / shrink**0.5
+    with served(static_origin, Search__MinScore=f"{floor:.6f}") as api:
+        answered = search(api, question)["results"]
+        short = search(api, "install")["results"]
+
+    assert best["location"] == "guide/install/" and best["score"] < floor
+    assert [result["location"] for result in answered] == ["guide/install/"]
+    kept = [result["location"] for result in unfloored if result["score"] >= floor]
+    assert [result["location"] for result in short] == kept  # a short question's floor is the setting
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 Every `Ranker` holds one `RankingParameters` (the service's is `DEFAULT`; a test or an experiment passes its own),
 so the numbers that decide an order are read in one place. What each was chosen on is in `tools/evals/README.md`.
 
-A page's score, the one scale sites are merged by and `Search__MinScore` is compared against:
+A page's score, the one scale sites are merged by and `Search__MinScore` is compared against (for an answer ranked by
+terms alone, the floor times `length` to the power `floor_power`: `semantics.relevance_floor`):
 
     score = lexical * (1 + title coverage) * site fit * boost  +  credit
     ├── lexical = section_share * best section + (1 - section_share) * page: each a BM25F view (k1, page_fields,
@@ -66,6 +67,11 @@ class RankingParameters:
     rerank_pages: int = 5
     """How many of the best pages are ordered again by their word pieces (`pieces.py`), when every searched site has
     them: late interaction over each page's closest entry."""
+    floor_power: float = 0.25
+    """How the relevance floor (`Search__MinScore`) follows a question's length when no credit can be earned (the
+    answer is ranked by terms alone): the floor times `length` to this power. A term score is a share of what the
+    whole question could score, so past `balance_words` a long question's best pages score about `length` of what a
+    short one's would, and an absolute floor empties answers it has (`relevance_floor`)."""
     piece_weight: float = 2.0
     """How far a page moves in that rerank per unit of MaxSim behind the best of them, on the scale of its score over
     the best page's. Chosen by `tools/late_interaction.py` leaving one site out (every held-out site chose 1.5 or 2)."""

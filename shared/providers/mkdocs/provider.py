@@ -48,7 +48,7 @@ from shared.providers.mkdocs.pagecache import PageCache
 from shared.providers.mkdocs.pages import Fetched, PageFetcher, raw_markdown_url
 from shared.providers.mkdocs.ranking import RankedHit, Ranker
 from shared.providers.mkdocs.resolution import Resolver, qualify
-from shared.providers.mkdocs.semantics import semantic_say
+from shared.providers.mkdocs.semantics import relevance_floor, semantic_say
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.text import analyze_query
 from shared.providers.mkdocs.versioned import VersionedSites
@@ -126,7 +126,6 @@ class MkDocsProvider:
             return Found(self._listing(loaded, limit), sites=states)
         loaded = await self._with_stored_vectors(loaded)
         wanted = analyze_query(query)
-        floor = self._settings.search.min_score
         # All sites are scored in one pass; hits (best section, breadcrumb, preview) are built only for those returned.
         rankers = [_ranker(entry) for entry in loaded]
         missing = [self._registry.missing(entry) for entry in loaded]
@@ -143,6 +142,9 @@ class MkDocsProvider:
             raise
         products, pieces = await self._scanned(scanning) or (None, None)
         found = federation.ranked(lexical, say, limit, products, missing, pieces)
+        floor = relevance_floor(
+            self._settings.search.min_score, wanted, federation.parameters, by_meaning=products is not None
+        )
         return Found(
             [
                 self._result(loaded[site], scored.hit(number), query)

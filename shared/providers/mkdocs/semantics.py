@@ -19,11 +19,23 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 
+def length(wanted: Query, parameters: RankingParameters) -> float:
+    """`length` of the score `parameters.py` draws: min(1, balance_words / the query's distinct terms)."""
+    return min(1.0, parameters.balance_words / max(1, len(wanted.words)))
+
+
 def semantic_say(query: str, wanted: Query, parameters: RankingParameters) -> float:
     """How much of its semantic credit a query keeps (`parameters.py`: `say` times `length`); the same on every
     site, so a caller searching many works it out once."""
     said = 1.0 - parameters.identifier_scale * identifier_share(query)
-    return said * min(1.0, parameters.balance_words / max(1, len(wanted.words)))
+    return said * length(wanted, parameters)
+
+
+def relevance_floor(floor: float, wanted: Query, parameters: RankingParameters, *, by_meaning: bool) -> float:
+    """The score a result must reach: `floor` (`Search__MinScore`) as it is for an answer ranked by meaning, whose
+    credit holds a long question's pages up; for one ranked by terms alone, `floor` times `length` to the power
+    `floor_power`, as its scores fall with the question's length (`parameters.floor_power`)."""
+    return floor if by_meaning else floor * length(wanted, parameters) ** parameters.floor_power
 
 
 @dataclass(frozen=True, slots=True)

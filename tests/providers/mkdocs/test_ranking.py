@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from shared.providers.mkdocs.index import SiteIndex
+from shared.providers.mkdocs.parameters import DEFAULT
+from shared.providers.mkdocs.semantics import relevance_floor
 from shared.providers.mkdocs.text import analyze, analyze_query, identifier_share, written_words
 from tests.support.pages import FILLER, page, ranker
 from tests.support.ranking import search
@@ -212,3 +214,18 @@ def test_a_ranker_whose_views_number_terms_apart_is_refused() -> None:
     assert (
         Ranker.assemble(index, None, built.page_view, built.section_view, built.titles).vocabulary is built.vocabulary
     )
+
+
+def test_the_floor_falls_with_a_long_question_only_when_it_is_ranked_by_terms() -> None:
+    short = analyze_query("install the agent")
+    long = analyze_query(
+        "signing key trust package install apt enable agent service survive reboot check started reports healthy "
+        "rollout monitoring stack fleet debian virtual machines provisioned platform team mirror root sudo role "
+        "configuration management exact steps commands order"
+    )
+    shrink = (DEFAULT.balance_words / len(long.words)) ** DEFAULT.floor_power
+
+    assert len(short.words) <= DEFAULT.balance_words < len(long.words)
+    assert relevance_floor(0.02, short, DEFAULT, by_meaning=False) == 0.02
+    assert relevance_floor(0.02, long, DEFAULT, by_meaning=True) == 0.02  # the credit holds a long question up
+    assert relevance_floor(0.02, long, DEFAULT, by_meaning=False) == pytest.approx(0.02 * shrink)
