@@ -6,10 +6,11 @@ each warmed into Azurite, then a fresh `python -m shared serve` over the warm st
 Per size: the warm-up's time (`python -m shared warm`: fetch, build, prebuilt rankers, embeddings), the cold first
 search on a fresh process over warm storage and whether it was ranked semantically (then on `COLD_ROUNDS` more fresh
 processes, and the median of all), the time until every site ranks semantically, resident memory after start-up and
-after `--requests` mixed requests (search, get, list; 50 clients), HTTP p50 of searches ranked by meaning (hybrid)
-and, in a second fresh process with `Search__Semantic=false`, lexically; the same p50s in process
-(`tools/inprocess.py`: no HTTP), with the query encoder's own p50 and what a search adds to it; then the growth ratios
-between the smallest and the largest size.
+after `--requests` mixed requests (search, get, list; 50 clients), HTTP p50 and p95 with one client of searches ranked
+by meaning (hybrid), over the load's short queries and over real questions (`QUESTION_SETS`), and, in a second fresh
+process with `Search__Semantic=false`, lexically; the same p50s in process (`tools/inprocess.py`: no HTTP, the load's
+queries), with the query encoder's own p50 and what a search adds to it; then the growth ratios between the smallest
+and the largest size.
 The cold figures are taken one size after the other; the one-client p50s and p95s with every size's instance up, asking
 them in turn, so that a shared machine's drift during the run (minutes apart, it moved p50s by a third) weighs on
 all sizes alike (the in-process ones: each size in a fresh process, in turn, three times). Copies are byte-for-byte
@@ -41,11 +42,15 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tools.azurite import Azurite  # noqa: E402
+from tools.eval import parse_eval_set  # noqa: E402
 from tools.load import QUERIES, corpus_env, free_port, memory_mb, run  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 SEQUENTIAL = 200
 """Searches sent one at a time after the load, for p50s that measure the work rather than the queue."""
+QUESTION_SETS = tuple(REPO / "tools" / "evals" / f"blind-set-{number}.json" for number in (15, 16, 17, 18))
+"""Questions as people and agents ask them (230: a third long task descriptions), for a second one-client series
+beside the load's short queries: what a check over real questions sees."""
 IN_PROCESS_ROUNDS = 3
 """Fresh in-process measurements per size and mode (`in_process`), the sizes in turn."""
 COLD_ROUNDS = 7
@@ -143,9 +148,14 @@ async def cold(base: str, pid: int, requests: int, semantic: bool) -> dict[str, 
     }
 
 
-async def alternating(bases: list[str]) -> list[tuple[float, float]]:
-    """Each server's search p50 and p95 with one client, the servers asked in turn (query by query, the order reversed
-    every round), so a machine that speeds up or slows down during the run weighs on every size alike."""
+def questions() -> list[str]:
+    return [case.query for path in QUESTION_SETS for case in parse_eval_set(path.read_text()).cases]
+
+
+async def alternating(bases: list[str], queries: list[str]) -> list[tuple[float, float]]:
+    """Each server's search p50 and p95 with one client over `queries`, the servers asked in turn (query by query, the
+    order reversed every round), so a machine that speeds up or slows down during the run weighs on every size
+    alike."""
     clients = [httpx.AsyncClient(base_url=base, timeout=120) for base in bases]
     times: list[list[float]] = [[] for _ in bases]
     try:
@@ -153,7 +163,7 @@ async def alternating(bases: list[str]) -> list[tuple[float, float]]:
             order = list(range(len(bases))) if number % 2 == 0 else list(reversed(range(len(bases))))
             for one in order:
                 started = time.perf_counter()
-                await clients[one].get("/api/docs/search", params={"q": QUERIES[number % len(QUERIES)]})
+                await clients[one].get("/api/docs/search", params={"q": queries[number % len(queries)]})
                 times[one].append(time.perf_counter() - started)
     finally:
         for client in clients:
@@ -237,9 +247,12 @@ def measure(corpus: Path, sizes: list[int], requests: int, scratch: Path) -> lis
                     base, pid = servers.enter_context(serving(measured[key]))
                     measured[mode] = asyncio.run(cold(base, pid, requests, semantic=mode == "hybrid"))
                     bases.append(base)
-                for measured, (p50, p95) in zip(runs, asyncio.run(alternating(bases)), strict=True):
+                for measured, (p50, p95) in zip(runs, asyncio.run(alternating(bases, QUERIES)), strict=True):
                     measured[mode]["search_p50_ms_one_client"] = p50
                     measured[mode]["search_p95_ms_one_client"] = p95
+                for measured, (p50, p95) in zip(runs, asyncio.run(alternating(bases, questions())), strict=True):
+                    measured[mode]["search_p50_ms_one_client_questions"] = p50
+                    measured[mode]["search_p95_ms_one_client_questions"] = p95
             for measured in runs:
                 measured[mode]["first_search_seconds_again"] = []
             for _ in range(COLD_ROUNDS):
@@ -279,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         "first_search_seconds": ratio(("hybrid", "first_search_seconds_median")),
         "hybrid_http_p50_one_client": ratio(("hybrid", "search_p50_ms_one_client")),
         "hybrid_http_p95_one_client": ratio(("hybrid", "search_p95_ms_one_client")),
+        "hybrid_http_p50_one_client_questions": ratio(("hybrid", "search_p50_ms_one_client_questions")),
         "lexical_http_p50_one_client": ratio(("lexical", "search_p50_ms_one_client")),
         "hybrid_http_p50_50_clients": ratio(("hybrid", "search_p50_ms")),
         "hybrid_in_process_p50": ratio(("hybrid", "in_process", "search_p50_ms")),
