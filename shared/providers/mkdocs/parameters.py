@@ -3,8 +3,7 @@
 Every `Ranker` holds one `RankingParameters` (the service's is `DEFAULT`; a test or an experiment passes its own),
 so the numbers that decide an order are read in one place. What each was chosen on is in `tools/evals/README.md`.
 
-A page's score, the one scale sites are merged by and `Search__MinScore` is compared against (for an answer ranked by
-terms alone, the floor times `length` to the power `floor_power`: `semantics.relevance_floor`):
+A page's score, the one scale sites are merged by and `Search__MinScore` is held to (`semantics.relevance_floor`):
 
     score = lexical * (1 + title coverage) * site fit * boost  +  credit
     ├── lexical = section_share * best section + (1 - section_share) * page: each a BM25F view (k1, page_fields,
