@@ -17,14 +17,14 @@ short questions of `tools/bench.py`).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -33,7 +33,7 @@ from shared.providers.mkdocs.parameters import DEFAULT  # noqa: E402
 from shared.providers.mkdocs.semantics import length  # noqa: E402
 from shared.providers.mkdocs.text import analyze_query  # noqa: E402
 from tools.bench import OFF_TOPIC  # noqa: E402
-from tools.eval import hit_rank, page_of, parse_eval_set  # noqa: E402
+from tools.eval import HttpBackend, hit_rank, page_of, parse_eval_set  # noqa: E402
 
 BUCKETS = ((8, "<=8"), (16, "9-16"), (32, "17-32"), (10**9, ">32"))
 
@@ -54,14 +54,7 @@ def bucket(terms: int) -> str:
     return next(name for most, name in BUCKETS if terms <= most)
 
 
-def ask(client: httpx.Client, query: str) -> list[dict[str, object]]:
-    response = client.get("/api/docs/search", params={"q": query, "limit": 10})
-    response.raise_for_status()
-    results: list[dict[str, object]] = response.json()["results"]
-    return results
-
-
-def asked(client: httpx.Client, evals: list[Path], off_topic: list[Path]) -> list[Asked]:
+async def asked(backend: HttpBackend, evals: list[Path], off_topic: list[Path]) -> list[Asked]:
     questions: list[tuple[str, str, Sequence[str]]] = [
         (case.query, "answerable", case.acceptable) for path in evals for case in parse_eval_set(path.read_text()).cases
     ]
@@ -70,12 +63,15 @@ def asked(client: httpx.Client, evals: list[Path], off_topic: list[Path]) -> lis
         questions += [(item["query"], item["kind"], ()) for item in json.loads(path.read_text())["questions"]]
     found = []
     for query, kind, acceptable in questions:
-        results = ask(client, query)
-        locations = [str(result["location"]) for result in results]
+        _, body, error = await backend.search(query, 10)
+        if error is not None or body is None:
+            raise SystemExit(f"a search failed: {error}")
+        results = body["results"]
         wanted = analyze_query(query)
-        rank = hit_rank(locations, acceptable, key=page_of) if acceptable else None
-        scores = [float(str(result["score"])) for result in results]
-        found.append(Asked(kind, len(wanted.words), length(wanted, DEFAULT), scores, rank))
+        rank = hit_rank([result["location"] for result in results], acceptable, key=page_of) if acceptable else None
+        found.append(
+            Asked(kind, len(wanted.words), length(wanted, DEFAULT), [result["score"] for result in results], rank)
+        )
     return found
 
 
@@ -108,6 +104,15 @@ def report(found: list[Asked], floor: float, power: float) -> list[str]:
     return lines
 
 
+async def measured(base_url: str, evals: list[Path], off_topic: list[Path]) -> tuple[list[Asked], dict[str, Any]]:
+    backend = HttpBackend(base_url)
+    try:
+        health = (await backend.health())["providers"]["mkdocs"]
+        return await asked(backend, evals, off_topic), health
+    finally:
+        await backend.aclose()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True, help="a service started with Search__MinScore=0")
@@ -120,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--powers", type=float, nargs="+", default=[0.0, 0.25, 0.5, 1.0])
     args = parser.parse_args(argv)
-    with httpx.Client(base_url=args.base_url.rstrip("/"), timeout=60) as client:
-        health = client.get("/api/health").json()["providers"]["mkdocs"]
-        found = asked(client, args.eval, args.off_topic)
+    found, health = asyncio.run(measured(args.base_url, args.eval, args.off_topic))
     print(f"# floor {args.floor}; semantic ranking: {health.get('semantic')}; {len(found)} questions")
     for power in args.powers:
         print("\n".join(report(found, args.floor, power)))
