@@ -22,7 +22,7 @@ import json
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from shared.providers.mkdocs.parameters import DEFAULT  # noqa: E402
-from shared.providers.mkdocs.semantics import length  # noqa: E402
-from shared.providers.mkdocs.text import analyze_query  # noqa: E402
+from shared.providers.mkdocs.semantics import relevance_floor  # noqa: E402
+from shared.providers.mkdocs.text import Query, analyze_query  # noqa: E402
 from tools.bench import OFF_TOPIC  # noqa: E402
 from tools.eval import HttpBackend, hit_rank, page_of, parse_eval_set  # noqa: E402
 
@@ -42,9 +42,7 @@ BUCKETS = ((8, "<=8"), (16, "9-16"), (32, "17-32"), (10**9, ">32"))
 class Asked:
     kind: str
     """`answerable`, or the off-topic set's kind (`short-far` for `tools/bench.py`'s)."""
-    terms: int
-    shrink: float
-    """`length` of the score `parameters.py` draws, for this question."""
+    wanted: Query
     scores: list[float]
     rank: int | None
     """1-based rank of the first acceptable result, for an answerable question."""
@@ -67,22 +65,20 @@ async def asked(backend: HttpBackend, evals: list[Path], off_topic: list[Path]) 
         if error is not None or body is None:
             raise SystemExit(f"a search failed: {error}")
         results = body["results"]
-        wanted = analyze_query(query)
         rank = hit_rank([result["location"] for result in results], acceptable, key=page_of) if acceptable else None
-        found.append(
-            Asked(kind, len(wanted.words), length(wanted, DEFAULT), [result["score"] for result in results], rank)
-        )
+        found.append(Asked(kind, analyze_query(query), [result["score"] for result in results], rank))
     return found
 
 
 def report(found: list[Asked], floor: float, power: float) -> list[str]:
     empty: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     answered: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    parameters = replace(DEFAULT, floor_power=power)
     for question in found:
-        least = floor * question.shrink**power
+        least = relevance_floor(floor, question.wanted, parameters, by_meaning=False)
         kept = any(score >= least for score in question.scores)
         if question.kind == "answerable":
-            row = empty[bucket(question.terms)]
+            row = empty[bucket(len(question.wanted.words))]
             row[0] += 1
             row[1] += not kept
             if question.rank is not None and question.rank <= 5:

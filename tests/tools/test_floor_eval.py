@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from shared.providers.mkdocs.text import Query, analyze_query
 from tools.floor_eval import Asked, report
 
 
 def test_a_floor_scaled_by_length_keeps_a_long_question_s_hit_and_still_empties_what_scores_below_it() -> None:
-    found = [
-        Asked("answerable", 4, 1.0, [0.5, 0.02], rank=1),
-        Asked("answerable", 40, 0.2, [0.012, 0.004], rank=1),  # a long question's best page below 0.015
-        Asked("long-far", 40, 0.2, [0.006], rank=None),
-        Asked("long-near", 40, 0.2, [0.013], rank=None),
+    short, long = analyze_query("rotate the admin password"), Query(tuple(f"term{n}" for n in range(40)), ())
+    found = [  # 40 terms: `length` 8 / 40 = 0.2
+        Asked("answerable", short, [0.5, 0.02], rank=1),
+        Asked("answerable", long, [0.012, 0.004], rank=1),  # a long question's best page below 0.015
+        Asked("long-far", long, [0.006], rank=None),
+        Asked("long-near", long, [0.013], rank=None),
     ]
 
     absolute, scaled = report(found, 0.015, 0.0), report(found, 0.015, 0.5)
