@@ -35,6 +35,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Path, Request
 from fastapi.responses import JSONResponse
 
+from shared.api.bodies import nested_too_deeply
 from shared.api.errors import error
 from shared.api.inbound import BEARER, BearerTokens
 from shared.api.limits import client_of
@@ -237,6 +238,8 @@ def _parsed(raw: bytes) -> dict[str, Any]:
     """The body as `{"sites": ...}` (empty for no body, `{}` or `[]`); InvalidRequestError saying what is wrong."""
     if not raw.strip():
         return {}
+    if nested_too_deeply(raw):
+        raise InvalidRequestError(f"the body is nested too deeply: {BODY_SHAPE}")
     try:
         body = json.loads(raw)
     except RecursionError:

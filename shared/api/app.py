@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from shared import __version__
 from shared.api.access import AccessLog
 from shared.api.admin import install_admin_routes
+from shared.api.bodies import BodyDeadline
 from shared.api.disconnect import CancelOnDisconnect
 from shared.api.errors import install_error_handlers
 from shared.api.inbound import InboundCheck
@@ -103,6 +104,7 @@ def create_app(
     app.state.composition = None
     install_error_handlers(app)
     app.add_middleware(CancelOnDisconnect)
+    app.add_middleware(BodyDeadline, seconds=settings.request_timeout_seconds)
     app.add_middleware(InboundCheck, settings=settings, verifier=verifier)
     app.add_middleware(ConcurrencyLimit, limit=settings.inbound.max_concurrent_per_client)
     declared = {site.lower(): site for provider in providers for site in provider.sites}

@@ -254,7 +254,7 @@ def build_server(
         query: Annotated[str, Field(description="What you want to know, in words.", max_length=MAX_QUERY_LENGTH)],
         limit: Annotated[
             int,
-            Field(description="How many results to return (at most 25 are)."),
+            Field(description="How many results to return (at most 25 are).", strict=True),
             WithJsonSchema(limit_schema),
         ] = 10,
         site: Annotated[
@@ -296,7 +296,7 @@ def build_server(
         ] = None,
         offset: Annotated[
             int | None,
-            Field(description="Start here, in characters: the `offset=` a previous answer named.", ge=0),
+            Field(description="Start here, in characters: the `offset=` a previous answer named.", ge=0, strict=True),
         ] = None,
         maxChars: Annotated[
             int | None,
@@ -304,6 +304,7 @@ def build_server(
                 description=f"Return at most this many characters (at least {MIN_PART_CHARS}, at most "
                 f"{MAX_PART_CHARS:,}); by default the answer fits about {budget_chars:,} characters in all.",
                 ge=MIN_PART_CHARS,
+                strict=True,
             ),
         ] = None,
         view: Annotated[

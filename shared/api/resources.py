@@ -94,9 +94,13 @@ async def _read(service: DocumentationService, uri: str, *, budget_chars: int, s
     matched = TEMPLATE.match(uri)
     if matched is None or not matched.get("site"):
         raise InvalidRequestError("a page's URI is docs://{site}/{path}, with ?offset= and ?maxChars= optional")
-    unknown = sorted({name for name, _ in parse_qsl(urlsplit(uri).query, keep_blank_values=True)} - set(QUERY_NAMES))
+    given = [name for name, _ in parse_qsl(urlsplit(uri).query, keep_blank_values=True)]
+    unknown = sorted(set(given) - set(QUERY_NAMES))
     if unknown:
         raise InvalidRequestError(f"a page's URI takes no {', '.join(unknown)}; it takes: {', '.join(QUERY_NAMES)}")
+    repeated = sorted({name for name in given if given.count(name) > 1})
+    if repeated:
+        raise InvalidRequestError(f"a page's URI names {', '.join(repeated)} more than once; give each at most once")
     site = str(matched["site"])
     if site.lower() not in {known.lower() for known in service.sites}:
         raise InvalidRequestError(f"site must be one of: {', '.join(service.sites)}")

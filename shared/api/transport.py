@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from shared.api import envelope
@@ -61,7 +62,8 @@ class McpEndpoint:
             except envelope.TooLarge:
                 await envelope.too_large()(scope, receive, send)
                 return
-            if (refused := envelope.refusal(raw)) is not None:
+            revision = Headers(scope=scope).get("mcp-protocol-version", "")
+            if (refused := envelope.refusal(raw, revision=revision)) is not None:
                 await refused(scope, receive, send)
                 return
             receive = envelope.replaying(raw, receive)

@@ -28,6 +28,7 @@ NAME = "smithy"
 
 SEARCHES = "smithy.docs.searches"
 FETCHES = "smithy.docs.fetches"
+CUT = "smithy.docs.requests.cut"
 SOURCE = "smithy.docs.source"
 OUTCOME = "smithy.docs.outcome"
 RESULT_COUNT = "smithy.docs.result_count"
@@ -52,6 +53,9 @@ class _Instruments:
         )
         self.fetches = meter.create_counter(
             FETCHES, unit="{fetch}", description="Fetches answered, by serving provider and outcome (ok, not_found)"
+        )
+        self.cut = meter.create_counter(
+            CUT, unit="{request}", description="Requests cut off before they were whole, by reason (slow_body)"
         )
 
     def tracing(self) -> bool:
@@ -116,6 +120,11 @@ def searched(source: str, results: Sequence[SearchResult]) -> None:
 def fetched(source: str, found: bool) -> None:
     """Count a finished fetch: `ok` when a non-empty document came back, `not_found` for anything else."""
     _instruments.fetches.add(1, {SOURCE: source, OUTCOME: "ok" if found else "not_found"})
+
+
+def cut(reason: str) -> None:
+    """Count a request the service cut off before it was whole (`slow_body`)."""
+    _instruments.cut.add(1, {OUTCOME: reason})
 
 
 def visible_chars(preview: str) -> int:
