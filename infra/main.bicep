@@ -385,6 +385,9 @@ param inboundTokens string = ''
 @description('Forge__Documentation__Inbound__MaxConcurrentPerClient: requests one client may have in flight per instance.')
 param inboundMaxConcurrentPerClient string = '64'
 
+@description('Forge__Documentation__Inbound__ForwardedHops: Under the Functions host, which gives the app no peer address: which X-Forwarded-For entry, counted from the right, is the client (1: the one the platform\'s front end appended, the address that connected to it; 2 with one more proxy of your own in front, such as Front Door). Entries further left are written by the caller and never used.')
+param inboundForwardedHops string = '1'
+
 @secure()
 @description('Forge__Documentation__Refresh__Tokens: bearer tokens the publish hook (POST /api/admin/refresh) accepts (comma-separated), stored in Key Vault; empty: the hook refuses every caller.')
 param refreshTokens string = ''
@@ -443,6 +446,7 @@ var coreSettings = {
   Forge__Documentation__Mcp__AnswerBudgetChars: mcpAnswerBudgetChars
   Forge__Documentation__Identity__ClientId: identity.outputs.clientId
   Forge__Documentation__Inbound__MaxConcurrentPerClient: inboundMaxConcurrentPerClient
+  Forge__Documentation__Inbound__ForwardedHops: inboundForwardedHops
   Forge__Documentation__Refresh__WaitSeconds: refreshWaitSeconds
   // Empty (no queue trigger) unless refreshOnPublish creates the queue and the events that fill it.
   Forge__Documentation__Refresh__QueueName: refreshOnPublish ? refreshOnPublishQueue : ''

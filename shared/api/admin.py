@@ -13,8 +13,12 @@ when the tenant's keys are out of reach); nothing configured, every call is `401
 references set, `503`. Each caller (the token it presents) may start `BURST` calls at once and one more every
 `REFILL_SECONDS`, past that `429` with `Retry-After`; refused calls are limited the same way per client address
 (`shared.api.limits.client_of`) before any token is looked at, so guessing tokens meets `429` after `BURST` wrong
-ones. Refreshes coalesce per site (`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly
-one more. Neither the token nor the body is logged.
+ones. The address is what the caller cannot write (`shared.api.limits.client_of`: the peer, or the platform's
+`X-Forwarded-For` entry), so a new `X-Forwarded-For` per guess changes nothing; while an address is throttled even a
+valid token from it is refused (a `200` there would tell a guesser it had found one), a documented choice: a
+pipeline behind the same address as a guesser waits out `Retry-After`. Refreshes coalesce per site
+(`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly one more.
+Neither the token nor the body is logged.
 
 The body is read only after the credential is accepted, never past `MAX_BODY_BYTES` (a larger `Content-Length` is
 refused before a byte is read, a body without one as soon as it grows past it). Whatever the body, it is answered
@@ -29,6 +33,7 @@ import logging
 import math
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -61,6 +66,8 @@ RUNS_PATH = REFRESH_PATH + "/runs/{run}"
 MAX_BODY_BYTES = 16_384
 BURST = 10
 REFILL_SECONDS = 6.0
+MAX_CALLERS = 10_000
+"""Callers (tokens, or addresses of refused calls) whose rate is remembered at once: about 1 MB."""
 RUN_ID = r"^[0-9a-f]{32}$"
 CHALLENGE = "Bearer"
 
@@ -70,11 +77,24 @@ PLAIN_NAME = re.compile(r"[\w.-]{1,64}")
 
 
 class RateLimit:
-    """A token bucket per caller: `burst` at once, one more every `refill` seconds."""
+    """A token bucket per caller: `burst` at once, one more every `refill` seconds; at most `size` callers kept.
 
-    def __init__(self, burst: int = BURST, refill: float = REFILL_SECONDS, clock: Callable[[], float] = time.monotonic):
-        self._burst, self._refill, self._clock = burst, refill, clock
-        self._buckets: dict[str, tuple[float, float]] = {}
+    A caller whose bucket has refilled is the same as one never seen, so it is the first forgotten when the table is
+    full; past that the longest idle goes (a flood of new addresses costs memory for `size` of them, never more)."""
+
+    def __init__(
+        self,
+        burst: int = BURST,
+        refill: float = REFILL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        size: int = MAX_CALLERS,
+    ):
+        self._burst, self._refill, self._clock, self._size = burst, refill, clock, size
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._buckets)
 
     def take(self, caller: str) -> float:
         """0 when the caller may go on (one taken), else the seconds until it may."""
@@ -87,10 +107,21 @@ class RateLimit:
     def waiting(self, caller: str) -> float:
         """0 when the caller may go on (nothing taken), else the seconds until it may."""
         now = self._clock()
-        level, at = self._buckets.get(caller, (float(self._burst), now))
+        level, at = self._buckets.pop(caller, (float(self._burst), now))
         level = min(float(self._burst), level + (now - at) / self._refill)
-        self._buckets[caller] = (level, now)
+        if len(self._buckets) >= self._size:
+            self._forget(now)
+        self._buckets[caller] = (level, now)  # last: the table is ordered from the longest idle
         return 0.0 if level >= 1 else (1 - level) * self._refill
+
+    def _forget(self, now: float) -> None:
+        full = [
+            caller for caller, (level, at) in self._buckets.items() if level + (now - at) / self._refill >= self._burst
+        ]
+        for caller in full:
+            del self._buckets[caller]
+        while len(self._buckets) >= self._size:
+            self._buckets.popitem(last=False)
 
 
 class RefreshGate:
@@ -111,7 +142,7 @@ class RefreshGate:
     async def caller(self, request: Request) -> str:
         """Who calls (a token's position, or an Entra caller's object id); raises the refusal (`AccessRefused`),
         Throttled when this address was refused too often."""
-        address = client_of(request.scope)
+        address = client_of(request.scope, hops=self._settings.inbound.forwarded_hops)
         wait = self._refused.waiting(address)
         if wait > 0:
             raise Throttled(wait, "too many refused calls from this address; try again later")

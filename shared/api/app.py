@@ -106,7 +106,9 @@ def create_app(
     app.add_middleware(CancelOnDisconnect)
     app.add_middleware(BodyDeadline, seconds=settings.request_timeout_seconds)
     app.add_middleware(InboundCheck, settings=settings, verifier=verifier)
-    app.add_middleware(ConcurrencyLimit, limit=settings.inbound.max_concurrent_per_client)
+    app.add_middleware(
+        ConcurrencyLimit, limit=settings.inbound.max_concurrent_per_client, hops=settings.inbound.forwarded_hops
+    )
     declared = {site.lower(): site for provider in providers for site in provider.sites}
     install_routes(
         app,

@@ -1,10 +1,11 @@
 """How many requests one client may have in flight at once: past the bound, `429` with `Retry-After`.
 
-An ASGI middleware over `/api/*` (health excepted). The client is the first address in `X-Forwarded-For` when a
-front end (the Functions host, a proxy) set one, else the connection's peer. A client that opens requests and
-keeps them open (slow reads, held streams) holds at most `Inbound__MaxConcurrentPerClient` of this instance's
-workers; everyone else keeps being answered. Nothing about the request but its client's address is kept, and only
-while it is in flight; the address is never logged.
+An ASGI middleware over `/api/*` (health excepted). The client is what the caller cannot choose (`client_of`): the
+connection's peer address, or, under the Functions host, which hands the app no peer, the `X-Forwarded-For` entry
+the platform's front end appended. A client that opens requests and keeps them open (slow reads, held streams)
+holds at most `Inbound__MaxConcurrentPerClient` of this instance's workers; everyone else keeps being answered.
+Nothing about the request but its client's address is kept, and only while it is in flight; the address is never
+logged.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ RETRY_AFTER_SECONDS = 1
 class ConcurrencyLimit:
     """At most `limit` requests in flight per client; the next is refused at once, never queued."""
 
-    def __init__(self, app: ASGIApp, *, limit: int) -> None:
+    def __init__(self, app: ASGIApp, *, limit: int, hops: int = 1) -> None:
         self._app = app
         self._limit = limit
+        self._hops = hops
         self._in_flight: Counter[str] = Counter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -34,7 +36,7 @@ class ConcurrencyLimit:
         if scope["type"] != "http" or not path.startswith(GUARDED_PREFIX) or path in OPEN_PATHS:
             await self._app(scope, receive, send)
             return
-        client = client_of(scope)
+        client = client_of(scope, hops=self._hops)
         if self._in_flight[client] >= self._limit:
             message = f"more than {self._limit} requests in flight from one client; retry when one has finished"
             await respond(Throttled(RETRY_AFTER_SECONDS, message))(scope, receive, send)
@@ -62,15 +64,30 @@ class ConcurrencyLimit:
             release()
 
 
-def client_of(scope: Scope) -> str:
-    """The first `X-Forwarded-For` address, else the peer's address, else one key for unknown clients."""
-    forwarded = Headers(scope=scope).get("x-forwarded-for", "")
-    first = forwarded.split(",", 1)[0].strip()[:64]
-    if first.startswith("["):  # [IPv6]:port
-        return first[1:].split("]", 1)[0]
-    if first.count(":") == 1:  # IPv4:port, as some front ends write it: the port is the connection, not the client
-        return first.split(":", 1)[0]
-    if first:
-        return first
+def client_of(scope: Scope, *, hops: int = 1) -> str:
+    """Who a request comes from, as far as the caller cannot choose it: the connection's peer address; without one
+    (the Functions host's ASGI scope has `client: None`), the `hops`-th `X-Forwarded-For` entry from the right.
+
+    App Service's front ends, which Flex Consumption apps sit behind too, append the address that connected to them
+    to `X-Forwarded-For` (as `ip:port`), after whatever the caller sent: the rightmost entry is the platform's, every
+    entry left of it the caller's own text. With another proxy of yours in front (Front Door, Application Gateway),
+    the platform's entry is that proxy's address and the client's is one further left (`Inbound__ForwardedHops=2`).
+    Under uvicorn the peer is the connection's (`python -m shared serve` does not let uvicorn rewrite it from
+    headers)."""
     peer = scope.get("client")
-    return str(peer[0]) if peer else "unknown"
+    if peer:
+        return str(peer[0])
+    entries = [entry.strip() for entry in Headers(scope=scope).getlist("x-forwarded-for")]
+    chain = [part.strip() for entry in entries for part in entry.split(",") if part.strip()]
+    if len(chain) < hops:
+        return "unknown"
+    return _address(chain[-hops][:64])
+
+
+def _address(entry: str) -> str:
+    """An address without its port: `[v6]:port`, `v4:port`, or a bare address."""
+    if entry.startswith("["):
+        return entry[1:].split("]", 1)[0]
+    if entry.count(":") == 1:  # IPv4:port: the port is the connection, not the client
+        return entry.split(":", 1)[0]
+    return entry

@@ -340,10 +340,18 @@ class InboundSettings(_Section):
     The indexed form (`Tokens__0`, ...) is read too.
     """
     max_concurrent_per_client: int = Field(64, alias="MaxConcurrentPerClient", ge=1, le=10_000)
-    """Requests one client (its X-Forwarded-For, else its address) may have in flight at once on an instance; the next
-    is answered 429 with Retry-After.
+    """Requests one client (its connection's address; under the Functions host, the X-Forwarded-For entry its front end
+    added: ForwardedHops) may have in flight at once on an instance; the next is answered 429 with Retry-After.
 
     So a client that holds requests open cannot take every worker.
+    """
+    forwarded_hops: int = Field(1, alias="ForwardedHops", ge=1, le=8)
+    """Under the Functions host, which gives the app no peer address: which X-Forwarded-For entry, counted from the
+    right, is the client (1: the one the platform's front end appended, the address that connected to it; 2 with one
+    more proxy of your own in front, such as Front Door). Entries further left are written by the caller and never
+    used.
+
+    Only the throttles and the in-flight bound read it; a wrong value makes them coarser, never spoofable.
     """
 
     @field_validator("tokens", mode="before")

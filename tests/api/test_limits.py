@@ -11,6 +11,8 @@ import httpx
 import pytest
 
 from shared.api import create_app
+from shared.api.admin import RateLimit
+from shared.api.limits import client_of
 from shared.models import Found
 from tests.support.providers import FakeProvider, result
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
@@ -63,12 +65,18 @@ def test_the_mcp_endpoint_holds_no_stream_and_no_session(server: UvicornServer, 
 async def test_one_client_has_at_most_its_bound_in_flight_and_others_are_answered(
     server: UvicornServer, held: HeldProvider
 ) -> None:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+    elsewhere = httpx.AsyncHTTPTransport(local_address="127.0.0.2")  # another client: another address
+    async with (
+        httpx.AsyncClient(base_url=server.url, timeout=30) as client,
+        httpx.AsyncClient(base_url=server.url, timeout=30, transport=elsewhere) as another,
+    ):
         first = [asyncio.ensure_future(client.get("/api/docs/search", params={"q": "install"})) for _ in range(2)]
         while held.waiting < 2:
             await asyncio.sleep(0.01)
         refused = await client.get("/api/docs/search", params={"q": "install"})
-        other = await client.get("/api/docs/search", params={"q": "x"}, headers={"X-Forwarded-For": "10.0.0.9"})
+        # A header the caller writes does not make it someone else.
+        spoofed = await client.get("/api/docs/search", params={"q": "x"}, headers={"X-Forwarded-For": "10.0.0.9"})
+        other = await another.get("/api/docs/search", params={"q": "x"})
         health = await client.get("/api/health")
         held.release.set()
         answered = await asyncio.gather(*first)
@@ -76,6 +84,36 @@ async def test_one_client_has_at_most_its_bound_in_flight_and_others_are_answere
 
     assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
     assert refused.json()["error"]["code"] == "too_many_requests"
+    assert spoofed.status_code == 429
     assert other.status_code == 200 and health.status_code == 200  # another client, and health, still answered
     assert [response.status_code for response in answered] == [200, 200]
     assert after.status_code == 200  # the bound is on requests in flight, not a budget spent
+
+
+@pytest.mark.parametrize(
+    ("client", "forwarded", "hops", "expected"),
+    [
+        (("127.0.0.5", 5000), ["10.0.0.9"], 1, "127.0.0.5"),  # a peer: the header is the caller's text
+        (None, ["10.0.0.9, 203.0.113.7:51234"], 1, "203.0.113.7"),  # Functions: the front end's entry, rightmost
+        (None, ["10.0.0.9", "[2001:db8::1]:443"], 1, "2001:db8::1"),  # two headers are one list
+        (None, ["10.0.0.9, 198.51.100.4, 203.0.113.7"], 2, "198.51.100.4"),  # a proxy of yours in front
+        (None, [], 1, "unknown"),
+        (None, ["203.0.113.7"], 2, "unknown"),  # fewer entries than hops: not the caller's first entry
+    ],
+)
+def test_the_client_is_what_the_caller_cannot_write(
+    client: tuple[str, int] | None, forwarded: list[str], hops: int, expected: str
+) -> None:
+    headers = [(b"x-forwarded-for", value.encode()) for value in forwarded]
+    assert client_of({"type": "http", "client": client, "headers": headers}, hops=hops) == expected
+
+
+def test_the_rate_table_is_bounded_and_forgets_refilled_callers_first() -> None:
+    now = [0.0]
+    limit = RateLimit(burst=2, refill=1.0, clock=lambda: now[0], size=100)
+    limit.take("guesser")
+    limit.take("guesser")
+    for number in range(1_000):
+        limit.waiting(f"10.0.{number // 256}.{number % 256}")
+    assert len(limit) <= 100
+    assert limit.waiting("guesser") > 0  # still throttled: it was never the longest idle with an empty bucket

@@ -186,6 +186,14 @@ def test_wrong_tokens_are_throttled_per_address_before_any_token_is_compared(ins
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
 
 
+def test_a_new_forwarded_address_per_guess_does_not_escape_the_throttle(instance: httpx.Client) -> None:
+    statuses = [
+        instance.post(HOOK, headers={**hook_headers(f"guess-{n}"), "X-Forwarded-For": f"10.9.{n}.1"}).status_code
+        for n in range(30)
+    ]
+    assert statuses[:BURST] == [401] * BURST and set(statuses[BURST:]) == {429}
+
+
 def test_a_publish_is_refreshed_and_answered_per_site_with_its_index_time(
     instance: httpx.Client, static_origin: StaticOrigin, built_origin: Path
 ) -> None:

@@ -23,6 +23,7 @@ class UvicornServer:
 
     def __init__(self, app: Any, *, host: str = "127.0.0.1", log_level: str = "warning", **config: Any) -> None:
         config.setdefault("lifespan", "on")  # "auto" would log a failed start-up and serve anyway
+        config.setdefault("proxy_headers", False)  # as `python -m shared serve` runs it: the peer is the connection's
         self._config = uvicorn.Config(app, host=host, port=0, log_level=log_level, **config)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
