@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import mcp
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from shared.api import create_app
 from shared.cache import open_store
@@ -121,6 +122,26 @@ def test_a_page_missing_from_a_version_names_the_versions_that_have_it(server: U
     assert missing.status_code == 404 and body["error"]["code"] == "not_found"
     assert "2.1" in body["resolution"]["detail"] and body["resolution"]["suggestions"] == [f"{SITE}/{NEW_PAGE}/"]
     assert found.status_code == 200 and found.json()["version"] == "2.1"
+
+
+@pytest.mark.parametrize("folder", ["9.9", "2.2", "\uff12.\uff10", "v3", "1"])
+def test_a_version_folder_that_does_not_exist_is_not_found_naming_the_versions(
+    server: UvicornServer, versioned_origin: StaticOrigin, folder: str
+) -> None:
+    for location in (f"{SITE}/{folder}/{CHANGED_PAGE}", f"{versioned_origin.url}/{SITE}/{folder}/{CHANGED_PAGE}/"):
+        page = get(server, location=location)
+        body = page.json()
+        assert page.status_code == 404, body
+        assert body["error"]["code"] == "not_found" and body["resolution"]["site"] == SITE
+        assert "no such version" in body["error"]["message"] and "2.1" in body["error"]["message"]
+        assert "2.0" in body["error"]["message"] and "@" not in page.text
+
+
+async def test_a_resource_of_a_version_that_does_not_exist_is_not_found(server: UvicornServer) -> None:
+    async with mcp.Client(server.url + "/api/mcp") as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(f"docs://{SITE}/9.9/{CHANGED_PAGE}")
+    assert "no such version" in str(refused.value) and "2.1" in str(refused.value)
 
 
 @pytest.mark.parametrize(

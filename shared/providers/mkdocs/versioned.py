@@ -9,6 +9,8 @@ folder in a location, and which sites a search reaches (`ready`). What a site's 
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +31,10 @@ from shared.providers.mkdocs.slots import Failure
 from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 
+LOOKS_LIKE_VERSION = re.compile(r"[vV]?[0-9]")
+"""A folder that reads as a version (`2.2`, `9.9`, `v3`): one a versioned site does not list is a version that does not
+exist (`404` naming the versions), never a page path of the default version. A deliberate departure from the spec's
+leaf rule, which would otherwise serve `site/9.9/guide/install` as the default version's `guide/install`."""
 MAX_OTHER_VERSIONS = 6
 """Other versions looked in for a page a version does not have (their indexes are loaded for it)."""
 
@@ -205,6 +211,8 @@ class VersionedSites:
             return None
         first, _, after = remainder.partition("/")
         folder = versions.concrete(unquote(first)) if first else None
+        if folder is None and first and await self._no_such_version(versions, unquote(first)):
+            raise ResolutionError(self._missing_version(location, site, versions))
         asked = versions.concrete(version) if version is not None else None
         if version is not None and asked is None:
             listed = ", ".join(versions.names)
@@ -217,6 +225,28 @@ class VersionedSites:
         key = versions.key(chosen)
         self._registry.add_version(key)
         return key, (after if folder is not None else remainder), versions
+
+    async def _no_such_version(self, versions: VersionSet, folder: str) -> bool:
+        """Whether `folder`, the first one after a versioned site's name, reads as a version the site does not have:
+        it starts with a digit, or `v` and a digit, after Unicode normalisation (`9.9` full-width, `v3`), is no listed
+        version or alias as written, and the default version has no page folder of that name (`2fa/`)."""
+        if not LOOKS_LIKE_VERSION.match(unicodedata.normalize("NFKC", folder)):
+            return False
+        key = versions.key(versions.default)
+        self._registry.add_version(key)
+        default = await self._registry.index(key)
+        if default is None:
+            return True
+        return not any(page.path == folder or page.path.startswith(folder + "/") for page in default.pages)
+
+    @staticmethod
+    def _missing_version(location: str, site: str, versions: VersionSet) -> Resolution:
+        listed = ", ".join(
+            f"{version.name} ({', '.join(version.aliases)})" if version.aliases else version.name
+            for version in versions.versions
+        )
+        detail = f"site {site} has no such version; its versions: {listed} (default {versions.default})"
+        return Resolution(requested_location=location, reason=Reason.NOT_FOUND, site=site, detail=detail)
 
     async def resolve_in(self, location: str, key: str, path: str, versions: VersionSet, locate: Locate) -> Resolution:
         """`path` resolved in one version of a versioned site; when that version has no such page, the versions
