@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -283,3 +284,40 @@ async def test_a_remote_deployment_is_asked_for_the_version_it_declares(server: 
 
     assert found and {(hit.version, hit.provider) for hit in found} == {("2.0", "smithy_remote")}
     assert page.version == "2.0" and CHANGED_TEXT["2.0"] in page.content
+
+
+def test_a_slow_versions_json_costs_a_search_its_site_wait_and_its_failure_is_remembered(
+    versioned_origin: StaticOrigin,
+) -> None:
+    """A site with no index whose `versions.json` answers only after 6 s, and then with a 500: an all-sites search
+    answers within the per-site wait with the site still `loading`; the lookup goes on in the background, its
+    failure shows in health with why, and the next searches do not ask again (a backoff, as a failed load)."""
+    slow = "vslow"
+    versioned_origin.respond(f"/{slow}/versions.json", status=500, body=b"no", delay=6.0)
+    versioned_origin.clear_requests()
+    settings = fixture_settings(
+        versioned_origin.url, Sites=f"{ZENSICAL_SITE},{slow}", DefaultSite=ZENSICAL_SITE, RequestTimeoutSeconds="10"
+    )
+    try:
+        with UvicornServer(create_app(settings, embedding=None)) as running:
+            started = time.monotonic()
+            first = search(running, q="install")
+            elapsed = time.monotonic() - started
+            assert first.status_code == 200 and first.json()["results"]
+            assert first.json()["sites"][slow]["state"] == "loading"
+            assert elapsed < 2.0 + 2, elapsed  # Search__SiteWaitSeconds (2 s) and a little
+            deadline = time.monotonic() + 20
+            while (shown := _site_health(running, slow))["state"] != "failed" or shown["unpublished"]:
+                assert time.monotonic() < deadline, shown
+                time.sleep(0.05)
+            assert "versions.json unavailable" in shown["reason"] and "HTTP 500" in shown["reason"]
+            again = [search(running, q="install").json()["sites"][slow]["state"] for _ in range(3)]
+            assert again == ["failed"] * 3
+            assert len(versioned_origin.requests_for(f"/{slow}/versions.json")) == 1
+    finally:
+        versioned_origin.reset()
+
+
+def _site_health(server: UvicornServer, site: str) -> dict[str, Any]:
+    sites: dict[str, dict[str, Any]] = httpx.get(server.url + "/api/health", timeout=10).json()["providers"]
+    return sites["mkdocs"]["sites"][site]

@@ -2,6 +2,7 @@
 
     MkDocsHealth       status: the sites' roll-up (a failed site `unavailable`, a loaded one `ok`)
     └── sites          site -> SiteHealth    not_loaded | loading     counts for nothing
+                                SiteVersioned versioned               counts for nothing (its versions count)
                                 SiteFailed   failed                   `unavailable`, unless only unpublished
                                 SiteLoaded   loaded                   `ok`; its ranker, and why it ranks lexically
 
@@ -37,6 +38,8 @@ class SiteState(StrEnum):
     LOADING = "loading"
     LOADED = "loaded"
     FAILED = "failed"
+    VERSIONED = "versioned"
+    """No index of its own: a mike site, each version loaded under its own key (`site@version`)."""
 
 
 class RankerState(StrEnum):
@@ -78,6 +81,14 @@ class SiteFailed(SiteHealth):
     @property
     def status(self) -> Status | None:
         return None if self.unpublished else Status.UNAVAILABLE
+
+
+class SiteVersioned(SiteHealth):
+    """A versioned site's own entry: its versions and default; each version stands under its key as a site."""
+
+    state: SiteState = SiteState.VERSIONED
+    versions: list[str]
+    default: str
 
 
 class SiteLoaded(SiteHealth):

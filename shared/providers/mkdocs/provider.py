@@ -389,11 +389,12 @@ class MkDocsProvider:
         return "\n\n".join(parts) + "\n" if parts else ""
 
     def health(self) -> MkDocsHealth:
-        """The origin, each site's load state and how it ranks, without loading anything."""
+        """The origin, each site's load state and how it ranks, without loading anything; a site that publishes no
+        index of its own reads as what its `versions.json` said (versioned, or failed with why)."""
         sites = {
             name: site.model_copy(update={"code_languages": self._code.languages(name)})
             if isinstance(site, SiteLoaded)
-            else site
+            else self._versioned.health(name) or site
             for name, site in self._registry.health().items()
         }
         return MkDocsHealth.of(
@@ -404,6 +405,7 @@ class MkDocsProvider:
         )
 
     async def aclose(self) -> None:
+        await self._versioned.aclose()
         await self._registry.aclose()
         self._fetcher.close()
 

@@ -13,9 +13,10 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import unquote
 
+from shared.deadline import remaining
 from shared.errors import (
     InvalidRequestError,
     NoSiteLoadedError,
@@ -24,11 +25,12 @@ from shared.errors import (
     VersionsError,
 )
 from shared.models import Reason, Resolution, SiteAnswer, SiteSearched, VersionSet, split_key
+from shared.providers.mkdocs.health import SiteFailed, SiteHealth, SiteVersioned
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.resolution import Resolver, resolve_in_site
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.slots import Failure
-from shared.providers.mkdocs.versions import Versions
+from shared.providers.mkdocs.versions import Versions, VersionsPending
 from shared.settings import DocumentationSettings
 
 LOOKS_LIKE_VERSION = re.compile(r"[vV]?[0-9]")
@@ -61,22 +63,38 @@ class VersionedSites:
     def known(self, site: str) -> VersionSet | None:
         return self._versions.known(site)
 
-    async def versioned(self, site: str) -> VersionSet | None:
-        """The site's versions when it publishes no index of its own but a `versions.json`; None otherwise."""
+    async def versioned(self, site: str, *, wait: float | None = None) -> VersionSet | None:
+        """The site's versions when it publishes no index of its own but a `versions.json`; None otherwise. Waits
+        for the lookup at most `wait` seconds (None: what is left of the request's deadline): VersionsPending past
+        it, VersionsError for a refused file or an origin that failed with nothing known."""
         failure = self._registry.failure(site)
         if failure is None or not failure.unpublished:
             return None
-        return await self._versions.of(site)
+        return await self._versions.within(site, remaining() if wait is None else wait)
+
+    def health(self, site: str) -> SiteHealth | None:
+        """What health says of a site that publishes no index of its own, from what its `versions.json` said (without
+        asking): its versions, or a failure with why; None when that is not known (or it has an index)."""
+        failure = self._registry.failure(site)
+        if failure is None or not failure.unpublished:
+            return None
+        problem = self._versions.problem(site)
+        if problem is not None:
+            retry = failure.failed_at + timedelta(seconds=failure.retry_after)
+            return SiteFailed(reason=_why(VersionsError(problem)), unpublished=False, retry_at=retry)
+        known = self._versions.known(site)
+        return SiteVersioned(versions=known.names, default=known.default) if known is not None else None
+
+    async def aclose(self) -> None:
+        await self._versions.aclose()
 
     async def of(self, site: str) -> VersionSet | None:
-        """`versioned`, a refused `versions.json` as a ResolutionError (`site_unavailable`, with why)."""
+        """`versioned`, a refused or unavailable `versions.json` as a ResolutionError (`site_unavailable`, with
+        why)."""
         try:
             return await self.versioned(site)
         except VersionsError as exc:
-            detail = f"the site's versions.json is refused: {exc}"
-            raise ResolutionError(
-                Resolution(requested_location=site, reason=Reason.SITE_UNAVAILABLE, site=site, detail=detail)
-            ) from None
+            raise ResolutionError(_unavailable(site, site, exc)) from None
 
     def shown(self, key: str) -> tuple[str, str | None, bool | None]:
         """The site a loaded key is (a version's key names its site), its version and whether that is the default."""
@@ -157,9 +175,12 @@ class VersionedSites:
             if ready.get(name) is not None or name not in ready:
                 continue
             try:
-                versions = await self.versioned(name)
+                versions = await self.versioned(name, wait=self._settings.search.site_wait_seconds)
+            except VersionsPending:
+                ready.pop(name, None)  # still asking: the site stands as loading, and the lookup goes on
+                continue
             except VersionsError as exc:
-                broken[name] = Broken(f"versions.json refused: {exc}")
+                broken[name] = Broken(_why(exc))
                 continue
             if versions is None:
                 continue
@@ -201,10 +222,7 @@ class VersionedSites:
             try:
                 versions = await self.versioned(site)
             except VersionsError as exc:
-                detail = f"the site's versions.json is refused: {exc}"
-                raise ResolutionError(
-                    Resolution(requested_location=location, reason=Reason.SITE_UNAVAILABLE, site=site, detail=detail)
-                ) from None
+                raise ResolutionError(_unavailable(location, site, exc)) from None
         if versions is None:
             if version is not None:
                 raise InvalidRequestError(f"version: site {site} is not versioned", argument="version")
@@ -269,3 +287,18 @@ class VersionedSites:
         named = ", ".join(name for name, _ in having)
         detail = f"version {asked} of {versions.site} has no such page; these versions have it: {named}"
         return resolution.model_copy(update={"detail": detail, "suggestions": [where for _, where in having][:5]})
+
+
+def _why(exc: VersionsError) -> str:
+    """What a versions.json problem reads as: a refused file says so, a failed or pending lookup says why already."""
+    text = str(exc)
+    return (
+        text
+        if isinstance(exc, VersionsPending) or text.startswith("versions.json unavailable")
+        else (f"versions.json refused: {text}")
+    )
+
+
+def _unavailable(location: str, site: str, exc: VersionsError) -> Resolution:
+    detail = f"the site's {_why(exc)}"
+    return Resolution(requested_location=location, reason=Reason.SITE_UNAVAILABLE, site=site, detail=detail)

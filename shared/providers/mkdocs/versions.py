@@ -16,10 +16,13 @@ site's folder.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
+import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from shared.errors import OriginError, VersionsError
@@ -38,7 +41,8 @@ MAX_VERSIONS = 200
 REMEMBER_SECONDS = 300.0
 """How long an instance keeps what a site's `versions.json` said (or that it has none) before asking again."""
 RETRY_SECONDS = 30.0
-"""How soon a `versions.json` the origin failed to answer is asked for again (what was known is kept meanwhile)."""
+"""How soon a `versions.json` the origin failed to answer (or answered too slowly) is asked for again, doubled for
+each failure in a row up to `REMEMBER_SECONDS`; what was known is kept meanwhile."""
 LATEST = "latest"
 
 
@@ -78,8 +82,33 @@ def _safe(name: str) -> bool:
     return VERSION.fullmatch(name) is not None and name not in (".", "..") and not escapes(name)
 
 
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What an instance knows of one site's `versions.json`, and until when."""
+
+    until: float
+    versions: VersionSet | None = None
+    """The versions (None: not versioned, or not known yet)."""
+    refused: str | None = None
+    """Why the file the origin served is refused (a bad file)."""
+    failed: str | None = None
+    """Why the origin did not answer the last time it was asked (a timeout included); the versions known before, if
+    any, are kept meanwhile."""
+    failures: int = 0
+    """Failed asks in a row: the next is `RETRY_SECONDS` doubled for each, at most `REMEMBER_SECONDS`."""
+
+
+class VersionsPending(VersionsError):
+    """Nothing is known of the site's versions yet and the lookup outlasted the wait (it goes on in the background)."""
+
+
 class Versions:
-    """What each site's `versions.json` says, asked of the origin and remembered for `REMEMBER_SECONDS`."""
+    """What each site's `versions.json` says, asked of the origin and remembered for `REMEMBER_SECONDS`.
+
+    A lookup runs in the background, one per site however many requests ask, outside any request's deadline (the
+    origin client's own timeout bounds it); a request waits for it at most as long as it is told (`within`), so a
+    slow or dripping `versions.json` costs a search its per-site wait, never more. A failure, a timeout included, is
+    remembered and asked again after a backoff, like a failed index load."""
 
     def __init__(
         self, settings: DocumentationSettings, client: OriginClient, *, clock: Callable[[], float] = time.monotonic
@@ -87,41 +116,72 @@ class Versions:
         self._settings = settings
         self._client = client
         self._clock = clock
-        self._known: dict[str, tuple[float, VersionSet | None, str | None]] = {}
-        """Per site: when to ask again, its versions (None: not versioned) and why they are refused (None: not)."""
-        self._asking: dict[str, asyncio.Lock] = {}
+        self._known: dict[str, Known] = {}
+        self._asking: dict[str, asyncio.Task[None]] = {}
 
     def known(self, site: str) -> VersionSet | None:
         """What was last found for the site, without asking."""
         found = self._known.get(site)
-        return found[1] if found is not None else None
+        return found.versions if found is not None else None
+
+    def problem(self, site: str) -> str | None:
+        """Why the site's versions cannot be used now (a refused file, an origin that did not answer), without
+        asking; None when they can, or nothing is known yet."""
+        found = self._known.get(site)
+        if found is None or found.versions is not None:
+            return None
+        return found.refused or (f"versions.json unavailable: {found.failed}" if found.failed else None)
 
     async def of(self, site: str) -> VersionSet | None:
-        """The site's versions, or None when it publishes no `versions.json`; VersionsError when it publishes a bad
-        one (remembered too, so a bad file costs one request per `REMEMBER_SECONDS`). One request per site at a
-        time, however many searches ask; an origin that fails keeps what was known for `RETRY_SECONDS`."""
-        found = self._known.get(site)
-        if found is None or self._clock() >= found[0]:
-            async with self._asking.setdefault(site, asyncio.Lock()):
-                found = self._known.get(site)
-                if found is None or self._clock() >= found[0]:
-                    found = self._known[site] = await self._asked(site, found)
-        if found[2] is not None:
-            raise VersionsError(found[2])
-        return found[1]
+        """The site's versions, waiting for the lookup as long as it takes (the warm-up, the command line)."""
+        return await self.within(site, None)
 
-    async def _asked(
-        self, site: str, known: tuple[float, VersionSet | None, str | None] | None
-    ) -> tuple[float, VersionSet | None, str | None]:
-        """(when to ask again, the versions, why they are refused) from the origin now."""
+    async def within(self, site: str, seconds: float | None) -> VersionSet | None:
+        """The site's versions, or None when it publishes no `versions.json`; VersionsError when it publishes a bad
+        one or the origin fails with nothing known from before; VersionsPending when nothing is known yet after
+        `seconds` (None: no bound)."""
+        found = self._known.get(site)
+        if found is None or self._clock() >= found.until:
+            task = self._asking.get(site)
+            if task is None or task.done():
+                # An empty context: no request's deadline cuts the lookup short, so its outcome is always recorded.
+                task = asyncio.get_running_loop().create_task(
+                    self._ask(site), name=f"versions {site}", context=contextvars.Context()
+                )
+                self._asking[site] = task
+            await asyncio.wait([task], timeout=seconds)
+            if not task.done() and found is None:
+                raise VersionsPending(f"versions.json has not answered within {seconds:g} s; asked again meanwhile")
+            found = self._known.get(site, found)
+        assert found is not None
+        if found.refused is not None:
+            raise VersionsError(found.refused)
+        if found.versions is None and found.failed is not None:
+            raise VersionsError(f"versions.json unavailable: {found.failed}")
+        return found.versions
+
+    async def aclose(self) -> None:
+        for task in self._asking.values():
+            task.cancel()
+        await asyncio.gather(*self._asking.values(), return_exceptions=True)
+
+    async def _ask(self, site: str) -> None:
+        self._known[site] = await self._asked(site, self._known.get(site))
+
+    async def _asked(self, site: str, known: Known | None) -> Known:
+        """What the origin says now; a failure keeps what was known, asked again after a backoff."""
         try:
-            return self._clock() + REMEMBER_SECONDS, await self._fetch(site), None
+            return Known(self._clock() + REMEMBER_SECONDS, await self._fetch(site))
         except VersionsError as exc:
-            return self._clock() + REMEMBER_SECONDS, None, str(exc)
-        except OriginError as exc:  # not known now: what was known is kept, asked again soon
-            log.info("site %s: versions.json unavailable (%s)", site, exc)
-            kept = (known[1], known[2]) if known is not None else (None, None)
-            return self._clock() + RETRY_SECONDS, *kept
+            return Known(self._clock() + REMEMBER_SECONDS, refused=str(exc))
+        except Exception as exc:  # the origin (or anything under it) failed: one site's versions, never the service
+            reason = str(exc) if isinstance(exc, OriginError) else f"{type(exc).__name__}"
+            log.warning("site %s: versions.json unavailable (%s)", site, reason)
+            failures = (known.failures if known is not None else 0) + 1
+            delay = min(RETRY_SECONDS * 2 ** (failures - 1), REMEMBER_SECONDS) * random.uniform(1.0, 1.2)  # noqa: S311
+            kept = known.versions if known is not None else None
+            refused = known.refused if known is not None else None
+            return Known(self._clock() + delay, kept, refused, failed=reason, failures=failures)
 
     async def _fetch(self, site: str) -> VersionSet | None:
         base = self._settings.base_url(site)
