@@ -259,6 +259,12 @@ param versionDefaults string = '{}'
 @description('Forge__Documentation__WarmVersions: Versions of each versioned site the warm-up keeps warm besides its default: the newest ones listed (hidden ones aside). The others are loaded the first time a request names them.')
 param warmVersions string = '2'
 
+@description('Forge__Documentation__MaxIndexEntries: A site\'s search index with more entries than this is refused with the reason (health shows it), counted before it is parsed. Loading 50,000 short entries peaks about 134 MB above the process (tools/index-memory-latest.txt); the sample\'s largest site has 3,730.')
+param maxIndexEntries string = '50000'
+
+@description('Forge__Documentation__MaxIndexMegabytes: A site\'s search index larger than this (MB) is refused with the reason, read no further. Loading peaks at about 9 MB per MB of real documentation and up to 28 MB per MB of text made of short distinct words (the worst measured: tools/index-memory-latest.txt), so at 16 MB one site costs at most about 450 MB and cannot take a 2 GB instance down; the sample\'s largest site is 3.3 MB.')
+param maxIndexMegabytes string = '16'
+
 @description('Forge__Documentation__Cache__Container: blob container of the shared index cache (created here).')
 @minLength(3)
 @maxLength(63)
@@ -429,6 +435,8 @@ var coreSettings = {
   Forge__Documentation__SearchIndexOverrides: searchIndexOverrides
   Forge__Documentation__VersionDefaults: versionDefaults
   Forge__Documentation__WarmVersions: warmVersions
+  Forge__Documentation__MaxIndexEntries: maxIndexEntries
+  Forge__Documentation__MaxIndexMegabytes: maxIndexMegabytes
   Forge__Documentation__Cache__Container: cacheContainer
   Forge__Documentation__Cache__BlobServiceUri: cacheBlobServiceUri
   Forge__Documentation__Cache__CheckIntervalSeconds: cacheCheckIntervalSeconds

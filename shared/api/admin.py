@@ -13,10 +13,7 @@ when the tenant's keys are out of reach); nothing configured, every call is `401
 references set, `503`. Each caller (the token it presents) may start `BURST` calls at once and one more every
 `REFILL_SECONDS`, past that `429` with `Retry-After`; refused calls are limited the same way per client address
 (`shared.api.limits.client_of`) before any token is looked at, so guessing tokens meets `429` after `BURST` wrong
-ones. The address is what the caller cannot write (`shared.api.limits.client_of`: the peer, or the platform's
-`X-Forwarded-For` entry), so a new `X-Forwarded-For` per guess changes nothing; while an address is throttled even a
-valid token from it is refused (a `200` there would tell a guesser it had found one), a documented choice: a
-pipeline behind the same address as a guesser waits out `Retry-After`. Refreshes coalesce per site
+ones, whatever `X-Forwarded-For` they send, a valid token included (`RefreshGate.caller`). Refreshes coalesce per site
 (`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly one more.
 Neither the token nor the body is logged.
 
@@ -141,7 +138,9 @@ class RefreshGate:
 
     async def caller(self, request: Request) -> str:
         """Who calls (a token's position, or an Entra caller's object id); raises the refusal (`AccessRefused`),
-        Throttled when this address was refused too often."""
+        Throttled when this address was refused too often. The address is what the caller cannot write (the peer, or
+        the platform's `X-Forwarded-For` entry), and while it is throttled even a valid token from it is refused: a
+        `200` there would tell a guesser it had found one (a pipeline behind the guesser's address waits it out)."""
         address = client_of(request.scope, hops=self._settings.inbound.forwarded_hops)
         wait = self._refused.waiting(address)
         if wait > 0:

@@ -78,6 +78,15 @@ class DocumentationSettings(BaseSettings):
     warm_versions: int = Field(2, alias="WarmVersions", ge=0, le=50)
     """Versions of each versioned site the warm-up keeps warm besides its default: the newest ones listed (hidden
     ones aside). The others are loaded the first time a request names them."""
+    max_index_entries: int = Field(50_000, alias="MaxIndexEntries", ge=100, le=1_000_000)
+    """A site's search index with more entries than this is refused with the reason (health shows it), counted before
+    it is parsed. Loading 50,000 short entries peaks about 134 MB above the process (tools/index-memory-latest.txt);
+    the sample's largest site has 3,730."""
+    max_index_megabytes: float = Field(16.0, alias="MaxIndexMegabytes", gt=0, le=64)
+    """A site's search index larger than this (MB) is refused with the reason, read no further. Loading peaks at about
+    9 MB per MB of real documentation and up to 28 MB per MB of text made of short distinct words (the worst measured:
+    tools/index-memory-latest.txt), so at 16 MB one site costs at most about 450 MB and cannot take a 2 GB instance
+    down; the sample's largest site is 3.3 MB."""
     cache: CacheSettings = Field(default_factory=CacheSettings, alias="Cache")
     warmup: WarmupSettings = Field(default_factory=WarmupSettings, alias="Warmup")
     search: SearchSettings = Field(default_factory=SearchSettings, alias="Search")

@@ -285,6 +285,20 @@ def clamp_boost(value: object) -> float:
     return min(number, MAX_BOOST) if number >= 0 and math.isfinite(number) else 0.0
 
 
+ENTRY_KEY = b'"location"'
+"""Every entry of either layout has one; a string that holds the text escapes its quotes, so it never counts."""
+
+
+def check_size(payload: bytes, *, max_entries: int, max_bytes: int) -> None:
+    """IndexFormatError when the index is larger than `max_bytes` or has more than `max_entries` entries, decided from
+    its bytes alone (before it is parsed, which costs about 2 KB per entry at its peak)."""
+    if len(payload) > max_bytes:
+        raise IndexFormatError(f"the index is larger than {max_bytes / 2**20:g} MB (MaxIndexMegabytes)")
+    entries = payload.count(ENTRY_KEY)
+    if entries > max_entries:
+        raise IndexFormatError(f"the index has {entries:,} entries, more than {max_entries:,} (MaxIndexEntries)")
+
+
 def parse_index(site: str, payload: bytes | str) -> SiteIndex:
     """Parse the published JSON; raises IndexFormatError when it is malformed, hostile or has no entries."""
     try:

@@ -34,7 +34,7 @@ from shared.providers.mkdocs import (
     semantics,
     text,
 )
-from shared.providers.mkdocs.index import SiteIndex, parse_index
+from shared.providers.mkdocs.index import SiteIndex, check_size, parse_index
 from shared.providers.mkdocs.kinds import PathWeights
 from shared.providers.mkdocs.ranking import Ranker
 from shared.settings import DocumentationSettings
@@ -129,16 +129,23 @@ async def fetch_index(
     # never be served from another site's.
     overridden = site in settings.search_index_overrides
     scope = url if overridden else settings.base_url(site) + "/"
-    response = await client.get(url, scope=scope, max_bytes=MAX_INDEX_BYTES, headers=headers)
-    if response.status in GONE and not overridden:
-        # No MkDocs index: a site built with Zensical publishes `search.json` at its root instead (the same copy's
-        # validators apply: they came from whichever of the two answered).
-        alternative = settings.base_url(site) + ZENSICAL_INDEX_PATH
-        response = await client.get(alternative, scope=scope, max_bytes=MAX_INDEX_BYTES, headers=headers)
+    bound = max_index_bytes(settings)
+    try:
+        response = await client.get(url, scope=scope, max_bytes=bound, headers=headers)
+        if response.status in GONE and not overridden:
+            # No MkDocs index: a site built with Zensical publishes `search.json` at its root instead (the same copy's
+            # validators apply: they came from whichever of the two answered).
+            alternative = settings.base_url(site) + ZENSICAL_INDEX_PATH
+            response = await client.get(alternative, scope=scope, max_bytes=bound, headers=headers)
+    except OriginError as exc:
+        if exc.too_large:
+            raise IndexFormatError(f"the index is larger than {bound / 2**20:g} MB (MaxIndexMegabytes)") from None
+        raise
     if response.status == 304 and headers:
         return None
     if response.status != 200:
         raise OriginError(f"index request answered HTTP {response.status}", status=response.status)
+    check_size(response.body, max_entries=settings.max_index_entries, max_bytes=bound)
     index = await asyncio.to_thread(parse_index, site, response.body)
     entry = StoredCopy(
         response.body, datetime.now(UTC), response.etag, response.last_modified, entries=len(index.entries)
@@ -146,9 +153,16 @@ async def fetch_index(
     return FetchedIndex(entry, index)
 
 
-async def try_parse(site: str, cached: StoredCopy) -> SiteIndex | None:
-    """The cached copy parsed off the event loop, or None when it is unusable (corrupt, empty)."""
+def max_index_bytes(settings: DocumentationSettings) -> int:
+    """The largest index a site may publish, in bytes (`MaxIndexMegabytes`, never past `MAX_INDEX_BYTES`)."""
+    return min(int(settings.max_index_megabytes * 2**20), MAX_INDEX_BYTES)
+
+
+async def try_parse(site: str, cached: StoredCopy, settings: DocumentationSettings) -> SiteIndex | None:
+    """The cached copy parsed off the event loop, or None when it is unusable (corrupt, empty, or past the bounds
+    it was stored under: they may have been lowered since)."""
     try:
+        check_size(cached.payload, max_entries=settings.max_index_entries, max_bytes=max_index_bytes(settings))
         return await asyncio.to_thread(parse_index, site, cached.payload)
     except IndexFormatError as exc:
         log.info("site %s: cached index is unusable (%s); ignoring it", site, exc)
@@ -286,7 +300,7 @@ class SiteLoader:
             return prebuilt
         cached = await self._read_cache(site, name)
         # Parsing validates the copy; the ranker, the costly part, is built only for the copy actually served.
-        parsed = await try_parse(site, cached) if cached is not None else None
+        parsed = await try_parse(site, cached, self._settings) if cached is not None else None
         if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
             return await build(cached, Source.CACHE, parsed, self._weights, rank=rank)
         try:
@@ -342,7 +356,7 @@ class SiteLoader:
         except StoreError as exc:
             log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
             return None
-        parsed = await try_parse(site, cached) if cached is not None else None
+        parsed = await try_parse(site, cached, self._settings) if cached is not None else None
         if parsed is not None and cached is not None and cached.fetched_at >= known.fetched_at:
             fresh = await build(cached, Source.CACHE, parsed, self._weights, rank=rank)
             log.info("site %s: a newer cached index is in (%d entries)", site, len(fresh.index.entries))
