@@ -200,11 +200,13 @@ class DocsServer(MCPServer[Any]):
                 return failure(InvalidRequestError(_invalid_arguments(exc.__cause__)))
             raise
 
-    async def _read(self, _: ServerRequestContext[Any], params: ReadResourceRequestParams) -> ReadResourceResult:
+    async def _read(self, context: ServerRequestContext[Any], params: ReadResourceRequestParams) -> ReadResourceResult:
         """`docs://{site}/{path}` as the page's Markdown within the budget (`shared.api.resources`), fresh for as
-        long as the service's own copy of the page."""
+        long as the service's own copy of the page; its errors in the request's revision's codes."""
         uri = str(params.uri)
-        read = await resources.read_page(self.service, uri, budget_chars=self.budget, seconds=self.seconds)
+        read = await resources.read_page(
+            self.service, uri, budget_chars=self.budget, seconds=self.seconds, revision=context.protocol_version
+        )
         contents = [
             TextResourceContents(uri=uri, text=str(item.content), mime_type=item.mime_type, _meta=item.meta)
             for item in read.contents

@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 
 RESOURCE_TEMPLATE = "docs://{site}/{+path}{?offset,maxChars}"
 RESOURCE_NOT_FOUND = -32002
-"""The MCP specification's JSON-RPC code for a resource that does not exist."""
+"""The 2025-11-25 revision's JSON-RPC code for a resource that does not exist; 2026-07-28 retired it for `-32602`
+(Invalid params), which the SDK's own `ResourceNotFoundError` sends there."""
+MODERN = "2026-07-28"
 QUERY_NAMES = ("offset", "maxChars")
 META_FIELDS = (
     "location",
@@ -76,14 +78,19 @@ class PageRead:
     fresh_seconds: int
 
 
-async def read_page(service: DocumentationService, uri: str, *, budget_chars: int, seconds: float) -> PageRead:
-    """The page at `uri` as resource contents; an MCPError carrying the REST error body when it cannot be read
-    (`-32602` for a bad URI, `-32002` for a page that does not exist, `-32603` otherwise)."""
+async def read_page(
+    service: DocumentationService, uri: str, *, budget_chars: int, seconds: float, revision: str = ""
+) -> PageRead:
+    """The page at `uri` as resource contents; an MCPError carrying the REST error body when it cannot be read:
+    `-32602` for a bad URI, the revision's code for a resource that cannot be read (`-32602` in 2026-07-28, `-32002`
+    before: a page that does not exist, or of a site that cannot be read now, with the reason in the message and
+    `data`), `-32603` only for the service's own failure."""
     try:
         return await _read(service, uri, budget_chars=budget_chars, seconds=seconds)
     except DocsError as exc:
         status, body = answer(exc)
-        code = INVALID_PARAMS if status == 400 else RESOURCE_NOT_FOUND if status in (404, 409) else INTERNAL_ERROR
+        missing = INVALID_PARAMS if revision >= MODERN else RESOURCE_NOT_FOUND
+        code = INVALID_PARAMS if status == 400 else INTERNAL_ERROR if status == 500 else missing
         raise MCPError(code, tool_error(exc), data=body) from None
     except Exception as exc:  # logged by type and frame: the SDK would log the URI, which names the location
         log.error("resource read failed unexpectedly: %s at %s", type(exc).__name__, where(exc))
