@@ -9,13 +9,14 @@ to try next; results left out to fit the answer budget are counted, with the cal
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from shared.api import resources
-from shared.models import CodeSample, SearchResponse, SiteAnswer, VersionListing
+from shared.models import CodeSample, SearchResponse, SiteAnswer, SiteSearched, VersionListing
 
 
 class SearchAnswer(SearchResponse):
@@ -72,15 +73,20 @@ def render_code(code: CodeSample, *, guessed: bool) -> str:
 def render_search(response: SearchResponse, site: str | None = None) -> str:
     """What an agent reads: one block per hit (title, location, breadcrumb, size, preview); for no hit, which sites
     were searched and what to try next; what was left out to fit the answer, and how to see it."""
+    states = response.sites or {}
+    unsearched = _unsearched(states)
     if not response.results:
-        states = response.sites or {}
         searched = [name for name, site in states.items() if site.state == SiteAnswer.SEARCHED]
-        pending = [f"{name} ({site.state.value})" for name, site in states.items() if site.state != SiteAnswer.SEARCHED]
-        lines = ["No results: the documentation does not cover this, or nothing scored above the relevance floor."]
-        if searched:
-            lines.append(
-                f"Searched: {', '.join(searched)}." + (f" Not searched: {', '.join(pending)}." if pending else "")
-            )
+        if states and not searched:
+            # Nothing was read: saying the documentation lacks the answer would be a guess.
+            return f"No results: no site could be searched. Not searched: {unsearched}. Ask again in a moment."
+        scope = f" in {', '.join(searched)}" if searched else ""
+        lines = [
+            f"No results{scope}: the documentation searched does not cover this, or nothing scored above the "
+            "relevance floor."
+        ]
+        if unsearched:
+            lines.append(f"Not searched: {unsearched}.")
         lines.append(
             f"Search again without `site` (only {site} was searched), or with the words the documentation would use."
             if site
@@ -106,6 +112,8 @@ def render_search(response: SearchResponse, site: str | None = None) -> str:
             f"\n[{left_out} more result(s) matched but were left out to keep this answer within its size budget: "
             f"ask with limit={shown} for these {shown} whole{narrow}.]"
         )
+    if unsearched:
+        lines.append(f"\nNot searched, so not in these results: {unsearched}.")
     if fresh := freshness(response):
         lines.append(f"\n{fresh}")
     lines.append(
@@ -136,3 +144,19 @@ def ago(when: datetime, now: datetime | None = None) -> str:
             count = int(seconds // size)
             return f"{count} {unit}{'s' if count != 1 else ''} ago"
     return "just now"
+
+
+WHY_NOT_SEARCHED = {
+    SiteAnswer.LOADING: "still loading its index; ask again in a few seconds",
+    SiteAnswer.FAILED: "its index cannot be loaded right now",
+    SiteAnswer.UNPUBLISHED: "it publishes no search index",
+}
+
+
+def _unsearched(states: Mapping[str, SiteSearched]) -> str:
+    """The sites a search did not read, each with why ("" when it read them all)."""
+    return "; ".join(
+        f"{name} ({WHY_NOT_SEARCHED.get(site.state, site.state.value)})"
+        for name, site in states.items()
+        if site.state != SiteAnswer.SEARCHED
+    )

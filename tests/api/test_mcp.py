@@ -171,6 +171,14 @@ async def test_an_empty_search_says_what_it_means(server: UvicornServer) -> None
     }
     assert all(sites[site]["indexedAt"] for site in PUBLISHED_SITES)
     assert "does not cover" in text(result)
+    assert "Not searched: missing-docs (it publishes no search index)" in text(result)
+
+
+async def test_a_search_that_read_no_site_never_says_the_documentation_lacks_the_answer(server: UvicornServer) -> None:
+    async with session(server.url) as client:
+        result = await client.call_tool("search_docs", {"query": "install", "site": "missing-docs"})
+    assert not result.is_error and "does not cover" not in text(result)
+    assert text(result).startswith("No results: no site could be searched. Not searched: missing-docs (it publishes")
 
 
 # -- the endpoint over plain HTTP
@@ -233,7 +241,7 @@ async def test_a_near_miss_site_names_the_nearest_first_over_mcp(server: Uvicorn
 async def test_an_empty_search_names_the_sites_searched_and_suggests_dropping_site(server: UvicornServer) -> None:
     async with session(server.url) as client:
         narrowed = await client.call_tool("search_docs", {"query": "sourdough starter hydration", "site": "beta-docs"})
-    assert "Searched: beta-docs." in text(narrowed)
+    assert "No results in beta-docs:" in text(narrowed)
     assert "Search again without `site` (only beta-docs was searched)" in text(narrowed)
 
 
