@@ -30,6 +30,7 @@ NOT_SERVED = frozenset({"subscriptions/listen", "resources/subscribe", "resource
 """Methods a stateless server with no subscriptions never serves: `-32601` before the SDK validates their params
 (in 2026-07-28 it would answer `subscriptions/listen` without its `notifications` with `-32602`)."""
 MODERN = "2026-07-28"
+"""The first revision whose answers differ here (and in `shared.api.resources`); later revisions compare after it."""
 SHAPE = (
     'a JSON-RPC 2.0 message is one object with "jsonrpc": "2.0", a string "method", an "id" that is a string or an '
     'integer (none for a notification) and "params" that is an object'

@@ -22,6 +22,7 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ResourceLink
 
 from shared import reading
 from shared.api import budget, caching
+from shared.api.envelope import MODERN
 from shared.api.errors import answer, tool_error, where, within
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchResult
@@ -35,7 +36,6 @@ RESOURCE_TEMPLATE = "docs://{site}/{+path}{?offset,maxChars}"
 RESOURCE_NOT_FOUND = -32002
 """The 2025-11-25 revision's JSON-RPC code for a resource that does not exist; 2026-07-28 retired it for `-32602`
 (Invalid params), which the SDK's own `ResourceNotFoundError` sends there."""
-MODERN = "2026-07-28"
 QUERY_NAMES = ("offset", "maxChars")
 META_FIELDS = (
     "location",

@@ -4,7 +4,6 @@ and the other sites keep answering. The app under uvicorn, a real static origin,
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -16,22 +15,10 @@ from shared.api import create_app
 from tests.api.test_refresh_hook import ResidentPeak
 from tests.support.sites import fixture_settings
 from tests.support.uvicorn_server import UvicornServer
+from tools.index_memory import synthetic
 from tools.static_origin import StaticOrigin
 
 HUGE = "huge-docs"
-
-
-def zensical_index(items: int, words: int) -> bytes:
-    """A Zensical `search.json` of `items` entries, ten to a page, each `words` words of text."""
-    entries = [
-        {
-            "location": f"p{number // 10}/" + ("" if number % 10 == 0 else f"#s{number % 10}"),
-            "title": f"Section {number}",
-            "text": " ".join(f"w{(number * 7 + word) % 5000}" for word in range(words)),
-        }
-        for number in range(items)
-    ]
-    return json.dumps({"config": {}, "items": entries}).encode()
 
 
 @pytest.fixture
@@ -59,7 +46,7 @@ def test_an_index_past_the_bounds_is_refused_with_its_reason_and_the_other_sites
     words: int,
     reason: str,
 ) -> None:
-    payload = zensical_index(items, words)
+    payload = synthetic(items, words)
     static_origin.respond(f"/{HUGE}/search.json", body=payload, content_type="application/json")
     caplog.set_level(logging.INFO)
     with ResidentPeak() as peak:

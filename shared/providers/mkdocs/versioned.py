@@ -30,7 +30,7 @@ from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.resolution import Resolver, resolve_in_site
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.slots import Failure
-from shared.providers.mkdocs.versions import Versions, VersionsPending
+from shared.providers.mkdocs.versions import Versions, VersionsPending, VersionsUnavailable
 from shared.settings import DocumentationSettings
 
 LOOKS_LIKE_VERSION = re.compile(r"[vV]?[0-9]")
@@ -81,7 +81,7 @@ class VersionedSites:
         problem = self._versions.problem(site)
         if problem is not None:
             retry = failure.failed_at + timedelta(seconds=failure.retry_after)
-            return SiteFailed(reason=_why(VersionsError(problem)), unpublished=False, retry_at=retry)
+            return SiteFailed(reason=_why(problem), unpublished=False, retry_at=retry)
         known = self._versions.known(site)
         return SiteVersioned(versions=known.names, default=known.default) if known is not None else None
 
@@ -290,13 +290,8 @@ class VersionedSites:
 
 
 def _why(exc: VersionsError) -> str:
-    """What a versions.json problem reads as: a refused file says so, a failed or pending lookup says why already."""
-    text = str(exc)
-    return (
-        text
-        if isinstance(exc, VersionsPending) or text.startswith("versions.json unavailable")
-        else (f"versions.json refused: {text}")
-    )
+    """What a versions.json problem reads as: a refused file says so; a failed or pending lookup says why already."""
+    return str(exc) if isinstance(exc, VersionsPending | VersionsUnavailable) else f"versions.json refused: {exc}"
 
 
 def _unavailable(location: str, site: str, exc: VersionsError) -> Resolution:

@@ -97,6 +97,18 @@ class Known:
     failures: int = 0
     """Failed asks in a row: the next is `RETRY_SECONDS` doubled for each, at most `REMEMBER_SECONDS`."""
 
+    def error(self) -> VersionsError | None:
+        """Why the versions cannot be used: the refused file, else an origin that failed with nothing known."""
+        if self.refused is not None:
+            return VersionsError(self.refused)
+        if self.versions is None and self.failed is not None:
+            return VersionsUnavailable(f"versions.json unavailable: {self.failed}")
+        return None
+
+
+class VersionsUnavailable(VersionsError):
+    """The origin did not answer `versions.json` (a timeout included) and nothing is known from before."""
+
 
 class VersionsPending(VersionsError):
     """Nothing is known of the site's versions yet and the lookup outlasted the wait (it goes on in the background)."""
@@ -124,13 +136,11 @@ class Versions:
         found = self._known.get(site)
         return found.versions if found is not None else None
 
-    def problem(self, site: str) -> str | None:
+    def problem(self, site: str) -> VersionsError | None:
         """Why the site's versions cannot be used now (a refused file, an origin that did not answer), without
         asking; None when they can, or nothing is known yet."""
         found = self._known.get(site)
-        if found is None or found.versions is not None:
-            return None
-        return found.refused or (f"versions.json unavailable: {found.failed}" if found.failed else None)
+        return found.error() if found is not None else None
 
     async def of(self, site: str) -> VersionSet | None:
         """The site's versions, waiting for the lookup as long as it takes (the warm-up, the command line)."""
@@ -138,8 +148,8 @@ class Versions:
 
     async def within(self, site: str, seconds: float | None) -> VersionSet | None:
         """The site's versions, or None when it publishes no `versions.json`; VersionsError when it publishes a bad
-        one or the origin fails with nothing known from before; VersionsPending when nothing is known yet after
-        `seconds` (None: no bound)."""
+        one, VersionsUnavailable when the origin fails with nothing known from before; VersionsPending when nothing
+        is known yet after `seconds` (None: no bound)."""
         found = self._known.get(site)
         if found is None or self._clock() >= found.until:
             task = self._asking.get(site)
@@ -154,10 +164,8 @@ class Versions:
                 raise VersionsPending(f"versions.json has not answered within {seconds:g} s; asked again meanwhile")
             found = self._known.get(site, found)
         assert found is not None
-        if found.refused is not None:
-            raise VersionsError(found.refused)
-        if found.versions is None and found.failed is not None:
-            raise VersionsError(f"versions.json unavailable: {found.failed}")
+        if (error := found.error()) is not None:
+            raise error
         return found.versions
 
     async def aclose(self) -> None:
