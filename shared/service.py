@@ -5,7 +5,8 @@ The rules, including those the spec leaves open:
 - Input is checked once, before any provider runs: the query, `limit` (1..50, then capped at 25), the location
   (same-origin; no dot segment in any spelling an index entry is refused for, `shared.paths`), and `site`, which
   must name a site at least one provider declares (matched case-insensitively). Those checks'
-  `InvalidRequestError` and the caller's cancellation are the only things that stop the chain.
+  `InvalidRequestError` and the caller's cancellation are the only things that stop the chain. A provider's
+  refusal of a `version` falls through; it is the answer (`400`) only when every provider asked refused it.
 - Providers run in ascending `order`. A search with `site` asks only the providers that declare that site.
 - A provider that raises anything else (it is unconfigured, unreachable, out of its scope, or broken) is logged
   with its name and the error's type, never its message, and the chain falls through to the next one.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import SerializeAsAny, SerializerFunctionWrapHandler, model_serializer
 
@@ -136,6 +137,7 @@ class DocumentationService:
         language: str | None = None,
     ) -> SearchResponse:
         searched, failures = False, {}
+        refused: InvalidRequestError | None = None
         sites: dict[str, SiteSearched] | None = None
         code = kind is SearchKind.CODE
         for provider in self.providers:
@@ -158,7 +160,8 @@ class DocumentationService:
                 continue
             except Exception as exc:
                 if _named_version(exc):
-                    raise
+                    refused = refused or exc  # the next provider may have it
+                    continue
                 log.warning("search provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
                 failures[provider.name] = _details(exc)
                 continue
@@ -169,6 +172,8 @@ class DocumentationService:
                 telemetry.searched(provider.name, results[:effective])
                 return SearchResponse(query=query, provider=provider.name, results=results[:effective], sites=sites)
         attribute(SEARCH_PROVIDER, NO_PROVIDER)
+        if refused is not None and not searched:
+            raise refused  # every provider that could answer refused the version: the caller's to correct
         if not searched and failures:
             if all(details == TIMED_OUT for details in failures.values()):
                 raise RequestTimeoutError
@@ -209,6 +214,7 @@ class DocumentationService:
 
     async def _get(self, path: str, requested: str, outline: bool, version: str | None) -> Document:
         misses: list[Resolution] = []
+        refused: InvalidRequestError | None = None
         timed_out = False
         asked = {"version": version} if version is not None else {}
         for provider in self.providers:
@@ -228,7 +234,8 @@ class DocumentationService:
                 continue
             except Exception as exc:
                 if _named_version(exc):
-                    raise
+                    refused = refused or exc
+                    continue
                 log.warning("fetch provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
                 timed_out = timed_out or _details(exc) == TIMED_OUT
                 continue
@@ -238,6 +245,8 @@ class DocumentationService:
             return document.model_copy(update={"requested_location": requested, "resolution": resolution})
         attribute(FETCH_PROVIDER, NO_PROVIDER)
         telemetry.fetched(NO_PROVIDER, False)
+        if refused is not None and not misses:
+            raise refused
         if not misses and timed_out:
             raise RequestTimeoutError
         resolution = most_specific(misses) or Resolution(
@@ -296,9 +305,9 @@ def _versions(provider: DocumentationProvider) -> bool:
     return bool(getattr(provider, "supports_versions", False))
 
 
-def _named_version(exc: Exception) -> bool:
-    """A provider's refusal of the version the caller named: the caller's to correct, never the next provider's
-    (any other refusal falls through, as every provider failure does)."""
+def _named_version(exc: Exception) -> TypeGuard[InvalidRequestError]:
+    """A provider's refusal of the version the caller named: the next provider is asked (it may have the version),
+    and the refusal is the answer (`400`) when no provider searched, or missed the page, with it."""
     return isinstance(exc, InvalidRequestError) and exc.argument == "version"
 
 

@@ -152,6 +152,23 @@ async def test_the_services_own_input_checks_stop_the_chain_before_any_provider(
     assert provider.calls == []
 
 
+async def test_a_refused_version_falls_through_and_is_the_answer_only_when_every_provider_refused_it() -> None:
+    refusal = InvalidRequestError("version '9' is not a version of vdocs: 2.1", argument="version")
+    refusing = FakeProvider("refusing", 0, error=refusal, supports_versions=True)
+    having = FakeProvider("having", 1, results=2, document=True, supports_versions=True)
+    empty = FakeProvider("empty", 1, supports_versions=True)
+    unversioned = FakeProvider("unversioned", 2, results=2, document=True)
+
+    assert (await service(refusing, having).search("q", version="9")).provider == "having"
+    assert (await service(refusing, having).get("page", version="9")).provider == "having"
+    assert (await service(refusing, empty).search("q", version="9")).results == []  # searched with it: no match
+    with pytest.raises(InvalidRequestError) as refused:
+        await service(refusing, unversioned).search("q", version="9")
+    with pytest.raises(InvalidRequestError):
+        await service(refusing, unversioned).get("page", version="9")
+    assert refused.value is refusal and not unversioned.calls  # a provider without versions is never asked
+
+
 async def test_site_is_checked_against_every_providers_sites_and_passed_only_to_those_that_serve_it() -> None:
     remote = FakeProvider("remote", 0, results=1, sites=("Forge", "Partner-Docs"))
     local = FakeProvider("local", 1, results=1, sites=("forge", "handbook"))

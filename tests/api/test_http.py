@@ -561,7 +561,8 @@ def test_a_miss_offers_the_pages_near_it_and_each_suggestion_fetches(
     suggestions = body["resolution"]["suggestions"]
     assert body["error"]["code"] in ("not_found", "unknown_site") and meant in suggestions[:3]
     assert 1 <= len(suggestions) <= 5
-    indexes = ("search_index.json", "search.json")  # a site without an MkDocs index is asked for a Zensical one
+    # A site without an MkDocs index is asked for a Zensical one, then whether it is versioned.
+    indexes = ("search_index.json", "search.json", "versions.json")
     asked = [request.path for request in static_origin.requests if not request.path.endswith(indexes)]
     assert len(asked) == 1 and asked[0].endswith(location.split("/", 1)[-1] + "/")  # one probe for a redirect stub
     # at the path asked for; the suggestions themselves come from the indexes in hand

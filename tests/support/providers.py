@@ -25,21 +25,23 @@ class FakeProvider:
         miss: Reason | None = None,
         supports_fetch: bool = True,
         sites: tuple[str, ...] = ("forge",),
+        supports_versions: bool = False,
     ) -> None:
         self.name, self.order, self.supports_fetch, self.sites = name, order, supports_fetch, sites
+        self.supports_versions = supports_versions
         self._results, self._error, self._document, self._miss = results, error, document, miss
         self.calls: list[tuple[str, int]] = []
         self.sites_asked: list[str | None] = []
         self.closed = False
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+    async def search(self, query: str, *, limit: int, site: str | None = None, version: str | None = None) -> Found:
         self.calls.append((query, limit))
         self.sites_asked.append(site)
         if self._error:
             raise self._error
         return Found([result(f"{self.name}-{i}", self.name) for i in range(self._results)])
 
-    async def get(self, location: str, *, outline: bool = False) -> Document:
+    async def get(self, location: str, *, outline: bool = False, version: str | None = None) -> Document:
         self.calls.append((location, 0))
         if self._error:
             raise self._error

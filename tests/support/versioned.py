@@ -5,6 +5,7 @@
     vdocs/     mike over a throw-away git repository: 2.0, then 2.1 aliased `latest`, default `latest`
     zdocs/     `zensical build` of tests/fixtures/zensical: `search.json` at the root, no `search/`
     vbad-*/    hand-written `versions.json` files a versioned site must refuse (nothing else)
+    beta-docs/ the plain MkDocs fixture site of tests/fixtures/sites, beside them (bare paths cross sites)
 
 mike deploys with `--alias-type redirect`: `vdocs/latest/` holds one redirect page per HTML page of 2.1 and no
 search index or Markdown, which is what a host without symlinks serves, and it leaves a reader no way to reach
@@ -33,11 +34,12 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 
-from tools.build_origin import cached_build, source_digest
+from tools.build_origin import build_site, cached_build, source_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSIONED_FIXTURE = ROOT / "tests" / "fixtures" / "versioned"
 ZENSICAL_FIXTURE = ROOT / "tests" / "fixtures" / "zensical"
+PLAIN_FIXTURE = ROOT / "tests" / "fixtures" / "sites" / "beta-docs"
 HOOK = ROOT / "docs" / "hooks" / "copy_markdown.py"
 CACHE_ROOT = ROOT / "build" / "versioned-origin"
 
@@ -58,7 +60,9 @@ CHANGED_TEXT = {
 
 ZENSICAL_SITE = "zdocs"
 BAD_VERSIONED_SITES = ("vbad-notlist", "vbad-dup", "vbad-dots", "vbad-missing")
-SITES = (VERSIONED_SITE, ZENSICAL_SITE, *BAD_VERSIONED_SITES)
+PLAIN_SITE = "beta-docs"
+"""A plain MkDocs site (`search/search_index.json`), built from tests/fixtures/sites; `faq` is one of its pages."""
+SITES = (VERSIONED_SITE, ZENSICAL_SITE, PLAIN_SITE, *BAD_VERSIONED_SITES)
 
 _TOOLS = ("mike", "zensical")
 _GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
@@ -77,10 +81,11 @@ def build_versioned_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False
     """The built origin directory (`{origin}/{site}/...`), rebuilt only when its inputs or tools changed."""
 
     def build(staging: Path) -> None:
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(3) as pool:
             builds = [
                 pool.submit(_build_mike_site, staging / VERSIONED_SITE),
                 pool.submit(_build_zensical_site, staging / ZENSICAL_SITE),
+                pool.submit(_build_plain_site, staging / PLAIN_SITE),
             ]
             for built in builds:
                 built.result()
@@ -90,9 +95,14 @@ def build_versioned_origin(cache_root: Path = CACHE_ROOT, *, force: bool = False
 
 
 def _digest() -> str:
-    inputs = source_digest([VERSIONED_FIXTURE, ZENSICAL_FIXTURE, HOOK, Path(__file__)])
+    inputs = source_digest([VERSIONED_FIXTURE, ZENSICAL_FIXTURE, PLAIN_FIXTURE, HOOK, Path(__file__)])
     tools = "".join(f"{tool}=={metadata.version(tool)}\n" for tool in _TOOLS)
     return hashlib.sha256(f"{inputs}\n{tools}".encode()).hexdigest()[:16]
+
+
+def _build_plain_site(site_dir: Path) -> None:
+    build_site(PLAIN_FIXTURE / "mkdocs.yml", site_dir, extra_inputs=[HOOK], force=True)
+    shutil.rmtree(site_dir / "assets")
 
 
 def _build_mike_site(site_dir: Path) -> None:

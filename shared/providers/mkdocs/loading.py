@@ -36,6 +36,7 @@ from shared.providers.mkdocs import (
 )
 from shared.providers.mkdocs.index import SiteIndex, check_size, parse_index
 from shared.providers.mkdocs.kinds import PathWeights
+from shared.providers.mkdocs.layouts import FIRST_CONTACT, Layout, Layouts
 from shared.providers.mkdocs.ranking import Ranker
 from shared.settings import DocumentationSettings
 
@@ -117,8 +118,10 @@ async def fetch_index(
     site: str,
     *,
     conditional: StoredCopy | CopyStat | None = None,
+    layouts: Layouts | None = None,
 ) -> FetchedIndex | None:
-    """GET the site's published index and validate it; None on 304 (only when `conditional` is given).
+    """GET the site's published index and validate it; None on 304 (only when `conditional` is given). With
+    `layouts`, only the layouts it says are asked for (one per check for a site that published none).
 
     Raises OriginError when the origin fails and IndexFormatError when the copy is malformed or empty, so a bad
     origin copy never gets as far as the cache.
@@ -130,17 +133,30 @@ async def fetch_index(
     overridden = site in settings.search_index_overrides
     scope = url if overridden else settings.base_url(site) + "/"
     bound = max_index_bytes(settings)
+    # No MkDocs index: a site built with Zensical publishes `search.json` at its root instead (the same copy's
+    # validators apply: they came from whichever of the two answered).
+    urls = {Layout.INDEX: url, Layout.ZENSICAL: settings.base_url(site) + ZENSICAL_INDEX_PATH}
+    if overridden:
+        asked: tuple[Layout, ...] = (Layout.INDEX,)
+    else:
+        asked = layouts.to_ask(site) if layouts is not None else FIRST_CONTACT
+    response = None
     try:
-        response = await client.get(url, scope=scope, max_bytes=bound, headers=headers)
-        if response.status in GONE and not overridden:
-            # No MkDocs index: a site built with Zensical publishes `search.json` at its root instead (the same copy's
-            # validators apply: they came from whichever of the two answered).
-            alternative = settings.base_url(site) + ZENSICAL_INDEX_PATH
-            response = await client.get(alternative, scope=scope, max_bytes=bound, headers=headers)
+        for layout in asked:
+            response = await client.get(urls[layout], scope=scope, max_bytes=bound, headers=headers)
+            if response.status not in GONE:
+                if layouts is not None and response.status in (200, 304) and not overridden:
+                    layouts.published(site, layout)
+                break
     except OriginError as exc:
         if exc.too_large:
             raise IndexFormatError(f"the index is larger than {bound / 2**20:g} MB (MaxIndexMegabytes)") from None
         raise
+    if response is None or response.status in GONE:
+        if layouts is not None and not overridden:
+            layouts.unpublished(site)
+        status = response.status if response is not None else 404
+        raise OriginError(f"index request answered HTTP {status}", status=status)
     if response.status == 304 and headers:
         return None
     if response.status != 200:
@@ -282,6 +298,8 @@ class SiteLoader:
         self._client = client
         self._store = store
         self._weights = weights
+        self.layouts = Layouts()
+        """Which layout each site publishes (`layouts.py`): one origin request per check of an unpublished site."""
 
     @property
     def weights(self) -> PathWeights:
@@ -304,7 +322,9 @@ class SiteLoader:
         if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
             return await build(cached, Source.CACHE, parsed, self._weights, rank=rank)
         try:
-            fetched = await fetch_index(self._client, self._settings, site, conditional=cached if parsed else None)
+            fetched = await fetch_index(
+                self._client, self._settings, site, conditional=cached if parsed else None, layouts=self.layouts
+            )
         except (OriginError, IndexFormatError) as exc:
             if parsed is not None and cached is not None:
                 log.info("site %s: origin failed (%s); serving the stale cached index", site, type(exc).__name__)

@@ -89,11 +89,11 @@ class MkDocsProvider:
         self._settings = settings
         self._client = client
         self._registry = registry
-        self._resolver = Resolver(settings.sites, settings.default_site, registry.index)
+        self._versioned = VersionedSites(settings, registry, Versions(settings, client, layouts=registry.layouts))
+        self._resolver = Resolver(settings.sites, settings.default_site, self._versioned.resolvable)
         self._fetcher = PageFetcher(settings, client, pages)
         self._federations = Federations()
         self._misses = Misses(settings, client, registry, self._resolver)
-        self._versioned = VersionedSites(settings, registry, Versions(settings, client))
         self._code = CodeRankers(
             CodeFences(settings, client, registry.store, lambda site, path: raw_markdown_url(settings, site, path))
         )

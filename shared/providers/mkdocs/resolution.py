@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from shared.models import Reason, Resolution, Rule
+from shared.models import Reason, Resolution, Rule, split_key
 from shared.providers.mkdocs.index import Page, SiteIndex, page_key
 from shared.validation import nearest
 
@@ -105,8 +105,8 @@ class Resolver:
         if default_index is not None:
             outcome = resolve_in_site(default_index, path)
             if outcome.reason is not Reason.NOT_FOUND:
-                return _to_resolution(requested, self._default, outcome)
-            shared_leaf.extend(qualify(self._default, page.path) for page in outcome.candidates)
+                return _to_resolution(requested, default_index.site, outcome)
+            shared_leaf.extend(qualify(_public(default_index.site), page.path) for page in outcome.candidates)
         others = [site for site in self._sites if site != self._default]
         indexes = await asyncio.gather(*(self._load(site) for site in others))
         loaded = [index for index in indexes if index is not None]
@@ -114,7 +114,7 @@ class Resolver:
         for index in loaded:
             outcome = resolve_in_site(index, path)
             if outcome.reason is Reason.NOT_FOUND:
-                shared_leaf.extend(qualify(index.site, page.path) for page in outcome.candidates)
+                shared_leaf.extend(qualify(_public(index.site), page.path) for page in outcome.candidates)
             else:
                 found.append((index.site, outcome))
         if len(found) == 1:
@@ -144,7 +144,7 @@ class Resolver:
             retry = resolve_in_site(index, path)
             if retry.reason is not Reason.NOT_FOUND:
                 outcome = retry
-        return _to_resolution(requested, site, outcome)
+        return _to_resolution(requested, index.site, outcome)
 
 
 def qualify(site: str, location: str) -> str:
@@ -152,8 +152,16 @@ def qualify(site: str, location: str) -> str:
     return f"{site}/{location}" if location.strip("/") or location.startswith("#") else site
 
 
+def _public(key: str) -> str:
+    """The site a loaded index is of: a versioned site's default version is loaded under its version's key
+    (`vdocs@2.1`), and its locations are the site's own (`vdocs/guide/install`)."""
+    return split_key(key)[0]
+
+
 def _to_resolution(requested: str, site: str, outcome: SiteOutcome) -> Resolution:
-    candidates = [qualify(site, page.path) for page in outcome.candidates]
+    """`site` is the loaded key (a version's, for a versioned site), which a resolution carries until the provider
+    names the site it is of; candidates name the site."""
+    candidates = [qualify(_public(site), page.path) for page in outcome.candidates]
     if outcome.page is not None:
         page = outcome.page
         detail = f"resolved to '{page.path or '/'}' in site '{site}' by the {outcome.rule.value} rule"
@@ -180,7 +188,7 @@ def _across_sites(requested: str, found: Sequence[tuple[str, SiteOutcome]]) -> R
     candidates: list[str] = []
     for site, outcome in found:
         pages = (outcome.page,) if outcome.page is not None else outcome.candidates
-        candidates.extend(qualify(site, page.path) for page in pages)
+        candidates.extend(qualify(_public(site), page.path) for page in pages)
     rules = {outcome.rule for _, outcome in found}
     return Resolution(
         requested_location=requested,

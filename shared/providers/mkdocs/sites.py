@@ -39,6 +39,7 @@ from shared.providers.mkdocs.embeddings import Embedded, EmbeddingJobs
 from shared.providers.mkdocs.health import Semantic, SiteFailed, SiteHealth, SiteState, site_loaded
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.kinds import configured
+from shared.providers.mkdocs.layouts import Layouts
 from shared.providers.mkdocs.loading import LoadedSite, SiteLoader, rank
 from shared.providers.mkdocs.missing_store import MissingPages
 from shared.providers.mkdocs.slots import Failure, SiteSlot
@@ -85,6 +86,11 @@ class SiteRegistry:
     def store(self) -> CopyStore:
         """The store the sites' indexes and what is derived from them are kept in."""
         return self._store
+
+    @property
+    def layouts(self) -> Layouts:
+        """Which layout each site publishes, shared with the versions lookup (`layouts.py`)."""
+        return self._loader.layouts
 
     def add_version(self, key: str) -> None:
         """A versioned site's version (`models.version_key`) as a site of its own, loaded on its first use."""

@@ -26,6 +26,7 @@ from shared.errors import (
 )
 from shared.models import Reason, Resolution, SiteAnswer, SiteSearched, VersionSet, split_key
 from shared.providers.mkdocs.health import SiteFailed, SiteHealth, SiteVersioned
+from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.loading import LoadedSite
 from shared.providers.mkdocs.resolution import Resolver, resolve_in_site
 from shared.providers.mkdocs.sites import SiteRegistry
@@ -171,13 +172,17 @@ class VersionedSites:
         chosen: dict[str, str] = {}
         broken: dict[str, Failure | Broken] = {}
         offered: dict[str, list[str]] = {}
+        unknown = False  # a site not loaded yet may turn out versioned: no version is refused while one is
         for name in sites:
+            if name not in ready:
+                unknown = True
             if ready.get(name) is not None or name not in ready:
                 continue
             try:
                 versions = await self.versioned(name, wait=self._settings.search.site_wait_seconds)
             except VersionsPending:
                 ready.pop(name, None)  # still asking: the site stands as loading, and the lookup goes on
+                unknown = True
                 continue
             except VersionsError as exc:
                 broken[name] = Broken(_why(exc))
@@ -190,11 +195,18 @@ class VersionedSites:
                 chosen[name] = versions.key(concrete)
                 self._registry.add_version(chosen[name])
         if version is not None and not chosen:
+            failed = "".join(f"; {name} failed ({failure.reason})" for name, failure in broken.items())
             if offered:
                 listed = "; ".join(f"{name}: {', '.join(names)}" for name, names in offered.items())
-                raise InvalidRequestError(f"version {version!r} is not a version of {listed}", argument="version")
-            if alone:
+                raise InvalidRequestError(
+                    f"version {version!r} is not a version of {listed}{failed}", argument="version"
+                )
+            if alone and not broken:
                 raise InvalidRequestError(f"version: site {sites[0]} is not versioned", argument="version")
+            if not unknown:
+                raise InvalidRequestError(
+                    f"version {version!r}: no site searched is versioned{failed}", argument="version"
+                )
         if not chosen:
             return ready, broken
         found = await self._registry.within(tuple(chosen.values()), self._settings.search.site_wait_seconds)
@@ -209,10 +221,28 @@ class VersionedSites:
                 broken[name] = Broken(listed) if failure.unpublished else failure
         return ready, broken
 
+    async def resolvable(self, site: str) -> SiteIndex | None:
+        """What resolution reads of a site (the resolver's `load`): its own index, or a versioned site's default
+        version's; None when neither loads, so the site is skipped as the spec skips a site whose index cannot load
+        (a refused or failing `versions.json` is remembered with its backoff, `versions.Versions`)."""
+        index = await self._registry.index(site)
+        if index is not None or split_key(site)[1] is not None:
+            return index
+        try:
+            versions = await self.versioned(site)
+        except VersionsError:
+            return None
+        if versions is None:
+            return None
+        key = versions.key(versions.default)
+        self._registry.add_version(key)
+        return await self._registry.index(key)
+
     async def version_of(self, location: str, version: str | None) -> tuple[str, str, VersionSet] | None:
         """(the version's key, the location within it, the site's versions) when the location is on a versioned
         site, whose version is the location's first folder when that names one (or an alias), else `version`, else
-        the default; None for a plain site (a bad request when `version` is given for one)."""
+        the default; None for a plain site (a bad request when `version` is given for one), and for a bare location
+        without a version folder or `version`, which resolves across the sites as any bare path does."""
         path = location.strip().lstrip("/")
         head, _, rest = path.partition("/")
         named = self._settings.site_named(unquote(head)) if head else None
@@ -222,6 +252,8 @@ class VersionedSites:
             try:
                 versions = await self.versioned(site)
             except VersionsError as exc:
+                if named is None and version is None:
+                    return None  # a bare path: the default site is skipped and the others tried
                 raise ResolutionError(_unavailable(location, site, exc)) from None
         if versions is None:
             if version is not None:
@@ -229,8 +261,10 @@ class VersionedSites:
             return None
         first, _, after = remainder.partition("/")
         folder = versions.concrete(unquote(first)) if first else None
-        if folder is None and first and await self._no_such_version(versions, unquote(first)):
+        if folder is None and first and await self._no_such_version(versions, unquote(first), bare=named is None):
             raise ResolutionError(self._missing_version(location, site, versions))
+        if named is None and folder is None and version is None:
+            return None
         asked = versions.concrete(version) if version is not None else None
         if version is not None and asked is None:
             listed = ", ".join(versions.names)
@@ -244,11 +278,18 @@ class VersionedSites:
         self._registry.add_version(key)
         return key, (after if folder is not None else remainder), versions
 
-    async def _no_such_version(self, versions: VersionSet, folder: str) -> bool:
+    async def _no_such_version(self, versions: VersionSet, folder: str, *, bare: bool = False) -> bool:
         """Whether `folder`, the first one after a versioned site's name, reads as a version the site does not have:
         it starts with a digit, or `v` and a digit, after Unicode normalisation (`9.9` full-width, `v3`), is no listed
-        version or alias as written, and the default version has no page folder of that name (`2fa/`)."""
+        version or alias as written, and the default version has no page folder of that name (`2fa/`). In a `bare`
+        location (the versioned site is the default), no other site's loaded index has such a folder either."""
         if not LOOKS_LIKE_VERSION.match(unicodedata.normalize("NFKC", folder)):
+            return False
+        if bare and any(
+            (held := self._registry.current(other)) is not None and folder.lower() in held.index.top_dirs
+            for other in self._settings.sites
+            if other != versions.site
+        ):
             return False
         key = versions.key(versions.default)
         self._registry.add_version(key)

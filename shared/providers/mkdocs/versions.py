@@ -19,6 +19,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import math
 import random
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from shared.errors import OriginError, VersionsError
 from shared.fetch import OriginClient
 from shared.models import Version, VersionSet
 from shared.paths import escapes
+from shared.providers.mkdocs.layouts import Layouts
 from shared.providers.mkdocs.redirects import stub_target
 from shared.settings import DocumentationSettings
 from shared.validation import VERSION
@@ -123,11 +125,18 @@ class Versions:
     remembered and asked again after a backoff, like a failed index load."""
 
     def __init__(
-        self, settings: DocumentationSettings, client: OriginClient, *, clock: Callable[[], float] = time.monotonic
+        self,
+        settings: DocumentationSettings,
+        client: OriginClient,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        layouts: Layouts | None = None,
     ) -> None:
         self._settings = settings
         self._client = client
         self._clock = clock
+        self._layouts = layouts
+        """With it, a site without a `versions.json` is asked again only when its turn comes (`layouts.py`)."""
         self._known: dict[str, Known] = {}
         self._asking: dict[str, asyncio.Task[None]] = {}
 
@@ -151,7 +160,7 @@ class Versions:
         one, VersionsUnavailable when the origin fails with nothing known from before; VersionsPending when nothing
         is known yet after `seconds` (None: no bound)."""
         found = self._known.get(site)
-        if found is None or self._clock() >= found.until:
+        if found is None or self._clock() >= found.until or self._turn_came(site, found):
             task = self._asking.get(site)
             if task is None or task.done():
                 # An empty context: no request's deadline cuts the lookup short, so its outcome is always recorded.
@@ -168,6 +177,11 @@ class Versions:
             raise error
         return found.versions
 
+    def _turn_came(self, site: str, found: Known) -> bool:
+        """A site that had no `versions.json` is asked again when the check of its layouts says so."""
+        unversioned = found.versions is None and found.refused is None and found.failed is None
+        return unversioned and self._layouts is not None and self._layouts.versions_due(site)
+
     async def aclose(self) -> None:
         for task in self._asking.values():
             task.cancel()
@@ -179,7 +193,10 @@ class Versions:
     async def _asked(self, site: str, known: Known | None) -> Known:
         """What the origin says now; a failure keeps what was known, asked again after a backoff."""
         try:
-            return Known(self._clock() + REMEMBER_SECONDS, await self._fetch(site))
+            found = await self._fetch(site)
+            # No versions.json: asked again in the site's turn (`layouts`), else after the usual while.
+            remember = math.inf if found is None and self._layouts is not None else REMEMBER_SECONDS
+            return Known(self._clock() + remember, found)
         except VersionsError as exc:
             return Known(self._clock() + REMEMBER_SECONDS, refused=str(exc))
         except Exception as exc:  # the origin (or anything under it) failed: one site's versions, never the service

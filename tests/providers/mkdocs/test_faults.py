@@ -19,6 +19,7 @@ from shared.errors import ResolutionError, ServiceUnavailableError
 from shared.fetch import OriginClient
 from shared.models import Reason
 from shared.providers.mkdocs.sites import SiteRegistry
+from shared.providers.mkdocs.versions import Versions
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
@@ -81,6 +82,58 @@ async def test_an_unpublished_site_is_rechecked_only_at_the_unpublished_interval
         assert await registry.get(UNPUBLISHED_SITE) is None  # still 404, but asked again
 
     assert len(static_origin.requests_for(path)) == 2
+
+
+async def test_an_unpublished_site_costs_one_origin_request_per_check_and_a_later_publish_is_seen(
+    settings: DocumentationSettings, static_origin: StaticOrigin
+) -> None:
+    """First contact asks each layout once (the MkDocs index, Zensical's `search.json`, `versions.json`); every
+    check after that asks one of them, in turn, so a site that publishes later is seen within three checks."""
+    clock, site = Clock(), UNPUBLISHED_SITE
+    checks = 7
+
+    def asked() -> list[str]:
+        return [request.path for request in static_origin.requests if request.path.startswith(f"/{site}/")]
+
+    async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
+        registry = SiteRegistry(settings, client, MemoryStore(), clock=clock)
+        versions = Versions(settings, client, clock=clock, layouts=registry.layouts)
+        try:
+            assert await registry.get(site) is None
+            assert await versions.within(site, None) is None
+            first = asked()
+            per_check = []
+            for _ in range(checks):
+                clock.now += settings.unpublished_retry_seconds * 1.25
+                before = len(asked())
+                assert await registry.get(site) is None
+                assert await versions.within(site, None) is None
+                per_check.append(len(asked()) - before)
+            static_origin.respond(f"/{site}/search.json", body=ZENSICAL_INDEX)
+            seen_after = 0
+            while await registry.get(site) is None and seen_after < 3:
+                clock.now += settings.unpublished_retry_seconds * 1.25
+                seen_after += 1
+            state = registry.health()[site].state
+        finally:
+            await versions.aclose()
+            await registry.aclose()
+
+    assert sorted(first) == sorted(
+        f"/{site}/{path}" for path in ("search/search_index.json", "search.json", "versions.json")
+    )
+    assert per_check == [1] * checks
+    assert {path.rsplit("/", 1)[-1] for path in asked()[len(first) :]} == {
+        "search_index.json",
+        "search.json",
+        "versions.json",
+    }
+    assert seen_after <= 3 and state == "loaded"
+
+
+ZENSICAL_INDEX = json.dumps(
+    {"config": {"lang": ["en"]}, "items": [{"location": "", "level": 1, "title": "Home", "text": "Now published"}]}
+).encode()
 
 
 async def test_a_copy_the_warm_up_stores_brings_a_failed_site_back_before_its_backoff(
