@@ -44,7 +44,6 @@ from shared.api import budget, caching, resources
 from shared.api.errors import answer, tool_error, where, within
 from shared.api.rendering import SearchAnswer, ago, render_versions, search_answer
 from shared.api.transport import MCP_PATH, McpEndpoint, transport_security
-from shared.error_body import ErrorBody
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchKind, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
@@ -368,14 +367,50 @@ def build_server(
     return server
 
 
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+        },
+        "resolution": {"type": "object"},
+    },
+}
+"""A tool error's structured content (the REST API's error body), as much of it as a client checks: `code` and
+`message`; the rest (`resolution`, `retryAfter`, ...) is documented with the REST API."""
+
+
 def _with_errors(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The tool's output schema, also admitting the error body a tool error carries as structured content (the
-    TypeScript client validates structured content against the output schema even on a tool error)."""
+    """The tool's output schema as the tool list carries it: the answer's fields, which are required, and each one's
+    JSON type, nested models as plain objects and arrays (the REST reference documents every field), also admitting
+    the error body a tool error carries (the TypeScript client validates structured content even on a tool error).
+    A client that validates every call's structured content against it (the Python 1.x client checks the schema
+    itself each time) pays for its size on every call, so it says no more than that."""
     if schema is None:
         return None
-    error_schema = ErrorBody.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
-    definitions = {**schema.pop("$defs", {}), **error_schema.pop("$defs", {}), "ErrorBody": error_schema}
-    return {"type": "object", "anyOf": [schema, {"$ref": "#/$defs/ErrorBody"}], "$defs": definitions}
+    fields = {name: _shallow(field, schema.get("$defs", {})) for name, field in schema["properties"].items()}
+    answer = {"type": "object", "required": schema.get("required", []), "properties": fields}
+    return {"type": "object", "anyOf": [answer, ERROR_SCHEMA]}
+
+
+def _shallow(field: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
+    """A field's JSON type(s), a model or enum it refers to as what it is (`object`, `string`), arrays of them too."""
+    if "$ref" in field:
+        target = definitions.get(field["$ref"].rsplit("/", 1)[-1], {})
+        return {"type": target.get("type", "object")}
+    if "anyOf" in field:
+        types: list[str] = []
+        for option in field["anyOf"]:
+            kind = _shallow(option, definitions)["type"]
+            types.extend(kind if isinstance(kind, list) else [kind])
+        unique = list(dict.fromkeys(types))
+        return {"type": unique[0] if len(unique) == 1 else unique}
+    if field.get("type") == "array":
+        return {"type": "array", "items": _shallow(field.get("items", {}), definitions)}
+    return {"type": field.get("type", "object")} if "type" in field or "properties" in field else {}
 
 
 def _invalid_arguments(exc: ValidationError) -> str:

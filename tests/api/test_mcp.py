@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import httpx2
+import jsonschema
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -20,6 +21,7 @@ from mcp.types import CallToolResult, TextContent
 from shared.api import create_app
 from shared.api.mcp import ago
 from shared.validation import MAX_QUERY_LENGTH
+from tests.api.test_mcp_revisions import LEGACY, MODERN, call, result_of
 from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
 from tests.support.sites import PUBLISHED_SITES, ROOTED_OVERRIDE, SITES, TASK, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
@@ -67,9 +69,33 @@ async def test_the_tools_are_listed_for_agents(server: UvicornServer) -> None:
     assert get.input_schema["required"] == ["location"]
     assert search.output_schema is not None and "results" in search.output_schema["anyOf"][0]["properties"]
     assert get.output_schema is not None and "content" in get.output_schema["anyOf"][0]["properties"]
-    assert get.output_schema["anyOf"][1] == {"$ref": "#/$defs/ErrorBody"}  # tool errors are structured too
+    assert get.output_schema["anyOf"][1]["required"] == ["error"]  # tool errors are structured too
     assert list(get.input_schema["properties"]) == ["location", "section", "offset", "maxChars", "view", "version"]
     assert search.description is not None and "get_doc" in search.description and "empty" in search.description
+
+
+TOOL_LIST_CHARS = 14_000
+"""What `tools/list` may cost a client's context and its per-call validation, in either revision (#54)."""
+
+
+@pytest.mark.parametrize("era", [MODERN, LEGACY])
+def test_the_tool_list_is_small_and_every_answer_validates_against_its_output_schema(
+    server: UvicornServer, era: str
+) -> None:
+    listed = call(server.url, era, "tools/list")
+    schemas = {tool["name"]: tool["outputSchema"] for tool in result_of(listed)["tools"]}
+    answers = {
+        "search_docs": [{"query": "install"}, {"query": "install", "kind": "code"}, {"query": "x", "limit": 0}],
+        "get_doc": [{"location": "guide/install"}, {"location": "guide/install", "view": "outline"}, {"location": "x"}],
+        "list_versions": [{"site": SITES[0]}],
+    }
+
+    assert len(json.dumps(result_of(listed), separators=(",", ":"))) <= TOOL_LIST_CHARS
+    for name, calls in answers.items():
+        for arguments in calls:
+            answer = result_of(call(server.url, era, "tools/call", {"name": name, "arguments": arguments}))
+            assert "structuredContent" in answer, (name, arguments)
+            jsonschema.validate(answer["structuredContent"], schemas[name])
 
 
 async def test_search_then_get_the_first_location(server: UvicornServer) -> None:
