@@ -8,11 +8,12 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 from shared.cache import CopyStore, open_store
+from shared.code_samples import GUESSED, PENDING
 from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
@@ -21,6 +22,7 @@ from shared.reading import UnknownSectionError, check_read
 from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
 from shared.telemetry import redaction
+from shared.validation import LIMIT_REFUSED, ROOT_LOCATION, whole_number
 
 if TYPE_CHECKING:
     from shared.providers.mkdocs.outcomes import SiteOutcome
@@ -38,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS, help="uvicorn's levels")
     search = commands.add_parser("search", help="search the documentation")
     search.add_argument("query")
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=_whole("limit"), default=10, help=LIMIT_REFUSED.removeprefix("limit must be "))
     search.add_argument("--site")
     search.add_argument("--version", help="a version (or alias) of the versioned sites searched")
     search.add_argument("--kind", choices=("page", "code"), default="page", help="code: code blocks to copy")
@@ -47,8 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     get = commands.add_parser("get", help="fetch one page as Markdown (whole, a section, a part or its outline)")
     get.add_argument("location")
     get.add_argument("--section", help="only this section: a search result's anchor or a heading's text")
-    get.add_argument("--offset", type=int, help="start this many characters in (a previous part's nextOffset)")
-    get.add_argument("--max-chars", type=int, help="at most this many characters, cut at a line boundary")
+    get.add_argument(
+        "--offset", type=_whole("offset"), help="start this many characters in (a previous part's nextOffset)"
+    )
+    get.add_argument(
+        "--max-chars", type=_whole("maxChars"), help="at most this many characters, cut at a line boundary"
+    )
     get.add_argument("--view", choices=[view.value for view in View], help="outline: the headings with their sizes")
     get.add_argument("--version", help="a version (or alias) of a versioned site; default: the site's default")
     get.add_argument("--format", choices=("text", "json"), default="text")
@@ -59,6 +65,18 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--format", choices=("text", "json"), default="text")
     commands.add_parser("warm", help="refresh every site's cached index once")
     return parser
+
+
+def _whole(name: str) -> Callable[[str], int]:
+    """An argument's parser that says what the API says of a bad value (`validation.BOUNDED`)."""
+
+    def parse(value: str) -> int:
+        try:
+            return whole_number(name, value)
+        except InvalidRequestError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,7 +197,9 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
         else:
             print(f"{exc.resolution.reason.value}: {exc.resolution.detail}", file=sys.stderr)
             for candidate in exc.resolution.candidates:
-                print(f"  candidate: {candidate}", file=sys.stderr)
+                print(f"  candidate: {_shown(candidate)}", file=sys.stderr)
+            for suggestion in exc.resolution.suggestions:
+                print(f"  did you mean: {_shown(suggestion)}", file=sys.stderr)
         return EXIT_FAILED
     except DocsError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -201,13 +221,19 @@ def _print_search(response: SearchResponse, fmt: str) -> None:
         print(response.model_dump_json(by_alias=True, indent=2))
         return
     for rank, result in enumerate(response.results, 1):
-        print(f"{rank:2}. {result.location}  ({result.score:g})\n    {result.title}\n    {result.preview_text}")
+        print(f"{rank:2}. {_shown(result.location)}  ({result.score:g})\n    {result.title}\n    {result.preview_text}")
         if result.code is not None:
-            guessed = ", guessed" if result.language_guessed else ""
-            print(f"    [{result.code.language}{guessed}]")
+            guessed = f", {GUESSED}" if result.language_guessed else ""
+            pending = f"; {PENDING}" if result.language_pending else ""
+            print(f"    [{result.code.language}{guessed}{pending}]")
             print("\n".join(f"    | {line}" for line in result.code.text.splitlines()))
     if not response.results:
         print("no results", file=sys.stderr)
+
+
+def _shown(location: str) -> str:
+    """A location as the text output shows it: the default site's home page, whose location is empty, said so."""
+    return location if location else ROOT_LOCATION
 
 
 def _print_document(document: Document, fmt: str) -> None:

@@ -102,3 +102,9 @@ def _json(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+GUESSED = "language guessed from the text"
+PENDING = "the site's code is still being read: ask again in a moment for the language its author wrote"
+"""What text says of a code result whose language is a guess (`languageGuessed`), and one still being read
+(`languagePending`)."""

@@ -148,6 +148,13 @@ class SearchResult(_Versioned):
         description="For a code result: true when neither the page's Markdown fence nor its HTML named the "
         "language and `code.language` is a guess from the text. Absent from page results.",
     )
+    language_pending: bool | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="For a code result whose language is guessed: true while the site's Markdown fences are still "
+        "being read (just after the site loaded), so the same search in a moment may name the author's language. "
+        "Absent otherwise.",
+    )
 
 
 class SiteAnswer(StrEnum):

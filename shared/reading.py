@@ -30,6 +30,11 @@ sample corpus's longest page (99,329) fits in one read; a program reads anything
 MIN_PART_CHARS = 200
 MAX_OFFSET = 100_000_000
 MAX_SECTION_LENGTH = 512
+SECTION_REFUSED = f"section must be a section anchor or heading text of 1 to {MAX_SECTION_LENGTH} characters"
+OFFSET_REFUSED = f"offset must be a whole number from 0 to {MAX_OFFSET:,}"
+MAX_CHARS_REFUSED = (
+    f"maxChars must be a whole number of at least {MIN_PART_CHARS} (at most {MAX_PART_CHARS:,} characters are returned)"
+)
 ALIGN_WINDOW = 64
 """How far ahead of the last matched heading an index section is looked for (sections the Markdown lacks are
 skipped, and a hostile page cannot make alignment quadratic)."""
@@ -56,17 +61,15 @@ def check_read(
     if section is not None:
         section = section.strip()
         if not section or len(section) > MAX_SECTION_LENGTH or any(ord(char) < 32 for char in section):
-            raise InvalidRequestError(
-                f"section must be a section anchor or heading text of 1 to {MAX_SECTION_LENGTH} characters"
-            )
+            raise InvalidRequestError(SECTION_REFUSED)
     try:
         chosen = View(view or View.CONTENT)
     except ValueError:
         raise InvalidRequestError("view must be one of: content, outline") from None
     if offset is not None and not 0 <= offset <= MAX_OFFSET:
-        raise InvalidRequestError(f"offset must be between 0 and {MAX_OFFSET}")
+        raise InvalidRequestError(OFFSET_REFUSED)
     if max_chars is not None and max_chars < MIN_PART_CHARS:
-        raise InvalidRequestError(f"maxChars must be at least {MIN_PART_CHARS} (at most {MAX_PART_CHARS} are returned)")
+        raise InvalidRequestError(MAX_CHARS_REFUSED)
     if chosen is View.OUTLINE and (offset or max_chars is not None):
         raise InvalidRequestError("offset and maxChars read content: leave them out with view=outline")
     limited = None if max_chars is None else min(max_chars, MAX_PART_CHARS)

@@ -9,7 +9,8 @@ from difflib import SequenceMatcher
 from urllib.parse import unquote, urlsplit
 
 from shared.errors import InvalidRequestError
-from shared.models import SearchKind
+from shared.models import MAX_RESULTS, SearchKind
+from shared.reading import MAX_CHARS_REFUSED, OFFSET_REFUSED, SECTION_REFUSED
 
 MAX_QUERY_LENGTH = 1024
 """Characters in a query: about the 256 word pieces the query encoder reads (`embedding.QUERY_TOKENS`), so an
@@ -75,9 +76,47 @@ def check_query(query: str | None) -> str:
     return _TRIM.sub("", query)
 
 
+LIMIT_REFUSED = (
+    f"limit must be a whole number from {MIN_LIMIT} to {MAX_LIMIT} (at most {MAX_RESULTS} results are returned)"
+)
+BOUNDED: Mapping[str, str] = {
+    "limit": LIMIT_REFUSED,
+    "offset": OFFSET_REFUSED,
+    "maxChars": MAX_CHARS_REFUSED,
+    "section": SECTION_REFUSED,
+}
+"""The one sentence every interface (REST, MCP, the command line) says of a bad value of a bounded argument,
+whatever was wrong with it (not a whole number, too small, too large, too long), naming its bounds."""
+
+
+def bound_refusal(name: str, problem: str, bound: object = None) -> str | None:
+    """What is said of argument `name` refused by a schema check (pydantic's error type `problem`, with the
+    `max_length` it names as `bound`): its sentence in `BOUNDED`, or that it is too long; None for anything else."""
+    if name in BOUNDED and problem in _OUT_OF_BOUNDS:
+        return BOUNDED[name]
+    if problem == "string_too_long":
+        return f"{name} must be at most {bound} characters"
+    return None
+
+
+_OUT_OF_BOUNDS = frozenset(
+    {
+        "greater_than_equal",
+        "less_than_equal",
+        "greater_than",
+        "less_than",
+        "int_parsing",
+        "int_type",
+        "int_from_float",
+        "string_too_long",
+        "string_too_short",
+    }
+)
+
+
 def check_limit(limit: int) -> int:
     if not MIN_LIMIT <= limit <= MAX_LIMIT:
-        raise InvalidRequestError(f"limit must be between {MIN_LIMIT} and {MAX_LIMIT}", argument="limit")
+        raise InvalidRequestError(LIMIT_REFUSED, argument="limit")
     return limit
 
 
@@ -162,8 +201,12 @@ and other scripts' digits that `int` then refuses or reads; pydantic's lax `int`
 def whole_number(name: str, value: str) -> int:
     """`value` as a whole number, or InvalidRequestError naming `name`: nothing but ASCII digits is read as one."""
     if not WHOLE_NUMBER.fullmatch(value):
-        raise InvalidRequestError(f"{name} must be a whole number (digits 0-9)", argument=name)
+        raise InvalidRequestError(BOUNDED.get(name, f"{name} must be a whole number (digits 0-9)"), argument=name)
     return int(value)
+
+
+ROOT_LOCATION = '"" (the default site\'s home page: its location is empty)'
+"""How text (the CLI's, MCP's) shows the default site's home page, whose location is the empty string."""
 
 
 def check_location(location: str | None, origin: str) -> str:

@@ -201,8 +201,8 @@ def test_any_page_read_in_parts_joins_exactly(lines: list[str], max_chars: int) 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"offset": -1}, "offset must be between"),
-        ({"max_chars": 10}, "maxChars must be at least 200"),
+        ({"offset": -1}, "offset must be a whole number from 0 to"),
+        ({"max_chars": 10}, "maxChars must be a whole number of at least 200"),
         ({"view": "summary"}, "view must be one of: content, outline"),
         ({"view": "outline", "offset": 5}, "leave them out with view=outline"),
         ({"section": "  "}, "section must be"),

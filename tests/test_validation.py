@@ -24,7 +24,7 @@ def test_queries_are_trimmed_and_tabs_allowed() -> None:
 
 @pytest.mark.parametrize("limit", [0, -1, 51])
 def test_limit_outside_1_to_50_is_refused(limit: int) -> None:
-    with pytest.raises(InvalidRequestError, match="between 1 and 50"):
+    with pytest.raises(InvalidRequestError, match="from 1 to 50 \\(at most 25 results are returned\\)"):
         check_limit(limit)
 
 

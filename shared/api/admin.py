@@ -41,7 +41,7 @@ from shared.api.bodies import nested_too_deeply
 from shared.api.errors import error
 from shared.api.inbound import BEARER, BearerTokens
 from shared.api.limits import client_of
-from shared.api.rest import composition
+from shared.api.rest import composition, known
 from shared.compose import Composition
 from shared.deadline import budget
 from shared.entra import EntraVerifier, Grant, Verdict
@@ -236,7 +236,12 @@ def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier
         location = RUNS_PATH.format(run=run.id)
         return JSONResponse(report | {"location": location}, status_code=202, headers={"Location": location})
 
-    @app.get(RUNS_PATH, tags=["admin"], responses={404: {"description": "`not_found`: no such run."}})
+    @app.get(
+        RUNS_PATH,
+        tags=["admin"],
+        dependencies=[Depends(known())],
+        responses={404: {"description": "`not_found`: no such run."}},
+    )
     async def run(
         _: Caller, composed: Composed, run: Annotated[str, Path(pattern=RUN_ID, description="The run's id.")]
     ) -> JSONResponse:

@@ -51,7 +51,7 @@ from shared.errors import (
 from shared.models import Reason, Resolution
 from shared.reading import UnknownSectionError
 from shared.service import by_nearness
-from shared.validation import VERSION_REFUSED
+from shared.validation import VERSION_REFUSED, bound_refusal
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,8 @@ def _readable(request: Request, name: str, problem: Mapping[str, Any]) -> str:
         return f"site must be one of: {sites}"
     if kind == "string_pattern_mismatch" and name == "version":
         return VERSION_REFUSED
-    return f"{name}: {problem.get('msg', 'invalid value')}"
+    said = bound_refusal(name, kind, problem.get("ctx", {}).get("max_length"))
+    return said if said is not None else f"{name}: {problem.get('msg', 'invalid value')}"
 
 
 def _states(details: dict[str, str]) -> str:

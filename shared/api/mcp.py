@@ -48,7 +48,7 @@ from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchKind, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.service import DocumentationService
-from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT
+from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT, bound_refusal
 
 __all__ = ["MCP_PATH", "McpEndpoint", "SearchAnswer", "ago", "build_server", "failure", "transport_security"]
 
@@ -418,7 +418,12 @@ def _invalid_arguments(exc: ValidationError) -> str:
     problems = []
     for problem in exc.errors():
         name = ".".join(str(part) for part in problem.get("loc", ())) or "arguments"
-        message = "is required" if problem.get("type") == "missing" else str(problem.get("msg", "is invalid")).lower()
+        kind = problem.get("type", "")
+        said = bound_refusal(name, kind, problem.get("ctx", {}).get("max_length"))
+        if said is not None:
+            problems.append(said)
+            continue
+        message = "is required" if kind == "missing" else str(problem.get("msg", "is invalid")).lower()
         problems.append(f"{name} {message}")
     return "; ".join(problems)
 

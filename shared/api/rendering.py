@@ -16,7 +16,9 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from shared.api import resources
+from shared.code_samples import GUESSED, PENDING
 from shared.models import CodeSample, SearchResponse, SiteAnswer, SiteSearched, VersionListing
+from shared.validation import ROOT_LOCATION
 
 
 class SearchAnswer(SearchResponse):
@@ -57,11 +59,11 @@ def render_versions(listing: VersionListing) -> str:
     return "\n".join(lines)
 
 
-def render_code(code: CodeSample, *, guessed: bool) -> str:
+def render_code(code: CodeSample, *, guessed: bool, pending: bool = False) -> str:
     """A code result's block, fenced with its language (a fence longer than any backtick run inside it)."""
     longest = max((len(run) for run in re.findall(r"`+", code.text)), default=0)
     fence = "`" * max(3, longest + 1)
-    note = " (language guessed from the text)" if guessed else ""
+    note = f" ({GUESSED}; {PENDING})" if guessed and pending else f" ({GUESSED})" if guessed else ""
     cut = (
         f"\n   [cut: the block is {code.total_chars:,} characters; read its section with get_doc]"
         if code.total_chars
@@ -96,14 +98,14 @@ def render_search(response: SearchResponse, site: str | None = None) -> str:
     lines = [f"{len(response.results)} result(s), best first (answered by {response.provider}):"]
     for rank, hit in enumerate(response.results, 1):
         size = f" (page about {hit.page_chars:,} characters)" if hit.page_chars else ""
-        lines.append(f"\n{rank}. {hit.page_title or hit.title}{size}\n   location: {hit.location}")
+        lines.append(f"\n{rank}. {hit.page_title or hit.title}{size}\n   location: {hit.location or ROOT_LOCATION}")
         if len(hit.breadcrumb) > 1:
             anchor = f" (section={hit.anchor})" if hit.anchor else ""
             lines.append(f"   section: {' > '.join(hit.breadcrumb)}{anchor}")
         if hit.preview_text:
             lines.append(f"   {hit.preview_text}")
         if hit.code is not None:
-            lines.append(render_code(hit.code, guessed=bool(hit.language_guessed)))
+            lines.append(render_code(hit.code, guessed=bool(hit.language_guessed), pending=bool(hit.language_pending)))
     left_out = response.left_out if isinstance(response, SearchAnswer) else 0
     if left_out:
         shown = len(response.results)

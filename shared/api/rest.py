@@ -97,7 +97,7 @@ HOST_PARAMETERS = frozenset({"code"})
 """Query parameters a host reads before the app does: the Functions key for clients that cannot set headers."""
 
 
-def _known(*accepted: str) -> Callable[[Request], None]:
+def known(*accepted: str) -> Callable[[Request], None]:
     """A parameter the route does not take is refused naming those it does: silently ignored, a misspelt `limt` or
     a guessed `max_results` would answer something other than what was asked."""
 
@@ -105,7 +105,8 @@ def _known(*accepted: str) -> Callable[[Request], None]:
         unknown = sorted({key for key in request.query_params if key not in accepted and key not in HOST_PARAMETERS})
         if unknown:
             named = ", ".join(f"`{name}`" for name in unknown)
-            raise InvalidRequestError(f"no parameter {named} here; this takes: {', '.join(accepted)}")
+            takes = f"this takes: {', '.join(accepted)}" if accepted else "this takes no parameters"
+            raise InvalidRequestError(f"no parameter {named} here; {takes}")
 
     return check
 
@@ -137,7 +138,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         tags=["docs"],
         dependencies=[
             Depends(_single_valued),
-            Depends(_known("q", "limit", "site", "version", "kind", "language")),
+            Depends(known("q", "limit", "site", "version", "kind", "language")),
             Depends(_whole_numbers("limit")),
         ],
     )
@@ -191,7 +192,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         tags=["docs"],
         dependencies=[
             Depends(_single_valued),
-            Depends(_known("location", "section", "offset", "maxChars", "view", "version")),
+            Depends(known("location", "section", "offset", "maxChars", "view", "version")),
             Depends(_whole_numbers("offset", "maxChars")),
         ],
     )
@@ -259,7 +260,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         response_model=VersionListing,
         responses={**ERROR_RESPONSES, 503: _error("`site_unavailable`: the site's versions.json is refused")},
         tags=["docs"],
-        dependencies=[Depends(_single_valued), Depends(_known("site"))],
+        dependencies=[Depends(_single_valued), Depends(known("site"))],
     )
     async def versions(
         composed: Composed,
@@ -273,6 +274,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
     @app.get(
         "/api/health",
         tags=["ops"],
+        dependencies=[Depends(known())],
         responses={503: {"description": "`status: unavailable`: nothing can be searched (every provider failing)"}},
     )
     async def health(composed: Composed) -> JSONResponse:

@@ -8,8 +8,10 @@ import httpx
 import mcp
 import pytest
 
+from shared.api.rendering import render_search
+from shared.code_samples import PENDING
 from shared.compose import compose
-from shared.models import SearchKind
+from shared.models import SearchKind, SearchResponse
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.remote import RemoteProvider
 from shared.settings import RemoteSettings
@@ -118,8 +120,8 @@ def settings(static_origin: StaticOrigin):  # type: ignore[no-untyped-def]
 async def test_the_fences_name_the_languages_once_read_and_a_bare_fence_stays_a_guess(settings) -> None:  # type: ignore[no-untyped-def]
     async with compose(settings, embedding=None) as composed:
         provider = next(p for p in composed.service.providers if isinstance(p, MkDocsProvider))
-        first = (await provider.search("pager receiver", limit=10, site="gamma-docs", kind=SearchKind.CODE)).results
-        assert first  # answered at once, the fences being read meanwhile
+        first = await provider.search("pager receiver", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+        assert first.results  # answered at once, the fences being read meanwhile
         await provider.code_fences_read("gamma-docs")
         after = (
             await provider.search("pager receiver settings", limit=10, site="gamma-docs", kind=SearchKind.CODE)
@@ -132,6 +134,13 @@ async def test_the_fences_name_the_languages_once_read_and_a_bare_fence_stays_a_
     bare = by_start["{"]
     assert fenced.code is not None and fenced.code.language == "terraform" and fenced.language_guessed is False
     assert bare.code is not None and bare.code.language == "json" and bare.language_guessed is True
+    # While the fences were being read, a guessed language said so; once read, a guess is final.
+    pending = [result for result in first.results if result.language_guessed]
+    assert pending and all(result.language_pending for result in pending)
+    assert all(result.language_pending is None for result in first.results if not result.language_guessed)
+    assert all(result.language_pending is None for result in after)
+    said = render_search(SearchResponse(query="q", provider="mkdocs", results=pending))
+    assert PENDING in said and "language guessed from the text" in said
 
 
 async def test_a_remote_deployment_is_asked_for_code_when_its_search_declares_it(server: UvicornServer) -> None:

@@ -70,6 +70,10 @@ class CodeRankers:
             found.append(held[1])
         return found
 
+    def reading(self, site: str) -> bool:
+        """Whether the site's Markdown fences are still being read (its guessed languages may yet be named)."""
+        return self._fences.state(site) in ("reading", "partial")
+
     async def _built(self, site: LoadedSite, ranker: Ranker) -> CodeRanker:
         """The site's code ranker for this ranker, built once: a search arriving meanwhile waits for the same build
         (and a search cancelled meanwhile does not cancel it)."""
@@ -156,10 +160,11 @@ def _zip_longest(groups: list[list[tuple[int, int, float]]]) -> list[list[tuple[
 
 
 def result(
-    base: SearchResult, block: CodeBlock, language: str, guessed: bool, score: float, query: str
+    base: SearchResult, block: CodeBlock, language: str, guessed: bool, score: float, query: str, *, pending: bool
 ) -> SearchResult:
     """A block's result: the page result's site, location and freshness (`base`, made by the provider for the
-    block's location) with the block, its language and the prose before it as the preview."""
+    block's location) with the block, its language and the prose before it as the preview; a guessed language
+    marked `pending` while the site's fences are still being read."""
     preview = make_preview(block.prose, query) if block.prose.strip() else block.title
     return base.model_copy(
         update={
@@ -167,5 +172,6 @@ def result(
             "score": round(score, 4) if math.isfinite(score) else 0.0,
             "code": sample(block.code, language),
             "language_guessed": guessed,
+            "language_pending": True if guessed and pending else None,
         }
     )

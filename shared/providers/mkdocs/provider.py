@@ -189,9 +189,9 @@ class MkDocsProvider:
                 continue
             ranker, block = code[site], code[site].blocks[number]
             page = self._result(loaded[site], _block_hit(block, score), query)
-            results.append(
-                codesearch.result(page, block, ranker.languages[number], ranker.guessed[number], score, query)
-            )
+            language, guessed = ranker.languages[number], ranker.guessed[number]
+            pending = self._code.reading(loaded[site].index.site)
+            results.append(codesearch.result(page, block, language, guessed, score, query, pending=pending))
         return results
 
     async def code_fences_read(self, site: str) -> None:
