@@ -2,6 +2,7 @@
 
     python tools/run_local.py                                   # this project's docs as the origin
     python tools/run_local.py --origin-dir ../shared/corpus/origin
+    python tools/run_local.py --fixtures                        # the test fixture sites the docs' examples read
     Forge__Documentation__Origin=https://docs.example.com python tools/run_local.py
 
 By default it builds this project's docs (tools/build_origin.py) into build/origin/docs/ and serves build/origin/
@@ -10,13 +11,19 @@ sites instead, leaving the site list to the environment. An Origin already set i
 it is and nothing is served. Azurite provides the blob cache unless storage is already configured or
 `--no-azurite` is given. Every variable in the environment reaches the service; the script only adds the ones
 it provides. Ctrl-C or SIGTERM stops everything it started.
+
+A port another program holds (another run, or `func start`, which also takes 7071) is refused before anything is
+built or started, and the service's URL is printed only once the process this script started answers for itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -58,6 +65,9 @@ def _set_default(env: dict[str, str], key: str, value: str) -> None:
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--origin-dir", type=Path, help="serve this directory of built sites ({dir}/{site}/)")
+    parser.add_argument(
+        "--fixtures", action="store_true", help="serve the test fixture sites (what the docs' examples read)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address the service listens on")
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "7071")), help="default: $PORT or 7071")
     parser.add_argument("--no-azurite", action="store_true", help="keep the index cache in the process only")
@@ -71,12 +81,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     with ExitStack() as stack:
         try:
+            _check_port_free(args.host, args.port)
             embedded = _provide_origin(args, env, stack)
             _provide_storage(args, env, stack)
             service = _start_service(args, env, stack)
             base = f"http://{args.host}:{args.port}"
-            if not _wait_until_serving(service, f"{base}/api/health", args.startup_timeout):
-                return service.wait() or 1
+            if not _wait_until_serving(service, f"{base}/api/health", args.startup_timeout, origin=_origin(env)):
+                exited = service.poll()
+                return exited if exited is not None and exited > 0 else 1
             _print_examples(base, embedded=embedded)
             return service.wait()
         except KeyboardInterrupt:
@@ -91,12 +103,44 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _check_port_free(host: str, port: int) -> None:
+    """Raises when `host:port` cannot be bound, as the service would bind it (uvicorn: SO_REUSEADDR, so a port left
+    in TIME_WAIT by an earlier run is free; one that anything listens on is not)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        if os.name != "nt":  # on Windows the option would let a bind steal a port in use
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                problem = f"port {port} on {host} is already in use (another `make run`, or `func start` on 7071?)"
+            else:
+                problem = f"cannot listen on {host} port {port} ({exc.strerror or exc})"
+            raise RuntimeError(
+                f"{problem}; nothing was started. Choose another port: --port N (make run ARGS='--port N') or PORT=N"
+            ) from None
+
+
+def _origin(env: Mapping[str, str]) -> str:
+    """The origin the service is given, as its settings normalise it (what its health reports)."""
+    key = f"{PREFIX}Origin".lower()
+    return next(value for name, value in env.items() if name.lower() == key and value.strip()).strip().rstrip("/")
+
+
 def _provide_origin(args: argparse.Namespace, env: dict[str, str], stack: ExitStack) -> bool:
     """Serve an origin unless the environment names one; True when it is this project's docs."""
     if _is_set(env, f"{PREFIX}Origin"):
         print("origin:  from Forge__Documentation__Origin (nothing served locally)")
         return False
-    if args.origin_dir is not None:
+    if args.fixtures:
+        from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, SITES, build_fixture_origin
+
+        root = build_fixture_origin()
+        _set_default(env, f"{PREFIX}Sites", ",".join(SITES))
+        _set_default(env, f"{PREFIX}DefaultSite", DEFAULT_SITE)
+        _set_default(env, f"{PREFIX}SearchIndexOverrides", ROOTED_OVERRIDE)
+    elif args.origin_dir is not None:
         root = args.origin_dir.resolve()
         if not root.is_dir():
             raise RuntimeError(f"--origin-dir {root} is not a directory")
@@ -141,7 +185,10 @@ def _stop(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
             process.wait()
 
 
-def _wait_until_serving(service: subprocess.Popen[bytes], health_url: str, timeout: float) -> bool:
+def _wait_until_serving(service: subprocess.Popen[bytes], health_url: str, timeout: float, *, origin: str) -> bool:
+    """True once the service this script started answers health; False when it exits, when another server answers
+    instead (its health names another origin: the one given here is this run's own, on a free port unless the
+    environment named it), or at the deadline."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if service.poll() is not None:
@@ -149,12 +196,32 @@ def _wait_until_serving(service: subprocess.Popen[bytes], health_url: str, timeo
             return False
         try:
             with urllib.request.urlopen(health_url, timeout=2) as response:
-                if response.status == 200:
-                    return True
+                answered = _health_origin(response.read()) if response.status == 200 else None
         except (urllib.error.URLError, OSError):
             time.sleep(0.1)
+            continue
+        if service.poll() is not None:
+            continue  # said above: it exited, so whatever answered is not it
+        if answered == origin:
+            return True
+        said = "is not this service's health" if answered is None else f"names origin {answered}, not {origin}"
+        print(
+            f"run_local: another server answers {health_url} (its answer {said}); choose another port: --port N or "
+            "PORT=N",
+            file=sys.stderr,
+        )
+        return False
     print(f"run_local: the service did not answer {health_url} within {timeout:g}s", file=sys.stderr)
     return False
+
+
+def _health_origin(body: bytes) -> str | None:
+    """The MkDocs provider's origin in a health answer, or None when the answer is not this service's health."""
+    try:
+        origin = json.loads(body)["providers"]["mkdocs"]["origin"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return origin if isinstance(origin, str) else None
 
 
 def _print_examples(base: str, *, embedded: bool) -> None:

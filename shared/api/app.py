@@ -14,6 +14,7 @@ from shared.api.admin import install_admin_routes
 from shared.api.bodies import BodyDeadline
 from shared.api.disconnect import CancelOnDisconnect
 from shared.api.errors import install_error_handlers
+from shared.api.front import front_routes
 from shared.api.inbound import InboundCheck
 from shared.api.limits import ConcurrencyLimit
 from shared.api.mcp import build_server
@@ -27,6 +28,10 @@ from shared.entra import EntraVerifier
 from shared.providers.base import DocumentationProvider
 from shared.settings import DocumentationSettings, load_settings
 from shared.telemetry import redaction
+
+TITLE = "Documentation retrieval"
+SUMMARY = "Search documentation sites and get whole pages as Markdown."
+OPENAPI_URL = "/api/openapi.json"
 
 
 class _Default(Enum):
@@ -92,11 +97,12 @@ def create_app(
                 owned.close()
 
     app = FastAPI(
-        title="Documentation retrieval",
+        title=TITLE,
         version=__version__,
-        summary="Search documentation sites and get whole pages as Markdown.",
-        openapi_url="/api/openapi.json",
-        docs_url="/api/ui",
+        summary=SUMMARY,
+        openapi_url=OPENAPI_URL,
+        docs_url=None,  # the API browser is `shared.api.front`'s, with its assets served here rather than by a CDN
+        swagger_ui_oauth2_redirect_url=None,
         redoc_url=None,
         lifespan=lifespan,
         redirect_slashes=False,  # a trailing-slash redirect would be built from the request's Host header
@@ -117,6 +123,7 @@ def create_app(
     )
     install_admin_routes(app, settings, verifier)
     app.router.routes.extend(metadata_routes(settings))
+    app.router.routes.extend(front_routes(title=TITLE, summary=SUMMARY, openapi_url=OPENAPI_URL, gated=gated))
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.
     for path in (MCP_PATH, MCP_PATH + "/"):
         # POST only: stateless JSON holds no SSE stream (GET) and no session to end (DELETE); the MCP specification

@@ -379,8 +379,7 @@ ERROR_SCHEMA: dict[str, Any] = {
         "resolution": {"type": "object"},
     },
 }
-"""A tool error's structured content (the REST API's error body), as much of it as a client checks: `code` and
-`message`; the rest (`resolution`, `retryAfter`, ...) is documented with the REST API."""
+"""A tool error's structured content (the REST API's error body) as far as a client checks it."""
 
 
 def _with_errors(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -153,7 +153,10 @@ async def test_a_failed_get_is_a_tool_error_naming_its_reason(
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
-        ({"query": "install", "limit": 0}, "bad_request: limit must be a whole number from 1 to 50 (at most 25 results are returned)"),
+        (
+            {"query": "install", "limit": 0},
+            "bad_request: limit must be a whole number from 1 to 50 (at most 25 results are returned)",
+        ),
         ({"query": "install", "site": "nowhere"}, "bad_request: site must be one of: alpha"),
         ({"query": "   "}, "bad_request: query is required and must not be blank"),
         ({"query": "a\x01b"}, "bad_request: query must not contain control characters"),
