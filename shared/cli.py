@@ -19,10 +19,11 @@ from shared.embedding import EmbeddingModel
 from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
 from shared.models import Document, SearchResponse, VersionListing, View
 from shared.reading import UnknownSectionError, check_read
+from shared.requests import ReadRequest, SearchRequest
 from shared.service import DocumentationService
 from shared.settings import DocumentationSettings, load_settings
 from shared.telemetry import redaction
-from shared.validation import LIMIT_REFUSED, ROOT_LOCATION, whole_number
+from shared.validation import LIMIT_REFUSED, ROOT_LOCATION, check_kind, whole_number
 
 if TYPE_CHECKING:
     from shared.providers.mkdocs.outcomes import SiteOutcome
@@ -173,7 +174,8 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
             query, limit = ("*", 25) if args.command == "list" else (args.query, args.limit)
             site, version = getattr(args, "site", None), getattr(args, "version", None)
             kind, language = getattr(args, "kind", None), getattr(args, "language", None)
-            found = await service.search(query, limit=limit, site=site, version=version, kind=kind, language=language)
+            asked = SearchRequest(query, limit, site, version, check_kind(kind), language)
+            found = await service.search(asked)
             _print_search(found, args.format)
             return EXIT_OK
         if args.command == "versions":
@@ -181,7 +183,7 @@ async def _answer(service: DocumentationService, args: argparse.Namespace) -> in
             print(listing.model_dump_json(by_alias=True, indent=2) if args.format == "json" else _versions(listing))
             return EXIT_OK
         read = check_read(section=args.section, offset=args.offset, max_chars=args.max_chars, view=args.view)
-        _print_document(await service.read(args.location, read, version=args.version), args.format)
+        _print_document(await service.read(ReadRequest(args.location, read, args.version)), args.format)
         return EXIT_OK
     except InvalidRequestError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -54,6 +54,10 @@ class Read:
         return self.section is not None or self.view is View.OUTLINE
 
 
+WHOLE = Read()
+"""The whole page, as a read with no parameters asks."""
+
+
 def check_read(
     *, section: str | None = None, offset: int | None = None, max_chars: int | None = None, view: str | None = None
 ) -> Read:
@@ -235,7 +239,11 @@ def select(document: Document, read: Read) -> Selection:
 
 def apply(document: Document, read: Read) -> Document:
     """The document as `read` asks: whole, a section, a part, or the outline."""
-    selection = select(document, read)
+    return shaped(select(document, read), read)
+
+
+def shaped(selection: Selection, read: Read) -> Document:
+    """A selection (`select`) as `read` asks: whole, a part, or the outline."""
     if read.view is View.OUTLINE:
         return selection.outline_only()
     return selection.part(read.offset, read.max_chars)

@@ -13,8 +13,8 @@ The rules, including those the spec leaves open:
 - Search: the first non-empty list wins, truncated to the effective limit. An empty answer means "no match"
   only when some provider actually searched: when every provider that tried failed, nothing could be searched,
   and the chain raises `ServiceUnavailableError` with each provider's failure (503), never an empty 200.
-- Get: only providers with `supports_fetch`; the first document wins. When none serves the page, the reported
-  resolution is the most specific miss any provider gave: `ambiguous`, then `fetch_failed`, then
+- Get: only providers whose `capabilities` say they fetch; the first document wins. When none serves the page,
+  the reported resolution is the most specific miss any provider gave: `ambiguous`, then `fetch_failed`, then
   `site_unavailable`, then `unknown_site`, then `not_found` (the earliest provider's on a tie), so a remote miss
   never hides a local ambiguity. No miss at all is `timeout` when a provider ran out of time, else `not_found`
   saying that no provider could answer.
@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, TypeGuard
 
 from pydantic import SerializeAsAny, SerializerFunctionWrapHandler, model_serializer
@@ -55,7 +56,7 @@ from shared.models import (
 )
 from shared.paths import escapes
 from shared.providers.base import DocumentationProvider, ProviderHealth, Report
-from shared.reading import Read
+from shared.requests import ReadRequest, SearchRequest
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
 from shared.validation import (
     check_kind,
@@ -68,8 +69,6 @@ from shared.validation import (
 )
 
 log = logging.getLogger(__name__)
-
-WHOLE = Read()
 
 MISS_PRECEDENCE = (
     Reason.AMBIGUOUS,
@@ -107,52 +106,38 @@ class DocumentationService:
         self.sites = tuple(declared.values())
         """Every site some provider serves, in the first declaring provider's spelling."""
 
-    async def search(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        site: str | None = None,
-        version: str | None = None,
-        kind: SearchKind | str | None = None,
-        language: str | None = None,
-    ) -> SearchResponse:
-        """`version`: of the versioned sites searched (an exact version or an alias); only providers that know
-        versions (`supports_versions`) are asked then. `kind=code` searches code blocks (in `language`, when given);
-        only providers that search code (`supports_code`) are asked then."""
-        query, limit = check_query(query), check_limit(limit)
-        wanted, version = self._check_site(site), check_version(version)
-        kind = check_kind(kind)
-        language = check_language(language, kind)
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        """The first non-empty answer of the providers asked, checked once here: `version` only of providers that
+        know versions, `kind=code` only of those that search code, `site` only of those that declare it."""
+        kind = check_kind(request.kind)
+        checked = replace(
+            request,
+            query=check_query(request.query),
+            limit=min(check_limit(request.limit), MAX_RESULTS),
+            site=self._check_site(request.site),
+            version=check_version(request.version),
+            kind=kind,
+            language=check_language(request.language, kind),
+        )
         with telemetry.operation("search"):
-            return await self._search(query, min(limit, MAX_RESULTS), wanted, version, kind, language)
+            return await self._search(checked)
 
-    async def _search(
-        self,
-        query: str,
-        effective: int,
-        wanted: str | None,
-        version: str | None,
-        kind: SearchKind = SearchKind.PAGE,
-        language: str | None = None,
-    ) -> SearchResponse:
+    async def _search(self, request: SearchRequest) -> SearchResponse:
         searched, failures = False, {}
         refused: InvalidRequestError | None = None
         sites: dict[str, SiteSearched] | None = None
-        code = kind is SearchKind.CODE
+        code = request.kind is SearchKind.CODE
         for provider in self.providers:
-            scoped = _declared(provider, wanted)
-            if (wanted is not None and scoped is None) or (version is not None and not _versions(provider)):
+            scoped = _declared(provider, request.site)
+            able = provider.capabilities
+            if (request.site is not None and scoped is None) or (request.version is not None and not able.versions):
                 continue
-            if code and not _code(provider):
+            if code and not able.code:
                 continue
-            asked: dict[str, object] = {"version": version} if version is not None else {}
-            if code:
-                asked.update(kind=kind, language=language)
             try:
                 with telemetry.provider_call("search", provider.name) as call:
                     async with asyncio.timeout(_share(self.providers, provider)):
-                        found = await provider.search(query, limit=effective, site=scoped, **asked)
+                        found = await provider.search(request.scoped(scoped))
                     call.answered(len(found.results))
             except asyncio.CancelledError:
                 raise
@@ -169,8 +154,10 @@ class DocumentationService:
             sites, results = found.sites or sites, found.results
             if results:
                 attribute(SEARCH_PROVIDER, provider.name)
-                telemetry.searched(provider.name, results[:effective])
-                return SearchResponse(query=query, provider=provider.name, results=results[:effective], sites=sites)
+                telemetry.searched(provider.name, results[: request.limit])
+                return SearchResponse(
+                    query=request.query, provider=provider.name, results=results[: request.limit], sites=sites
+                )
         attribute(SEARCH_PROVIDER, NO_PROVIDER)
         if refused is not None and not searched:
             raise refused  # every provider that could answer refused the version: the caller's to correct
@@ -179,51 +166,58 @@ class DocumentationService:
                 raise RequestTimeoutError
             raise ServiceUnavailableError(failures)
         telemetry.searched(NO_PROVIDER, [])
-        shape = query_shape(query)
+        shape = query_shape(request.query)
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
-        return SearchResponse(query=query, provider=NO_PROVIDER, results=[], sites=sites)
+        return SearchResponse(query=request.query, provider=NO_PROVIDER, results=[], sites=sites)
 
-    async def get(self, location: str | None, *, outline: bool = False, version: str | None = None) -> Document:
-        """The whole page at `location` as the first fetch-capable provider serves it (with its outline when
-        asked: a provider that cannot give one is a miss); raises ResolutionError otherwise."""
-        path = check_location(location, self.origin)
+    async def get(self, request: ReadRequest) -> Document:
+        """The whole page at `request.location` as the first fetch-capable provider serves it (with its outline when
+        the read needs it: a provider that cannot give one is a miss); raises ResolutionError otherwise."""
+        path = check_location(request.location, self.origin)
         if escapes(path):  # `..;`, fullwidth or leader dots: what an origin that normalises paths would resolve
             raise InvalidRequestError(
                 "location must not contain '.' or '..' segments in any spelling ('..;', fullwidth or leader dots, "
                 "percent-encoded), backslashes or a scheme",
                 argument="location",
             )
-        version = check_version(version)
+        checked = replace(request, location=path, version=check_version(request.version))
         with telemetry.operation("get"):
-            return await self._get(path, location or "", outline, version)
+            return await self._get(checked, request.location or "")
 
-    async def read(self, location: str | None, read: Read = WHOLE, version: str | None = None) -> Document:
-        """The page at `location` as `read` asks: whole, a section, a part or its outline (`shared.reading`)."""
-        return reading.apply(await self.get(location, outline=read.needs_outline, version=version), read)
+    async def select(self, request: ReadRequest) -> reading.Selection:
+        """The page, or the section, `request.read` names: the one place a read is composed, for every interface
+        (REST and the command line shape it with `reading.shaped`, MCP fits it to its budget)."""
+        return reading.select(await self.get(request), request.read)
+
+    async def read(self, request: ReadRequest) -> Document:
+        """The page as `request.read` asks: whole, a section, a part or its outline (`shared.reading`)."""
+        return reading.shaped(await self.select(request), request.read)
 
     async def versions(self, site: str) -> VersionSet | None:
         """A site's versions (None: not versioned), from the first provider that knows versions and serves it."""
         named = self._check_site(site) or site
         for provider in self.providers:
             scoped = _declared(provider, named)
-            if scoped is None or not _versions(provider):
+            if scoped is None or not provider.capabilities.versions:
                 continue
-            found: VersionSet | None = await provider.versions(scoped)  # type: ignore[attr-defined]
-            return found
+            try:
+                return await provider.versions(scoped)
+            except ProviderDeclinedError:
+                continue
         return None
 
-    async def _get(self, path: str, requested: str, outline: bool, version: str | None) -> Document:
+    async def _get(self, request: ReadRequest, requested: str) -> Document:
         misses: list[Resolution] = []
         refused: InvalidRequestError | None = None
         timed_out = False
-        asked = {"version": version} if version is not None else {}
-        for provider in self.providers:
-            if not provider.supports_fetch or (version is not None and not _versions(provider)):
+        fetching = [provider for provider in self.providers if provider.capabilities.fetch]
+        for provider in fetching:
+            if request.version is not None and not provider.capabilities.versions:
                 continue
             try:
                 with telemetry.provider_call("get", provider.name) as call:
-                    async with asyncio.timeout(_share([p for p in self.providers if p.supports_fetch], provider)):
-                        document = await provider.get(path, outline=outline, **asked)
+                    async with asyncio.timeout(_share(fetching, provider)):
+                        document = await provider.get(request)
                     call.served()
             except asyncio.CancelledError:
                 raise
@@ -262,7 +256,7 @@ class DocumentationService:
     def health(self) -> dict[str, InChain]:
         """Each provider's own report, in chain order, without doing I/O."""
         return {
-            provider.name: InChain(order=provider.order, fetch=provider.supports_fetch, health=provider.health())
+            provider.name: InChain(order=provider.order, fetch=provider.capabilities.fetch, health=provider.health())
             for provider in self.providers
         }
 
@@ -293,16 +287,6 @@ def _share(providers: Sequence[DocumentationProvider], provider: DocumentationPr
         return None
     after = len(providers) - providers.index(provider)
     return left / max(1, after)
-
-
-def _code(provider: DocumentationProvider) -> bool:
-    """Whether the provider searches code blocks (`supports_code`): only those are asked a `kind=code` search."""
-    return bool(getattr(provider, "supports_code", False))
-
-
-def _versions(provider: DocumentationProvider) -> bool:
-    """Whether the provider takes a `version` (`supports_versions`): only those are asked when one is given."""
-    return bool(getattr(provider, "supports_versions", False))
 
 
 def _named_version(exc: Exception) -> TypeGuard[InvalidRequestError]:

@@ -34,6 +34,7 @@ PURE = {
     "shared.markdown",
     "shared.models",
     "shared.reading",
+    "shared.requests",
     "shared.preview",
     "shared.validation",
     "shared.code_samples",

@@ -20,6 +20,7 @@ from starlette.types import Message, Receive, Scope, Send
 from shared.api import create_app
 from shared.errors import DocsError
 from shared.providers.remote.provider import RemoteProvider
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import load_settings
 from shared.telemetry.redaction import scrub
 from tests.support.sites import ROOTED_OVERRIDE, fixture_env, fixture_settings
@@ -126,7 +127,10 @@ async def test_a_malformed_remote_answer_logs_no_arguments(
         assert settings.remote is not None
         provider = RemoteProvider(settings.remote, sites=("alpha",))
         with caplog.at_level(logging.DEBUG):
-            for call in (provider.search(f"install {MARKER}", limit=3), provider.get(f"guide/{MARKER}")):
+            for call in (
+                provider.search(SearchRequest(f"install {MARKER}", limit=3)),
+                provider.get(ReadRequest(f"guide/{MARKER}")),
+            ):
                 with pytest.raises(DocsError):
                     await call
         await provider.aclose()

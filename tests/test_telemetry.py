@@ -26,6 +26,7 @@ from opentelemetry.trace import StatusCode
 from shared import telemetry
 from shared.errors import ProviderDeclinedError, ResolutionError
 from shared.models import Found, Reason
+from shared.requests import ReadRequest, SearchRequest
 from shared.service import DocumentationService
 from shared.settings import load_settings
 from shared.telemetry.export import azure_monitor, configure, managed_identity
@@ -89,22 +90,22 @@ class PreviewProvider(FakeProvider):
         super().__init__(name, order, results=len(previews))
         self.previews = previews
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
-        found = await super().search(query, limit=limit, site=site)
+    async def search(self, request: SearchRequest) -> Found:
+        found = await super().search(request)
         return Found([hit.model_copy(update={"preview_text": text}) for hit, text in zip(found.results, self.previews)])
 
 
 class SlowProvider(FakeProvider):
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+    async def search(self, request: SearchRequest) -> Found:
         await asyncio.sleep(10)
         raise AssertionError("the deadline should have passed")
 
 
 async def test_searches_are_counted_by_winning_provider_and_outcome(signals: Signals) -> None:
     docs = service(FakeProvider("ai_search", 0), FakeProvider("mkdocs", 100, results=2))
-    await docs.search("sync windows")
-    await docs.search("sync windows")
-    await service(FakeProvider("mkdocs", 100)).search("nothing like it")
+    await docs.search(SearchRequest("sync windows"))
+    await docs.search(SearchRequest("sync windows"))
+    await service(FakeProvider("mkdocs", 100)).search(SearchRequest("nothing like it"))
     assert signals.counts("smithy.docs.searches") == {("mkdocs", "ok"): 2, ("none", "empty"): 1}
 
 
@@ -112,26 +113,28 @@ async def test_a_search_nothing_could_run_and_invalid_input_are_not_counted(sign
     from shared.errors import InvalidRequestError, ServiceUnavailableError
 
     with pytest.raises(ServiceUnavailableError):
-        await service(FakeProvider("broken", 0, error=RuntimeError())).search("q")
+        await service(FakeProvider("broken", 0, error=RuntimeError())).search(SearchRequest("q"))
     with pytest.raises(InvalidRequestError):
-        await service(FakeProvider("mkdocs", 0, results=1)).search("  ")
+        await service(FakeProvider("mkdocs", 0, results=1)).search(SearchRequest("  "))
     assert signals.counts("smithy.docs.searches") == {}
 
 
 async def test_fetches_count_ok_and_every_fetch_without_a_document_as_not_found(signals: Signals) -> None:
-    await service(FakeProvider("remote", 0, miss=Reason.NOT_FOUND), FakeProvider("mkdocs", 1, document=True)).get("a")
+    await service(FakeProvider("remote", 0, miss=Reason.NOT_FOUND), FakeProvider("mkdocs", 1, document=True)).get(
+        ReadRequest("a")
+    )
     for providers in (
         [FakeProvider("mkdocs", 0, miss=Reason.AMBIGUOUS)],
         [FakeProvider("mkdocs", 0, error=RuntimeError("down"))],
     ):
         with pytest.raises(ResolutionError):
-            await service(*providers).get("a")
+            await service(*providers).get(ReadRequest("a"))
     assert signals.counts("smithy.docs.fetches") == {("mkdocs", "ok"): 1, ("none", "not_found"): 2}
 
 
 async def test_a_search_span_carries_the_result_count_the_thinnest_preview_and_attribution(signals: Signals) -> None:
     previews = ["...a   long\n\npreview of the page...", "short  one...", "...\u00e9t\u00e9 \U0001f680"]
-    await service(PreviewProvider("mkdocs", 0, previews)).search("q", limit=2)
+    await service(PreviewProvider("mkdocs", 0, previews)).search(SearchRequest("q", limit=2))
     (search,) = signals.named("docs.search")
     assert search.attributes is not None
     assert search.attributes["smithy.docs.result_count"] == 2  # the answer's results, after the limit
@@ -141,7 +144,7 @@ async def test_a_search_span_carries_the_result_count_the_thinnest_preview_and_a
 
 
 async def test_an_empty_search_has_a_zero_count_and_no_preview_tag(signals: Signals) -> None:
-    await service(FakeProvider("mkdocs", 0)).search("q")
+    await service(FakeProvider("mkdocs", 0)).search(SearchRequest("q"))
     (search,) = signals.named("docs.search")
     assert search.attributes is not None
     assert search.attributes["smithy.docs.result_count"] == 0
@@ -152,8 +155,8 @@ async def test_an_empty_search_has_a_zero_count_and_no_preview_tag(signals: Sign
 async def test_the_tags_ride_the_callers_span_when_one_is_recording(signals: Signals) -> None:
     tracer = signals.tracer_provider.get_tracer("host")
     with tracer.start_as_current_span("request"):
-        await service(PreviewProvider("mkdocs", 0, ["one two"])).search("q")
-        await service(FakeProvider("mkdocs", 0, document=True)).get("faq/")
+        await service(PreviewProvider("mkdocs", 0, ["one two"])).search(SearchRequest("q"))
+        await service(FakeProvider("mkdocs", 0, document=True)).get(ReadRequest("faq/"))
     (request,) = signals.named("request")
     assert not signals.named("docs.search") and not signals.named("docs.get")
     assert request.attributes is not None
@@ -176,7 +179,7 @@ async def test_each_provider_call_is_a_span_with_its_name_and_outcome(signals: S
     declined = FakeProvider("ai_search", 0, error=ProviderDeclinedError("no site field"))
     broken = FakeProvider("remote", 1, error=ConnectionResetError("token=SECRET"))
     empty, winner, unasked = FakeProvider("empty", 2), FakeProvider("mkdocs", 3, results=1), FakeProvider("last", 4)
-    await service(declined, broken, empty, winner, unasked).search("token=SECRET")
+    await service(declined, broken, empty, winner, unasked).search(SearchRequest("token=SECRET"))
     spans = signals.named("docs.provider.search")
     assert outcomes(spans) == [
         {"smithy.docs.provider.name": "ai_search", "smithy.docs.provider.outcome": "declined"},
@@ -193,7 +196,7 @@ async def test_each_provider_call_is_a_span_with_its_name_and_outcome(signals: S
     assert all(span.parent is not None and span.parent.span_id == search.context.span_id for span in spans)
 
     with budget(0.05), pytest.raises(RequestTimeoutError):
-        await service(SlowProvider("slow", 0)).search("q")
+        await service(SlowProvider("slow", 0)).search(SearchRequest("q"))
     slow = signals.named("docs.provider.search")[-1]
     assert slow.attributes == {
         "smithy.docs.provider.name": "slow",
@@ -205,7 +208,7 @@ async def test_each_provider_call_is_a_span_with_its_name_and_outcome(signals: S
 async def test_each_fetch_call_is_a_span_with_a_miss_and_its_reason(signals: Signals) -> None:
     await service(
         FakeProvider("remote", 0, miss=Reason.SITE_UNAVAILABLE), FakeProvider("mkdocs", 1, document=True)
-    ).get("a")
+    ).get(ReadRequest("a"))
     assert outcomes(signals.named("docs.provider.get")) == [
         {
             "smithy.docs.provider.name": "remote",
@@ -218,9 +221,11 @@ async def test_each_fetch_call_is_a_span_with_a_miss_and_its_reason(signals: Sig
 
 async def test_no_span_carries_the_query_or_location(signals: Signals) -> None:
     secret = "sig=SECRET123"
-    await service(FakeProvider("broken", 0, error=RuntimeError(secret)), FakeProvider("mkdocs", 1)).search(secret)
+    await service(FakeProvider("broken", 0, error=RuntimeError(secret)), FakeProvider("mkdocs", 1)).search(
+        SearchRequest(secret)
+    )
     with pytest.raises(ResolutionError):
-        await service(FakeProvider("mkdocs", 0, miss=Reason.NOT_FOUND)).get(f"faq/?{secret}")
+        await service(FakeProvider("mkdocs", 0, miss=Reason.NOT_FOUND)).get(ReadRequest(f"faq/?{secret}"))
     spans = signals.spans.get_finished_spans()
     assert spans and "SECRET123" not in repr([(s.name, s.attributes, s.events, s.status) for s in spans])
 

@@ -11,6 +11,7 @@ import pytest
 from shared.api import create_app
 from shared.cache import MemoryStore
 from shared.compose import compose
+from shared.requests import SearchRequest
 from shared.settings import load_settings
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
@@ -90,6 +91,6 @@ async def test_a_provider_whose_credential_is_unresolved_stays_out_of_the_chain(
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         names = [provider.name for provider in composed.service.providers]
         health = composed.health()
-        answer = await composed.service.search("install")
+        answer = await composed.service.search(SearchRequest("install"))
     assert absent not in names and names == ["mkdocs"] and answer.provider == "mkdocs"
     assert health.status == "degraded" and health.unresolved_secrets is not None and health.unresolved_secrets.keys

@@ -31,6 +31,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from shared.requests import ReadRequest, SearchRequest
+
 SCHEMA_VERSION = 2
 HIT_AT_N_DEPTH = 5
 MRR_DEPTH = 10
@@ -325,7 +327,7 @@ class ServiceBackend:
 
     async def search(self, query: str, limit: int) -> Reply:
         try:
-            response = await self._service.search(query, limit=limit)
+            response = await self._service.search(SearchRequest(query, limit=limit))
         except Exception as exc:  # a measurement records every failure on its case and carries on
             return None, None, f"{type(exc).__name__}: {exc}"
         return 200, response.model_dump(by_alias=True, mode="json"), None
@@ -334,7 +336,7 @@ class ServiceBackend:
         from shared.errors import ResolutionError
 
         try:
-            document = await self._service.get(location)
+            document = await self._service.get(ReadRequest(location))
         except ResolutionError as exc:
             resolution = exc.resolution.model_dump(by_alias=True, mode="json")
             body = {"error": {"code": resolution["reason"], "message": str(exc)}, "resolution": resolution}

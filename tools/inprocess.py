@@ -26,6 +26,7 @@ if str(REPO) not in sys.path:
 
 from shared.cache import open_store  # noqa: E402
 from shared.compose import checked, compose, process_embedding  # noqa: E402
+from shared.requests import SearchRequest  # noqa: E402
 from shared.settings import load_settings  # noqa: E402
 from tools.load import QUERIES  # noqa: E402
 
@@ -41,7 +42,7 @@ async def measure(rounds: int) -> dict[str, Any]:
             service = composed.service
             started = time.monotonic()
             while True:  # every site loaded and, with semantic matching, ranking by meaning
-                await service.search("*", limit=1)
+                await service.search(SearchRequest("*", limit=1))
                 health = composed.health().model_dump(mode="json", by_alias=True)
                 sites = health["providers"]["mkdocs"]["sites"]
                 if (
@@ -54,12 +55,12 @@ async def measure(rounds: int) -> dict[str, Any]:
                     raise SystemExit("the sites never became ready")
                 await asyncio.sleep(0.1)
             for query in QUERIES:
-                await service.search(query, limit=10)
+                await service.search(SearchRequest(query, limit=10))
             searches = []
             for _ in range(rounds):
                 for query in QUERIES:
                     begun = time.perf_counter()
-                    await service.search(query, limit=10)
+                    await service.search(SearchRequest(query, limit=10))
                     searches.append(time.perf_counter() - begun)
             report: dict[str, Any] = {"searches": len(searches), "search_p50_ms": _ms(statistics.median(searches))}
             if embedding is not None:

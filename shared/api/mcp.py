@@ -39,7 +39,7 @@ from mcp.types import (
 )
 from pydantic import Field, ValidationError, WithJsonSchema
 
-from shared import __version__, reading
+from shared import __version__
 from shared.api import budget, caching, resources
 from shared.api.errors import answer, tool_error, where, within
 from shared.api.rendering import SearchAnswer, ago, render_versions, search_answer
@@ -47,8 +47,9 @@ from shared.api.transport import MCP_PATH, McpEndpoint, transport_security
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchKind, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
+from shared.requests import ReadRequest, SearchRequest
 from shared.service import DocumentationService
-from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT, bound_refusal
+from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT, bound_refusal, check_kind
 
 __all__ = ["MCP_PATH", "McpEndpoint", "SearchAnswer", "ago", "build_server", "failure", "transport_security"]
 
@@ -270,8 +271,8 @@ def build_server(
         language: Annotated[str | None, Field(description=LANGUAGE_ARGUMENT, max_length=32)] = None,
     ) -> Annotated[CallToolResult, SearchAnswer]:
         async def answer() -> CallToolResult:
-            asked = service.search(query, limit=limit, site=site, version=version, kind=kind, language=language)
-            response = await within(asked, seconds)
+            asked = SearchRequest(query, limit, site, version, check_kind(kind), language)
+            response = await within(service.search(asked), seconds)
             return budget.fit_count(
                 lambda kept: search_answer(response, kept, site), len(response.results), fits, keep_at_least=1
             )
@@ -317,8 +318,7 @@ def build_server(
     ) -> Annotated[CallToolResult, Document]:
         async def answer() -> CallToolResult:
             read = check_read(section=section, offset=offset, max_chars=maxChars, view=view)
-            document = await within(service.get(location, outline=read.needs_outline, version=version), seconds)
-            selection = reading.select(document, read)
+            selection = await within(service.select(ReadRequest(location, read, version)), seconds)
             if read.view is View.OUTLINE:
                 return budget.outline_answer(selection, fits)
             return budget.read_answer(selection, read, fits)

@@ -20,13 +20,13 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ResourceLink
 
-from shared import reading
 from shared.api import budget, caching
 from shared.api.envelope import MODERN
 from shared.api.errors import answer, tool_error, where, within
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchResult
 from shared.reading import check_read
+from shared.requests import ReadRequest
 from shared.service import DocumentationService
 from shared.validation import whole_number
 
@@ -112,8 +112,8 @@ async def _read(service: DocumentationService, uri: str, *, budget_chars: int, s
     if site.lower() not in {known.lower() for known in service.sites}:
         raise InvalidRequestError(f"site must be one of: {', '.join(service.sites)}")
     read = check_read(offset=_number(matched, "offset"), max_chars=_number(matched, "maxChars"))
-    document = await within(service.get(f"{site}/{matched.get('path') or ''}"), seconds)
-    selection = reading.select(document, read)
+    asked = ReadRequest(f"{site}/{matched.get('path') or ''}", read)
+    selection = await within(service.select(asked), seconds)
     result = budget.read_answer(selection, read, budget_chars)
     part = Document.model_validate(result.structured_content)
     structured = result.structured_content or {}
@@ -135,7 +135,7 @@ async def _read(service: DocumentationService, uri: str, *, budget_chars: int, s
     note = (head + tail).strip()
     if note:
         contents.append(ReadResourceContents(content=note, mime_type="text/plain", meta={"continuation": True}))
-    return PageRead(contents, caching.fresh_seconds(document))
+    return PageRead(contents, caching.fresh_seconds(selection.document))
 
 
 def _number(matched: dict[str, Any], name: str) -> int | None:

@@ -22,6 +22,7 @@ Providers never import each other or the chain; the composition root (`shared.co
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Protocol
@@ -30,27 +31,47 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
 
 from shared.errors import ServiceCallError
-from shared.models import Document, Found
+from shared.models import Document, Found, VersionSet
+from shared.requests import ReadRequest, SearchRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a provider can do beyond searching pages; the chain asks it only for what it can do."""
+
+    fetch: bool = False
+    """It serves pages (`get`); a search-only provider is never asked to."""
+    versions: bool = False
+    """It searches and reads a `version` of a versioned site, and lists versions (`versions`)."""
+    code: bool = False
+    """It searches code blocks (`kind=code`, with a `language`)."""
 
 
 class DocumentationProvider(Protocol):
-    """One link of the chain. Search-only providers set `supports_fetch = False` and are never asked to get."""
+    """One link of the chain: what it can do (`capabilities`), over which sites, answering request values."""
 
     name: str
     """Attribution: what `provider` in answers and the `docs.*.provider` tags say."""
     order: int
     """Position in the chain, ascending; ties keep registration order."""
-    supports_fetch: bool
     sites: tuple[str, ...]
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
-        """Up to `limit` results, best first, and how each site stood; `site`, when given, is one of `sites`."""
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    async def search(self, request: SearchRequest) -> Found:
+        """Up to `request.limit` results, best first, and how each site stood; `request.site`, when given, is one of
+        `sites` in this provider's spelling; `version`, `kind` and `language` only as `capabilities` say."""
         ...
 
-    async def get(self, location: str, *, outline: bool = False) -> Document:
-        """The whole page at a validated location; raises ResolutionError on a miss. With `outline`, the document
-        carries the page's headings (`Document.outline`, anchors from the site's search index); a provider that
-        cannot tell them raises a miss, so the chain asks the next one."""
+    async def get(self, request: ReadRequest) -> Document:
+        """The whole page at a validated location; raises ResolutionError on a miss. When `request.outline`, the
+        document carries the page's headings (`Document.outline`, anchors from the site's search index); a provider
+        that cannot tell them raises a miss, so the chain asks the next one. Only with `capabilities.fetch`."""
+        ...
+
+    async def versions(self, site: str) -> VersionSet | None:
+        """A site's versions (None: not versioned). Only with `capabilities.versions`."""
         ...
 
     def health(self) -> ProviderHealth:

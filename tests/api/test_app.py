@@ -13,6 +13,7 @@ from asgi_lifespan import LifespanManager
 from shared.api import create_app
 from shared.embedding import EmbeddingModel
 from shared.models import Found
+from shared.requests import SearchRequest
 from shared.settings import load_settings
 from tests.support.encoders import WordEncoder, model_of
 from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
@@ -154,10 +155,10 @@ class HeldProvider(FakeProvider):
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+    async def search(self, request: SearchRequest) -> Found:
         self.entered.set()
         await self.release.wait()
-        return await super().search(query, limit=limit, site=site)
+        return await super().search(request)
 
 
 async def test_the_access_log_logs_every_refusal_and_no_method_the_client_made_up(

@@ -14,6 +14,7 @@ from shared.compose import compose
 from shared.models import SearchKind, SearchResponse
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.remote import RemoteProvider
+from shared.requests import SearchRequest
 from shared.settings import RemoteSettings
 from tests.api.test_mcp import session, text
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
@@ -120,11 +121,15 @@ def settings(static_origin: StaticOrigin):  # type: ignore[no-untyped-def]
 async def test_the_fences_name_the_languages_once_read_and_a_bare_fence_stays_a_guess(settings) -> None:  # type: ignore[no-untyped-def]
     async with compose(settings, embedding=None) as composed:
         provider = next(p for p in composed.service.providers if isinstance(p, MkDocsProvider))
-        first = await provider.search("pager receiver", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+        first = await provider.search(
+            SearchRequest("pager receiver", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+        )
         assert first.results  # answered at once, the fences being read meanwhile
         await provider.code_fences_read("gamma-docs")
         after = (
-            await provider.search("pager receiver settings", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+            await provider.search(
+                SearchRequest("pager receiver settings", limit=10, site="gamma-docs", kind=SearchKind.CODE)
+            )
         ).results
         sites = provider.health().sites
     assert sites["gamma-docs"].code_languages == "read"  # type: ignore[union-attr]
@@ -146,7 +151,9 @@ async def test_the_fences_name_the_languages_once_read_and_a_bare_fence_stays_a_
 async def test_a_remote_deployment_is_asked_for_code_when_its_search_declares_it(server: UvicornServer) -> None:
     provider = RemoteProvider(RemoteSettings.model_validate({"Endpoint": server.url + "/api/mcp"}), sites=())
     try:
-        found = (await provider.search("pager receiver", limit=3, kind=SearchKind.CODE, language="terraform")).results
+        found = (
+            await provider.search(SearchRequest("pager receiver", limit=3, kind=SearchKind.CODE, language="terraform"))
+        ).results
     finally:
         await provider.aclose()
 

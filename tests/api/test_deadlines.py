@@ -16,6 +16,7 @@ from shared.cache import MemoryStore
 from shared.compose import compose
 from shared.deadline import budget, remaining
 from shared.models import Found
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.providers import FakeProvider
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
@@ -32,7 +33,7 @@ class HangingProvider(FakeProvider):
         self.started = asyncio.Event()
         self.cancelled = False
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
+    async def search(self, request: SearchRequest) -> Found:
         self.started.set()
         try:
             await asyncio.Event().wait()
@@ -88,7 +89,7 @@ async def test_a_slow_origin_cannot_hold_a_search_past_its_deadline(static_origi
 
 async def test_a_redirect_chain_shares_the_one_deadline(static_origin: StaticOrigin) -> None:
     async with compose(settings_for(static_origin, 30), embedding=None, store=MemoryStore()) as composed:
-        await composed.service.search("install")  # sites loaded before the trap is set
+        await composed.service.search(SearchRequest("install"))  # sites loaded before the trap is set
         for hop in range(3):
             static_origin.respond(
                 f"/alpha/guide/install{hop}.md",
@@ -99,7 +100,7 @@ async def test_a_redirect_chain_shares_the_one_deadline(static_origin: StaticOri
         static_origin.respond("/alpha/guide/install.md", status=302, headers={"Location": "install0.md"}, delay=0.6)
         static_origin.respond("/alpha/guide/install/", status=200, body="<html><body>x</body></html>", delay=30)
         with budget(1.5):
-            document = await composed.service.get("guide/install")
+            document = await composed.service.get(ReadRequest("guide/install"))
 
     # Raw Markdown ran out of hops or time, the HTML page out of time: the page is rebuilt from the index instead
     # of the request waiting out four slow hops and a 30 s page.

@@ -14,6 +14,7 @@ from shared.api import create_app
 from shared.api.admin import RateLimit
 from shared.api.limits import client_of
 from shared.models import Found
+from shared.requests import SearchRequest
 from tests.support.providers import FakeProvider, result
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
@@ -28,8 +29,8 @@ class HeldProvider(FakeProvider):
         self.release = threading.Event()
         self.waiting = 0
 
-    async def search(self, query: str, *, limit: int, site: str | None = None) -> Found:
-        if query != "install":
+    async def search(self, request: SearchRequest) -> Found:
+        if request.query != "install":
             return Found([result("quick-0", self.name)])
         self.waiting += 1
         while not self.release.is_set():

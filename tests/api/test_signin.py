@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from shared.api import create_app
 from shared.providers.remote import RemoteProvider
+from shared.requests import SearchRequest
 from shared.settings import load_settings
 from tests.support.issuer import AUDIENCE, OTHER_TENANT, LocalIssuer, SigningKey
 from tests.support.silent import SilentServer
@@ -286,7 +287,7 @@ async def test_two_deployments_trust_each_other_through_an_app_role_without_a_sh
     credential = IssuerCredential(issuer)
     provider = RemoteProvider(settings.remote, sites=settings.sites, credential=credential)  # type: ignore[arg-type]
     try:
-        results = (await provider.search("install", limit=3)).results
+        results = (await provider.search(SearchRequest("install", limit=3))).results
     finally:
         await provider.aclose()
     assert results and {result.provider for result in results} == {"smithy_remote"}

@@ -26,6 +26,7 @@ from shared.providers.mkdocs.outcomes import Outcome
 from shared.providers.mkdocs.refresh import published_sites
 from shared.providers.mkdocs.warm import warm_all
 from shared.providers.remote import RemoteProvider
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import RemoteSettings
 from tests.support.sites import fixture_env, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
@@ -277,8 +278,8 @@ def test_the_command_line_lists_versions_and_reads_one(versioned_origin: StaticO
 async def test_a_remote_deployment_is_asked_for_the_version_it_declares(server: UvicornServer) -> None:
     provider = RemoteProvider(RemoteSettings.model_validate({"Endpoint": server.url + "/api/mcp"}), sites=(SITE,))
     try:
-        found = (await provider.search("install", limit=3, site=SITE, version="2.0")).results
-        page = await provider.get(f"{SITE}/{CHANGED_PAGE}", version="2.0")
+        found = (await provider.search(SearchRequest("install", limit=3, site=SITE, version="2.0"))).results
+        page = await provider.get(ReadRequest(f"{SITE}/{CHANGED_PAGE}", version="2.0"))
     finally:
         await provider.aclose()
 

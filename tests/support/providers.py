@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from shared.errors import ResolutionError
-from shared.models import Document, Found, Reason, Resolution, Rule, SearchResult
-from shared.providers.base import ProviderHealth
+from shared.errors import ProviderDeclinedError, ResolutionError
+from shared.models import Document, Found, Reason, Resolution, Rule, SearchResult, VersionSet
+from shared.providers.base import Capabilities, ProviderHealth
+from shared.requests import ReadRequest, SearchRequest
 
 
 def result(location: str, provider: str) -> SearchResult:
@@ -27,21 +28,22 @@ class FakeProvider:
         sites: tuple[str, ...] = ("forge",),
         supports_versions: bool = False,
     ) -> None:
-        self.name, self.order, self.supports_fetch, self.sites = name, order, supports_fetch, sites
-        self.supports_versions = supports_versions
+        self.name, self.order, self.sites = name, order, sites
+        self.capabilities = Capabilities(fetch=supports_fetch, versions=supports_versions)
         self._results, self._error, self._document, self._miss = results, error, document, miss
         self.calls: list[tuple[str, int]] = []
         self.sites_asked: list[str | None] = []
         self.closed = False
 
-    async def search(self, query: str, *, limit: int, site: str | None = None, version: str | None = None) -> Found:
-        self.calls.append((query, limit))
-        self.sites_asked.append(site)
+    async def search(self, request: SearchRequest) -> Found:
+        self.calls.append((request.query, request.limit))
+        self.sites_asked.append(request.site)
         if self._error:
             raise self._error
         return Found([result(f"{self.name}-{i}", self.name) for i in range(self._results)])
 
-    async def get(self, location: str, *, outline: bool = False, version: str | None = None) -> Document:
+    async def get(self, request: ReadRequest) -> Document:
+        location = request.location
         self.calls.append((location, 0))
         if self._error:
             raise self._error
@@ -59,6 +61,9 @@ class FakeProvider:
             content="# Page\n",
             resolution=resolution,
         )
+
+    async def versions(self, site: str) -> VersionSet | None:
+        raise ProviderDeclinedError("a fake lists no versions")
 
     def health(self) -> ProviderHealth:
         return ProviderHealth()

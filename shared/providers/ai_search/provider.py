@@ -27,10 +27,11 @@ from urllib.parse import urlsplit
 from shared.deadline import capped
 from shared.errors import ConfigurationError, ProviderDeclinedError
 from shared.identity import credential as identity_credential
-from shared.models import Document, Found, SearchKind, SiteAnswer, SiteSearched
+from shared.models import Document, Found, SearchKind, SiteAnswer, SiteSearched, VersionSet
 from shared.providers.ai_search.errors import translate
 from shared.providers.ai_search.mapping import PROVIDER, Fields, Mapper
-from shared.providers.base import Instant, LastCalls, LastError, ProviderHealth, Status, absent
+from shared.providers.base import Capabilities, Instant, LastCalls, LastError, ProviderHealth, Status, absent
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import PREFIX, AiSearchSettings, DocumentationSettings
 from shared.telemetry import query_shape
 
@@ -84,7 +85,6 @@ class AiSearchProvider:
 
     name = PROVIDER
     order = 0
-    supports_fetch = False
 
     def __init__(self, options: AiSearchSettings, *, sites: Sequence[str], credential: Credential) -> None:
         if not options.endpoint:
@@ -111,28 +111,16 @@ class AiSearchProvider:
         self._calls = LastCalls()
 
     @property
-    def supports_versions(self) -> bool:
-        """A search naming a version is filtered on `VersionField` when the index has one; without it, such a search
-        is left to the providers that know versions (the chain passes this one over)."""
-        return bool(self._options.version_field)
+    def capabilities(self) -> Capabilities:
+        """Search only. A search naming a version is filtered on `VersionField` when the index has one, and a code
+        search answered when the index marks its code chunks (`CodeFilter`); without them, the chain passes this
+        provider over for those."""
+        return Capabilities(versions=bool(self._options.version_field), code=bool(self._options.code_filter))
 
-    @property
-    def supports_code(self) -> bool:
-        """A code search is answered here when the index marks its code chunks (`CodeFilter`); without it, the chain
-        passes this provider over for code."""
-        return bool(self._options.code_filter)
-
-    async def search(
-        self,
-        query: str,
-        *,
-        limit: int,
-        site: str | None = None,
-        version: str | None = None,
-        kind: SearchKind = SearchKind.PAGE,
-        language: str | None = None,
-    ) -> Found:
+    async def search(self, request: SearchRequest) -> Found:
         """Results from the index, with every site in scope `searched` (the service cannot say when it indexed)."""
+        query, limit, site, version = request.query, request.limit, request.site, request.version
+        kind, language = request.kind, request.language
         if query.strip() == LIST_ALL:
             raise ProviderDeclinedError("listing every page is left to a provider that knows the sites' pages")
         code = kind is SearchKind.CODE
@@ -223,8 +211,11 @@ class AiSearchProvider:
             parts.append(f"{self._options.language_field} eq {odata_string(language)}")
         return " and ".join(parts)
 
-    async def get(self, location: str, *, outline: bool = False) -> Document:
+    async def get(self, request: ReadRequest) -> Document:
         raise ProviderDeclinedError("AI Search is search-only: pages are fetched by another provider")
+
+    async def versions(self, site: str) -> VersionSet | None:
+        raise ProviderDeclinedError("AI Search does not list versions")
 
     def health(self) -> AiSearchHealth:
         """Configuration (never a key) and the outcome of the latest search: `degraded` while the latest failed."""

@@ -35,6 +35,7 @@ from shared.models import (
     VersionSet,
 )
 from shared.preview import make_preview
+from shared.providers.base import Capabilities
 from shared.providers.mkdocs import codesearch
 from shared.providers.mkdocs.code import CodeBlock
 from shared.providers.mkdocs.codesearch import CodeRankers
@@ -53,6 +54,7 @@ from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.text import analyze_query
 from shared.providers.mkdocs.versioned import VersionedSites
 from shared.providers.mkdocs.versions import Versions
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 
 if TYPE_CHECKING:
@@ -70,13 +72,8 @@ class MkDocsProvider:
 
     name = "mkdocs"
     order = 100
-    supports_fetch = True
-
-    supports_versions = True
-    """Searches and reads may name a version of a versioned site (`versions.py`)."""
-
-    supports_code = True
-    """Searches may ask for code blocks (`kind=code`, with a `language`): `codesearch.py`."""
+    capabilities = Capabilities(fetch=True, versions=True, code=True)
+    """Reads; a version of a versioned site in searches and reads (`versions.py`); code blocks (`codesearch.py`)."""
 
     def __init__(
         self,
@@ -99,18 +96,16 @@ class MkDocsProvider:
         )
         self.sites = settings.sites
 
-    async def search(
-        self,
-        query: str,
-        *,
-        limit: int,
-        site: str | None = None,
-        version: str | None = None,
-        kind: SearchKind = SearchKind.PAGE,
-        language: str | None = None,
-    ) -> Found:
+    async def search(self, request: SearchRequest) -> Found:
         with self._registry.searching():  # reads that can wait (the rerank's word pieces) wait for it
-            return await self._search(query, limit=limit, site=site, version=version, kind=kind, language=language)
+            return await self._search(
+                request.query,
+                limit=request.limit,
+                site=request.site,
+                version=request.version,
+                kind=request.kind,
+                language=request.language,
+            )
 
     async def _search(
         self, query: str, *, limit: int, site: str | None, version: str | None, kind: SearchKind, language: str | None
@@ -297,11 +292,12 @@ class MkDocsProvider:
     def _url(self, site: str, location: str) -> str:
         return f"{self._settings.base_url(site)}/{location}"
 
-    async def get(self, location: str, *, outline: bool = False, version: str | None = None) -> Document:
-        """The page as Markdown with front matter, and its outline (anchors from the site's index); of a versioned
-        site, in the version its location's folder or `version` names, else the default (`_version_of`)."""
+    async def get(self, request: ReadRequest) -> Document:
+        """The page as Markdown with front matter, and its outline (anchors from the site's index) whether or not
+        the read needs it; of a versioned site, in the version its location's folder or `version` names, else the
+        default (`_version_of`)."""
         try:
-            return await self._get(location, version)
+            return await self._get(request.location, request.version)
         except ResolutionError as exc:  # a version's key never leaves: the answer names its site
             raise ResolutionError(self._versioned.public(exc.resolution)) from None
 

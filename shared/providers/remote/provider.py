@@ -31,12 +31,13 @@ from shared.deadline import capped
 from shared.errors import ConfigurationError, ProviderDeclinedError, ResolutionError
 from shared.forwarding import FORWARDED_HEADER, FORWARDED_VALUE, is_forwarded
 from shared.identity import credential as identity_credential
-from shared.models import Document, Found, Reason, Resolution, SearchKind
-from shared.providers.base import Instant, LastCalls, LastError, ProviderHealth, Report, Status, absent
+from shared.models import Document, Found, Reason, Resolution, SearchKind, VersionSet
+from shared.providers.base import Capabilities, Instant, LastCalls, LastError, ProviderHealth, Report, Status, absent
 from shared.providers.remote import mapping
 from shared.providers.remote.client import call_tool, in_session
 from shared.providers.remote.errors import COOLING, CREDENTIAL, TIMEOUT, TOOL, RemoteError, translate
 from shared.reading import MAX_PART_CHARS
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import PREFIX, DocumentationSettings, RemoteSettings
 from shared.telemetry import query_shape, redaction
 
@@ -83,7 +84,9 @@ class RemoteProvider:
     """Search and get through another deployment's MCP tools; it owns (and closes) the credential it is given."""
 
     name = mapping.PROVIDER
-    supports_fetch = True
+    capabilities = Capabilities(fetch=True, versions=True, code=True)
+    """A `version`, or a code search (`kind`, `language`), is passed on when the other deployment's tools declare
+    those arguments; otherwise this provider declines (search) or misses (get), and the chain asks the next."""
 
     def __init__(
         self,
@@ -107,23 +110,9 @@ class RemoteProvider:
         self._last_answer: LastAnswer | None = None
         redaction.install()  # the MCP client logs the arguments of every call it makes
 
-    supports_versions = True
-    """A `version` is passed on when the other deployment's tools declare the argument; otherwise this provider
-    declines (search) or misses (get), and the chain asks the next."""
-    supports_code = True
-    """A code search (`kind`, `language`) is passed on when the other deployment's search_docs declares those
-    arguments; otherwise this provider declines it and the chain asks the next."""
-
-    async def search(
-        self,
-        query: str,
-        *,
-        limit: int,
-        site: str | None = None,
-        version: str | None = None,
-        kind: SearchKind = SearchKind.PAGE,
-        language: str | None = None,
-    ) -> Found:
+    async def search(self, request: SearchRequest) -> Found:
+        query, limit, site, version = request.query, request.limit, request.site, request.version
+        kind, language = request.kind, request.language
         shape = query_shape(query)
         log.debug("smithy_remote search (query length %d, %d terms, limit %d)", shape["length"], shape["terms"], limit)
         arguments: dict[str, Any] = {"query": query, "limit": limit}
@@ -155,11 +144,16 @@ class RemoteProvider:
         log.debug("smithy_remote answered %d results (remote provider %s)", len(found.results), backend)
         return found
 
-    async def get(self, location: str, *, outline: bool = False, version: str | None = None) -> Document:
+    async def versions(self, site: str) -> VersionSet | None:
+        """Declined: a site's versions are listed by the provider that reads its `versions.json`."""
+        raise ProviderDeclinedError("the remote deployment does not list versions here")
+
+    async def get(self, request: ReadRequest) -> Document:
         """The whole page as the other deployment's REST `get` answers it, read in parts (`nextOffset`, at most
         `MAX_PART_CHARS` each) within one session, with its outline when asked. A part never becomes a document:
         a deployment that cannot read in parts (no `offset` in its `get_doc` schema) and cut the page, or cannot
         give an outline that was asked for, is a miss for this page and the chain asks the next provider."""
+        location, outline, version = request.location, request.outline, request.version
         log.debug("smithy_remote get (location length %d)", len(location))
         reading = await self._session(lambda session: _read_page(session, location, outline=outline, version=version))
         if not reading.parts:  # an older deployment, asked for what it cannot give

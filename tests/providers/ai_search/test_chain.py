@@ -10,6 +10,7 @@ import pytest
 from shared.cache import MemoryStore
 from shared.compose import Composition, compose
 from shared.models import Reason
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.ai_search_server import AiSearchServer
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, fixture_settings
@@ -69,8 +70,8 @@ async def test_ai_search_answers_first_and_mkdocs_serves_its_locations(
 ) -> None:
     search_server.respond(HITS)
     async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
-        response = await c.service.search("install the tool", limit=5)
-        documents = [await c.service.get(result.location) for result in response.results]
+        response = await c.service.search(SearchRequest("install the tool", limit=5))
+        documents = [await c.service.get(ReadRequest(result.location)) for result in response.results]
 
     assert response.provider == "ai_search"
     assert [r.location for r in response.results] == ["guide/install", "beta-docs/api/authentication"]
@@ -99,7 +100,7 @@ async def test_every_fault_falls_through_to_mkdocs_and_health_says_why(
     search_server.respond(**respond)  # type: ignore[arg-type]
     settings = chain_settings(static_origin, search_server, TimeoutSeconds="0.5")
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        response = await composed.service.search("install", limit=5)
+        response = await composed.service.search(SearchRequest("install", limit=5))
         health = composed.health()
 
     assert response.provider == "mkdocs" and response.results
@@ -116,7 +117,7 @@ async def test_a_forbidden_key_is_reported_as_unauthorized(
     settings = chain_settings(static_origin, search_server)
     search_server.api_key = "rotated"
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        response = await composed.service.search("install", limit=5)
+        response = await composed.service.search(SearchRequest("install", limit=5))
         error = composed.health().providers["ai_search"].health.last_error  # type: ignore[attr-defined]
 
     assert response.provider == "mkdocs"
@@ -131,7 +132,7 @@ async def test_a_dead_endpoint_falls_through_to_mkdocs(static_origin: StaticOrig
         AiSearch__ApiKey="k",
     )
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        response = await composed.service.search("install", limit=5)
+        response = await composed.service.search(SearchRequest("install", limit=5))
         error = composed.health().providers["ai_search"].health.last_error  # type: ignore[attr-defined]
 
     assert response.provider == "mkdocs" and response.results
@@ -143,7 +144,7 @@ async def test_a_site_search_without_a_site_field_is_left_to_mkdocs(
 ) -> None:
     search_server.respond(HITS)
     async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
-        response = await c.service.search("authentication", limit=5, site="beta-docs")
+        response = await c.service.search(SearchRequest("authentication", limit=5, site="beta-docs"))
         health = c.health()
 
     assert response.provider == "mkdocs" and {r.site for r in response.results} == {"beta-docs"}
@@ -157,7 +158,7 @@ async def test_a_site_search_with_a_site_field_is_filtered_by_ai_search(
     search_server.respond(HITS[2:])
     settings = chain_settings(static_origin, search_server, SiteField="site")
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        response = await composed.service.search("authentication", limit=5, site="BETA-docs")
+        response = await composed.service.search(SearchRequest("authentication", limit=5, site="BETA-docs"))
 
     assert response.provider == "ai_search"
     assert [r.location for r in response.results] == ["beta-docs/api/authentication"]
@@ -169,7 +170,7 @@ async def test_an_empty_answer_falls_through_as_no_match(
 ) -> None:
     search_server.respond([])
     async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
-        response = await c.service.search("install", limit=5)
+        response = await c.service.search(SearchRequest("install", limit=5))
         health = c.health()
 
     assert response.provider == "mkdocs"
@@ -188,14 +189,14 @@ async def test_with_ai_search_answering_mkdocs_defers_its_search_structures_unti
 ) -> None:
     search_server.respond(HITS)
     async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
-        answered = await c.service.search("install the tool", limit=5)
-        page = await c.service.get(answered.results[0].location)
+        answered = await c.service.search(SearchRequest("install the tool", limit=5))
+        page = await c.service.get(ReadRequest(answered.results[0].location))
         deferred = site_states(c)
         registry = c.service.providers[1]._registry  # type: ignore[attr-defined]
         held = registry.current(DEFAULT_SITE)
 
         search_server.respond([])  # AI Search has nothing: the search falls through to MkDocs
-        fallen = await c.service.search("install the tool", limit=5)
+        fallen = await c.service.search(SearchRequest("install the tool", limit=5))
         built = site_states(c)
 
     assert answered.provider == "ai_search" and page.provider == "mkdocs" and page.content
@@ -210,7 +211,7 @@ async def test_without_a_provider_ahead_mkdocs_builds_its_search_structures_with
     static_origin: StaticOrigin,
 ) -> None:
     async with compose(chain_settings(static_origin), embedding=None, store=MemoryStore()) as c:
-        await c.service.get("guide/install")
+        await c.service.get(ReadRequest("guide/install"))
         states = site_states(c)
     assert states[DEFAULT_SITE].ranker == "built"
 
@@ -237,14 +238,14 @@ async def test_a_code_search_passes_over_ai_search_unless_it_marks_code_chunks(
 ) -> None:
     search_server.respond(CODE_HITS)
     async with compose(chain_settings(static_origin, search_server), embedding=None, store=MemoryStore()) as c:
-        response = await c.service.search("install the agent", limit=5, kind="code")
+        response = await c.service.search(SearchRequest("install the agent", limit=5, kind="code"))
     assert response.provider == "mkdocs" and response.results
     assert all(result.code is not None for result in response.results)
     assert search_server.searches() == []  # never asked: it holds no code chunks it could tell apart
 
     settings = chain_settings(static_origin, search_server, CodeFilter="chunk_kind eq 'code'", LanguageField="language")
     async with compose(settings, embedding=None, store=MemoryStore()) as c:
-        coded = await c.service.search("install the agent", limit=5, kind="code", language="shell")
+        coded = await c.service.search(SearchRequest("install the agent", limit=5, kind="code", language="shell"))
     assert coded.provider == "ai_search"
     first, second = coded.results
     assert first.code is not None and first.code.language == "bash" and first.language_guessed is False

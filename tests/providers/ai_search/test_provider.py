@@ -15,6 +15,7 @@ from shared.deadline import budget
 from shared.errors import ProviderDeclinedError, ProviderError
 from shared.providers.ai_search import AiSearchError, AiSearchProvider
 from shared.providers.ai_search.provider import odata_string
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import PREFIX, DocumentationSettings, load_settings
 from tests.support.ai_search_server import AiSearchServer
 
@@ -67,7 +68,7 @@ async def test_a_search_is_one_semantic_query_with_the_configuration_top_and_no_
 ) -> None:
     search_server.respond(REALISTIC)
 
-    await provider.search("how do I install the cli", limit=7)
+    await provider.search(SearchRequest("how do I install the cli", limit=7))
 
     [sent] = search_server.searches()
     assert sent.method == "POST" and sent.path == "/indexes('saif-docs')/docs/search.post.search"
@@ -84,7 +85,7 @@ async def test_a_search_is_one_semantic_query_with_the_configuration_top_and_no_
 async def test_a_blank_search_filter_sends_no_filter(search_server: AiSearchServer, configured: str) -> None:
     provider = build(settings_for(search_server, SearchFilter=configured))
     try:
-        await provider.search("install", limit=5)
+        await provider.search(SearchRequest("install", limit=5))
     finally:
         await provider.aclose()
 
@@ -106,7 +107,7 @@ async def test_the_configured_filter_and_names_are_sent_as_given(search_server: 
     provider = build(settings)
     search_server.respond([{"path": f"{BLOB}/forge/a.html", "heading": "A", "body": "alpha text", "@search.score": 1}])
     try:
-        results = (await provider.search("alpha", limit=3)).results
+        results = (await provider.search(SearchRequest("alpha", limit=3))).results
     finally:
         await provider.aclose()
 
@@ -122,7 +123,7 @@ async def test_a_realistic_answer_is_mapped_as_the_spec_says(
 ) -> None:
     search_server.respond(REALISTIC)
 
-    found = await provider.search("install cli", limit=10)
+    found = await provider.search(SearchRequest("install cli", limit=10))
     results = found.results
 
     assert [(r.location, r.site, r.url, r.score) for r in results] == [
@@ -154,9 +155,9 @@ async def test_site_searches_filter_on_the_site_field_with_the_configured_filter
     provider = build(settings_for(search_server, SiteField="site", SearchFilter="format eq '.html'"))
     unfiltered = build(settings_for(search_server, SiteField="site"))
     try:
-        await provider.search("install", limit=5, site="cloud-foundations")
-        await unfiltered.search("install", limit=5, site="forge")
-        await unfiltered.search("install", limit=5)
+        await provider.search(SearchRequest("install", limit=5, site="cloud-foundations"))
+        await unfiltered.search(SearchRequest("install", limit=5, site="forge"))
+        await unfiltered.search(SearchRequest("install", limit=5))
     finally:
         await provider.aclose()
         await unfiltered.aclose()
@@ -172,7 +173,7 @@ async def test_with_a_version_field_a_version_is_filtered_on_and_carried(search_
     provider = build(settings_for(search_server, SiteField="site", VersionField="ver"))
     plain = build(settings_for(search_server))
     try:
-        found = (await provider.search("install", limit=5, site="forge", version="2.0")).results
+        found = (await provider.search(SearchRequest("install", limit=5, site="forge", version="2.0"))).results
     finally:
         await provider.aclose()
         await plain.aclose()
@@ -180,7 +181,9 @@ async def test_with_a_version_field_a_version_is_filtered_on_and_carried(search_
     sent = search_server.searches()[0].body
     assert sent["filter"] == "(site eq 'forge') and ver eq '2.0'" and "ver" in sent["select"].split(",")
     assert (found[0].version, found[0].location) == ("2.0", "vdocs/2.0/guide/install")
-    assert provider.supports_versions and not plain.supports_versions  # without the field, the chain passes it over
+    assert (
+        provider.capabilities.versions and not plain.capabilities.versions
+    )  # without the field, the chain passes it over
 
 
 def test_site_values_are_escaped_as_odata_strings() -> None:
@@ -192,7 +195,7 @@ async def test_without_a_site_field_a_site_search_is_declined_without_a_request(
     provider: AiSearchProvider, search_server: AiSearchServer
 ) -> None:
     with pytest.raises(ProviderDeclinedError):
-        await provider.search("install", limit=5, site="forge")
+        await provider.search(SearchRequest("install", limit=5, site="forge"))
 
     assert search_server.searches() == []
     assert provider.sites == ("forge", "cloud-foundations")
@@ -203,15 +206,15 @@ async def test_the_listing_query_is_declined_without_a_request(
     provider: AiSearchProvider, search_server: AiSearchServer
 ) -> None:
     with pytest.raises(ProviderDeclinedError):
-        await provider.search(" * ", limit=5)
+        await provider.search(SearchRequest(" * ", limit=5))
 
     assert search_server.searches() == []
 
 
 async def test_it_never_fetches(provider: AiSearchProvider) -> None:
-    assert (provider.name, provider.order, provider.supports_fetch) == ("ai_search", 0, False)
+    assert (provider.name, provider.order, provider.capabilities.fetch) == ("ai_search", 0, False)
     with pytest.raises(ProviderDeclinedError):
-        await provider.get("guide/install")
+        await provider.get(ReadRequest("guide/install"))
 
 
 @pytest.mark.parametrize(
@@ -235,7 +238,7 @@ async def test_each_fault_is_an_ai_search_error_that_health_reports(
     search_server.respond(**respond)  # type: ignore[arg-type]
 
     with pytest.raises(AiSearchError) as raised:
-        await provider.search("install", limit=5)
+        await provider.search(SearchRequest("install", limit=5))
 
     assert isinstance(raised.value, ProviderError)
     assert (raised.value.kind, raised.value.status) == (kind, status)
@@ -246,7 +249,7 @@ async def test_each_fault_is_an_ai_search_error_that_health_reports(
     assert len(search_server.searches()) == 1  # never retried: the next provider is the retry
 
     search_server.respond(REALISTIC)
-    assert await provider.search("install", limit=5)
+    assert await provider.search(SearchRequest("install", limit=5))
     health = provider.health()
     assert health.status == "ok" and health.last_error is not None and health.last_error.kind == kind
 
@@ -257,7 +260,7 @@ async def test_a_wrong_key_is_unauthorized(search_server: AiSearchServer) -> Non
     provider = AiSearchProvider(settings.ai_search, sites=settings.sites, credential=AzureKeyCredential("wrong"))
     try:
         with pytest.raises(AiSearchError) as raised:
-            await provider.search("install", limit=5)
+            await provider.search(SearchRequest("install", limit=5))
     finally:
         await provider.aclose()
 
@@ -271,7 +274,7 @@ async def test_a_slow_answer_times_out_after_timeout_seconds(search_server: AiSe
     started = time.monotonic()
     try:
         with pytest.raises(AiSearchError) as raised:
-            await provider.search("install", limit=5)
+            await provider.search(SearchRequest("install", limit=5))
     finally:
         await provider.aclose()
 
@@ -287,9 +290,9 @@ async def test_the_requests_deadline_bounds_the_call_when_it_is_sooner(search_se
     started = time.monotonic()
     try:
         with budget(0.5), pytest.raises(AiSearchError) as raised:
-            await provider.search("install", limit=5)
+            await provider.search(SearchRequest("install", limit=5))
         with budget(0.0), pytest.raises(AiSearchError) as spent:
-            await provider.search("install", limit=5)
+            await provider.search(SearchRequest("install", limit=5))
     finally:
         await provider.aclose()
 
@@ -308,7 +311,7 @@ async def test_an_unreachable_service_is_unreachable() -> None:
     provider = build(settings)
     try:
         with pytest.raises(AiSearchError) as raised:
-            await provider.search("install", limit=5)
+            await provider.search(SearchRequest("install", limit=5))
     finally:
         await provider.aclose()
 
@@ -374,10 +377,10 @@ async def test_nothing_logged_at_debug_holds_the_query_or_the_key(
         logging.getLogger(name).setLevel(logging.DEBUG)
     try:
         search_server.respond(REALISTIC)
-        await provider.search(query, limit=5)
+        await provider.search(SearchRequest(query, limit=5))
         search_server.respond(status=500)
         with pytest.raises(AiSearchError):
-            await provider.search(query, limit=5)
+            await provider.search(SearchRequest(query, limit=5))
     finally:
         await provider.aclose()
         for name in ("azure", "azure.core.pipeline.policies.http_logging_policy", "shared"):
@@ -392,7 +395,7 @@ async def test_with_a_filter_a_search_asks_for_exactly_the_limit(search_server: 
     filtered = build(settings_for(search_server, SearchFilter="format eq '.html'"))
     search_server.respond(REALISTIC)
     try:
-        await filtered.search("install", limit=7)
+        await filtered.search(SearchRequest("install", limit=7))
     finally:
         await filtered.aclose()
     [sent] = search_server.searches()

@@ -57,6 +57,7 @@ from shared.providers.mkdocs.stored_vectors import (
 from shared.providers.mkdocs.text import Query
 from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts, entry_text, page_outline, text_key
 from shared.providers.mkdocs.warm import warm_all
+from shared.requests import SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.encoders import PieceWords, WordEncoder, model_of
@@ -309,7 +310,7 @@ async def search(
     settings: DocumentationSettings, model: EmbeddingModel | None, store: CopyStore, query: str
 ) -> tuple[list[str], dict[str, Any]]:
     async with compose(settings, embedding=model, store=store) as composed:
-        response = await composed.service.search(query, limit=5)
+        response = await composed.service.search(SearchRequest(query, limit=5))
         return [result.location for result in response.results], composed.health()
 
 
@@ -319,7 +320,7 @@ async def test_the_first_search_answers_lexically_at_once_while_embeddings_are_c
     encoder, store = WordEncoder(hold=True), MemoryStore()
     lexical, _ = await search(settings, None, MemoryStore(), "install")
     async with compose(settings, embedding=model_of(encoder), store=store) as composed:
-        first = await composed.service.search("install", limit=5)
+        first = await composed.service.search(SearchRequest("install", limit=5))
         sites = composed.health().providers["mkdocs"].health.sites
 
         assert [result.location for result in first.results] == lexical  # answered, and lexically
@@ -331,7 +332,7 @@ async def test_the_first_search_answers_lexically_at_once_while_embeddings_are_c
 async def test_stored_vectors_are_attached_before_the_first_search_ranks(settings: DocumentationSettings) -> None:
     store = MemoryStore()
     async with compose(settings, embedding=model_of(WordEncoder()), store=store) as composed:
-        await composed.service.search("*", limit=25)
+        await composed.service.search(SearchRequest("*", limit=25))
         await settled(composed)
     encoder = WordEncoder()
 
@@ -346,10 +347,10 @@ async def test_a_failing_query_embedding_answers_lexically_not_empty(settings: D
     lexical, _ = await search(settings, None, MemoryStore(), "install")
     encoder = WordEncoder()
     async with compose(settings, embedding=model_of(encoder), store=store) as composed:
-        await composed.service.search("*", limit=25)
+        await composed.service.search(SearchRequest("*", limit=25))
         await settled(composed)
         encoder.fail_queries = RuntimeError("onnxruntime failed")
-        response = await composed.service.search("install", limit=5)
+        response = await composed.service.search(SearchRequest("install", limit=5))
 
     assert [result.location for result in response.results] == lexical
 
@@ -377,10 +378,10 @@ async def test_the_lexical_part_is_ranked_while_the_query_is_being_embedded(
     the answer is the one ranked with the vector."""
     encoder = WaitsForTheLexicalPart()
     async with compose(settings, embedding=model_of(encoder), store=MemoryStore()) as composed:
-        await composed.service.search("*", limit=25)
+        await composed.service.search(SearchRequest("*", limit=25))
         await settled(composed)
         encoder.lexical_ran.set()
-        expected = await composed.service.search("install the agent", limit=5)
+        expected = await composed.service.search(SearchRequest("install the agent", limit=5))
         encoder.lexical_ran.clear()
         lexical = Federation.lexical
 
@@ -390,7 +391,7 @@ async def test_the_lexical_part_is_ranked_while_the_query_is_being_embedded(
             return found
 
         monkeypatch.setattr(Federation, "lexical", lexical_then_signal)
-        response = await composed.service.search("install the agent", limit=5)
+        response = await composed.service.search(SearchRequest("install the agent", limit=5))
 
     assert encoder.overlapped == [True, True]
     assert response.results == expected.results and response.results

@@ -20,6 +20,7 @@ from shared.fetch import OriginClient
 from shared.models import Reason
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.versions import Versions
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, PUBLISHED_SITES, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
@@ -164,7 +165,7 @@ async def test_a_hostile_index_fails_its_site_alone_and_is_not_downloaded_again(
 ) -> None:
     static_origin.respond(INDEX, body=NESTED, content_type="application/json")
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        responses = [await composed.service.search("install") for _ in range(3)]
+        responses = [await composed.service.search(SearchRequest("install")) for _ in range(3)]
         health = composed.health()
 
     assert all(response.results and response.provider == "mkdocs" for response in responses)
@@ -181,8 +182,8 @@ async def test_a_boost_beyond_any_float_clamps_to_zero_and_scores_stay_finite(
 ) -> None:
     static_origin.respond(INDEX, body=payload, content_type="application/json")
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        response = await composed.service.search("install", limit=25, site=SITE)
-        listing = await composed.service.search("*", limit=25, site=SITE)
+        response = await composed.service.search(SearchRequest("install", limit=25, site=SITE))
+        listing = await composed.service.search(SearchRequest("*", limit=25, site=SITE))
 
     assert [result.location for result in listing.results] == ["a/"]  # the site loaded
     assert all(result.score == 0.0 for result in response.results)  # boost 0: found only when nothing else is
@@ -195,7 +196,7 @@ async def test_when_no_site_can_be_searched_the_answer_is_unavailable_not_no_mat
     static_origin.stop()
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         with pytest.raises(ServiceUnavailableError) as caught:
-            await composed.service.search("install")
+            await composed.service.search(SearchRequest("install"))
         health = composed.health()
 
     assert set(caught.value.failures["mkdocs"]) == {*PUBLISHED_SITES, UNPUBLISHED_SITE}
@@ -227,8 +228,8 @@ async def test_a_page_that_cannot_be_converted_is_fetch_failed(
     static_origin.respond(HTML_ONLY, body=page_of(body), content_type="text/html")
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
         with pytest.raises(ResolutionError) as caught:
-            await composed.service.get("ops/ingress")
-        still = await composed.service.get("guide/install")  # other pages are unaffected
+            await composed.service.get(ReadRequest("ops/ingress"))
+        still = await composed.service.get(ReadRequest("guide/install"))  # other pages are unaffected
 
     assert caught.value.resolution.reason is Reason.FETCH_FAILED and detail in caught.value.resolution.detail
     assert still.content
@@ -240,17 +241,17 @@ async def test_converting_a_big_page_does_not_hold_up_other_requests(
     static_origin.respond(HTML_ONLY, body=page_of("<p><b>word</b> text</p>" * 20_000), content_type="text/html")
     order: list[str] = []
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        await composed.service.search("install")  # sites loaded: only the conversion is left to race
+        await composed.service.search(SearchRequest("install"))  # sites loaded: only the conversion is left to race
 
         async def fetch() -> None:
-            await composed.service.get("ops/ingress")
+            await composed.service.get(ReadRequest("ops/ingress"))
             order.append("get")
 
         getting = asyncio.ensure_future(fetch())
         while not getting.done() and not any(thread.name.startswith("convert") for thread in threading.enumerate()):
             await asyncio.sleep(0)  # until the conversion has started (off the loop, or never)
         for _ in range(3):
-            await composed.service.search("install")  # answered while the page is being converted
+            await composed.service.search(SearchRequest("install"))  # answered while the page is being converted
         order.append("searches")
         await getting
 
@@ -265,7 +266,7 @@ async def test_an_index_redirected_to_another_sites_index_is_refused(
 ) -> None:
     static_origin.redirect("/beta-docs/search/search_index.json", f"{static_origin.url}{INDEX}")
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        listing = await composed.service.search("*", limit=25)
+        listing = await composed.service.search(SearchRequest("*", limit=25))
         health = composed.health()
 
     assert "beta-docs" not in {result.site for result in listing.results}
@@ -285,7 +286,7 @@ async def test_index_entries_that_could_leave_their_site_are_dropped(
     docs.append({"location": "safe/", "title": "Safe page", "text": "install"})
     static_origin.respond(INDEX, body=json.dumps({"docs": docs}), content_type="application/json")
     async with compose(settings, embedding=None, store=MemoryStore()) as composed:
-        listing = await composed.service.search("*", limit=25, site=SITE)
+        listing = await composed.service.search(SearchRequest("*", limit=25, site=SITE))
 
     assert [result.location for result in listing.results] == ["safe/"]
     assert all(result.url.startswith(f"{static_origin.url}/{SITE}/") for result in listing.results)
@@ -298,9 +299,9 @@ async def test_a_truncated_index_fails_its_site_and_never_reaches_the_cache(
     static_origin.respond(INDEX, body=published[: len(published) // 2], headers={"Content-Length": str(len(published))})
     store = MemoryStore()
     async with compose(settings, embedding=None, store=store) as composed:
-        response = await composed.service.search("install")
+        response = await composed.service.search(SearchRequest("install"))
         with pytest.raises(ResolutionError) as caught:
-            await composed.service.get("guide/install")
+            await composed.service.get(ReadRequest("guide/install"))
 
     assert response.results and SITE not in {result.site for result in response.results}
     assert caught.value.resolution.reason is Reason.SITE_UNAVAILABLE
@@ -313,10 +314,10 @@ async def test_an_origin_that_goes_down_after_load_leaves_search_and_get_answeri
 ) -> None:
     store = MemoryStore()
     async with compose(settings, embedding=None, store=store) as composed:
-        before = await composed.service.search("install")
+        before = await composed.service.search(SearchRequest("install"))
         static_origin.stop()
-        after = await composed.service.search("install")
-        document = await composed.service.get("guide/install")
+        after = await composed.service.search(SearchRequest("install"))
+        document = await composed.service.get(ReadRequest("guide/install"))
         cached = await store.read(index_name(settings.cache_file_name_template, SITE))
 
     assert [result.location for result in after.results] == [result.location for result in before.results]

@@ -26,6 +26,7 @@ from shared.providers.mkdocs.pagecheck import PageCheck
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.warm import warm_all, warm_site
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, PHANTOM_PAGE, PUBLISHED_SITES, ROOTED_OVERRIDE, fixture_settings
@@ -60,16 +61,16 @@ async def instance(
 
 
 async def found(provider: MkDocsProvider, query: str = QUERY) -> set[str]:
-    return {result.location for result in (await provider.search(query, limit=10, site=SITE)).results}
+    return {result.location for result in (await provider.search(SearchRequest(query, limit=10, site=SITE))).results}
 
 
 async def listed(provider: MkDocsProvider) -> set[str]:
-    return {result.location for result in (await provider.search("*", limit=25, site=SITE)).results}
+    return {result.location for result in (await provider.search(SearchRequest("*", limit=25, site=SITE))).results}
 
 
 async def fetch_fails(provider: MkDocsProvider, location: str) -> None:
     with pytest.raises(ResolutionError) as failed:
-        await provider.get(location)
+        await provider.get(ReadRequest(location))
     assert failed.value.resolution.reason is Reason.FETCH_FAILED
 
 
@@ -106,7 +107,7 @@ async def test_a_get_that_finds_a_phantom_drops_it_from_search_and_records_it_be
         await fetch_fails(provider, PHANTOM_PAGE)
 
         assert PHANTOM not in await found(provider) and PHANTOM not in await listed(provider)
-        everywhere = (await provider.search("*", limit=25)).results  # loads every site
+        everywhere = (await provider.search(SearchRequest("*", limit=25))).results  # loads every site
         assert everywhere and PHANTOM not in {result.location for result in everywhere}
         health = provider.health().sites
         assert health[SITE].missing_pages == 1
@@ -242,7 +243,7 @@ async def test_a_server_error_or_a_refusal_is_no_evidence_of_a_missing_page(
     store = MemoryStore()
     async with instance(settings, store) as (provider, registry):
         static_origin.fail(f"/{SITE}/{PHANTOM}", 503)  # the origin is down for the page: rebuilt from the index
-        document = await provider.get(PHANTOM_PAGE)
+        document = await provider.get(ReadRequest(PHANTOM_PAGE))
         assert "fallback: search-index" in document.content
         static_origin.fail(f"/{SITE}/{PHANTOM}", 403)
         await fetch_fails(provider, PHANTOM_PAGE)

@@ -14,6 +14,7 @@ from shared.fetch import OriginClient
 from shared.providers.mkdocs.pagecache import FRESH_SECONDS, KEEP_SECONDS, CachedPage, PageCache
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.sites import SiteRegistry
+from shared.requests import ReadRequest
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import HTML_ONLY_PAGE, ROOTED_OVERRIDE, fixture_settings
@@ -44,9 +45,9 @@ async def test_a_page_read_again_within_a_minute_costs_no_origin_request(
 ) -> None:
     clock = Clock()
     async with provider(settings, clock) as docs:
-        first = await docs.get("guide/install")
+        first = await docs.get(ReadRequest("guide/install"))
         clock.now += FRESH_SECONDS - 1
-        again = await docs.get("guide/install")
+        again = await docs.get(ReadRequest("guide/install"))
     assert len(static_origin.requests_for(RAW)) == 1
     assert again.content == first.content  # `retrieved` is when the origin served it
 
@@ -58,9 +59,9 @@ async def test_a_page_kept_longer_is_revalidated_and_a_304_reuses_it(
     location = "guide/install" if path == RAW else HTML_ONLY_PAGE
     clock = Clock()
     async with provider(settings, clock) as docs:
-        first = await docs.get(location)
+        first = await docs.get(ReadRequest(location))
         clock.now += FRESH_SECONDS + 1
-        again = await docs.get(location)
+        again = await docs.get(ReadRequest(location))
     asked = static_origin.requests_for(path)
     assert len(asked) == 2 and asked[0].header("If-None-Match") is None
     assert asked[1].header("If-None-Match") is not None  # conditional: the origin answered 304
@@ -72,14 +73,14 @@ async def test_a_page_changed_at_the_origin_is_fetched_anew_once_it_is_not_fresh
 ) -> None:
     clock = Clock()
     async with provider(settings, clock) as docs:
-        await docs.get("guide/install")
+        await docs.get(ReadRequest("guide/install"))
         static_origin.respond(RAW, body=b"# Install\n\nChanged at the origin.\n", content_type="text/markdown")
         clock.now += FRESH_SECONDS - 1
-        kept = await docs.get("guide/install")
+        kept = await docs.get(ReadRequest("guide/install"))
         clock.now += 2
-        changed = await docs.get("guide/install")
+        changed = await docs.get(ReadRequest("guide/install"))
         clock.now += KEEP_SECONDS + 1
-        refetched = await docs.get("guide/install")
+        refetched = await docs.get(ReadRequest("guide/install"))
     assert "Changed at the origin" not in kept.content
     assert "Changed at the origin" in changed.content and "Changed at the origin" in refetched.content
     assert static_origin.requests_for(RAW)[-1].header("If-None-Match") is None  # too old to revalidate

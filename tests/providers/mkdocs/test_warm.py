@@ -37,6 +37,7 @@ from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.providers.mkdocs.quantized import quantize
 from shared.providers.mkdocs.vectors import ScanRows, SiteVectors
 from shared.providers.mkdocs.warm import warm_all
+from shared.requests import SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.encoders import WordEncoder, model_of
 from tests.support.sites import (
@@ -374,9 +375,11 @@ async def test_the_warm_up_stores_the_code_fences_once_per_index_version_for_eve
         index = await store.read(blob_name("gamma-docs"))
         async with compose(blob_settings, embedding=None, store=store) as composed:
             provider = next(p for p in composed.service.providers if isinstance(p, MkDocsProvider))
-            await provider.search("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE)
+            await provider.search(SearchRequest("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE))
             await provider.code_fences_read("gamma-docs")
-            found = (await provider.search("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE)).results
+            found = (
+                await provider.search(SearchRequest("pager receiver", limit=5, site="gamma-docs", kind=SearchKind.CODE))
+            ).results
     finally:
         await store.aclose()
 

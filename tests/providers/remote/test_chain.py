@@ -15,6 +15,7 @@ from shared.cache import MemoryStore
 from shared.compose import Composition, compose
 from shared.errors import ResolutionError
 from shared.models import Reason
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 from tests.providers.remote.conftest import DeadEndpoint, Deployment, b_settings
 from tools.static_origin import StaticOrigin
@@ -58,8 +59,8 @@ async def test_a_answers_from_b_and_gets_its_first_location_from_b(
     page = httpx.get(b.url + "/api/docs/get", params={"location": direct["results"][0]["location"]}).json()
 
     async with deployment_a(a_settings(static_origin, b.mcp, Remote__FunctionsKey="functions-key")) as a:
-        response = await a.service.search("install the agent", limit=3)
-        document = await a.service.get(response.results[0].location)
+        response = await a.service.search(SearchRequest("install the agent", limit=3))
+        document = await a.service.get(ReadRequest(response.results[0].location))
         health = remote_health(a)
 
     assert response.provider == "smithy_remote" and direct["provider"] == "mkdocs"
@@ -79,11 +80,11 @@ async def test_b_down_falls_through_then_cools_down_without_connecting(
     static_origin: StaticOrigin, dead_endpoint: DeadEndpoint
 ) -> None:
     async with deployment_a(a_settings(static_origin, dead_endpoint.url)) as a:
-        first = await a.service.search("install the agent", limit=3)
+        first = await a.service.search(SearchRequest("install the agent", limit=3))
         attempts = dead_endpoint.connections
         health = remote_health(a)
-        again = await a.service.search("install the agent", limit=3)
-        document = await a.service.get(first.results[0].location)
+        again = await a.service.search(SearchRequest("install the agent", limit=3))
+        document = await a.service.get(ReadRequest(first.results[0].location))
 
     assert first.provider == again.provider == document.provider == "mkdocs"
     assert attempts >= 1 and dead_endpoint.connections == attempts  # nothing more during the cooldown
@@ -97,10 +98,10 @@ async def test_b_refusing_the_token_falls_through(
     b = deploy(Inbound__Tokens="right-token")
 
     async with deployment_a(a_settings(static_origin, b.mcp, Remote__Token="wrong-token")) as a:
-        refused = await a.service.search("install the agent", limit=3)
+        refused = await a.service.search(SearchRequest("install the agent", limit=3))
         health = remote_health(a)
     async with deployment_a(a_settings(static_origin, b.mcp, Remote__Token="right-token")) as a:
-        accepted = await a.service.search("install the agent", limit=3)
+        accepted = await a.service.search(SearchRequest("install the agent", limit=3))
 
     assert refused.provider == "mkdocs" and accepted.provider == "smithy_remote"
     assert health["lastError"] == {"kind": "unauthorized", "status": 401, "at": health["lastError"]["at"]}
@@ -113,7 +114,7 @@ async def test_b_answering_nothing_falls_through_to_mkdocs(
     b = deploy(Search__MinScore="1000")
 
     async with deployment_a(a_settings(static_origin, b.mcp)) as a:
-        response = await a.service.search("install the agent", limit=3)
+        response = await a.service.search(SearchRequest("install the agent", limit=3))
         health = remote_health(a)
 
     assert response.provider == "mkdocs" and response.results
@@ -128,7 +129,7 @@ async def test_a_remote_miss_never_hides_a_local_ambiguity(
 
     async with deployment_a(a_settings(static_origin, b.mcp)) as a:
         with pytest.raises(ResolutionError) as missed:
-            await a.service.get("metrics")
+            await a.service.get(ReadRequest("metrics"))
         health = remote_health(a)
 
     assert direct.json()["error"]["code"] == "not_found"

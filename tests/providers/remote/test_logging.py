@@ -13,6 +13,7 @@ import pytest
 from shared.cache import MemoryStore
 from shared.compose import compose
 from shared.errors import DocsError
+from shared.requests import ReadRequest, SearchRequest
 from tests.providers.remote.conftest import Deployment, b_settings
 from tools.static_origin import StaticOrigin
 
@@ -54,15 +55,15 @@ async def test_no_query_location_token_or_key_is_logged(
     settings = b_settings(static_origin, Remote__Endpoint=b.mcp, Remote__Token=token, Remote__FunctionsKey=key)
 
     async with compose(settings, embedding=None, store=MemoryStore()) as a:
-        found = await a.service.search(f"install the agent {MARKER}", limit=3)
-        page = await a.service.get(found.results[0].location)
+        found = await a.service.search(SearchRequest(f"install the agent {MARKER}", limit=3))
+        page = await a.service.get(ReadRequest(found.results[0].location))
         asked = len(b.mcp_requests())
         for location in (f"guide/{MARKER}", f"{MARKER}/install", f"{static_origin.url}/alpha/{MARKER}/"):
             with contextlib.suppress(DocsError):  # a miss or a resolved page: either way it went through B
-                await a.service.get(location)
+                await a.service.get(ReadRequest(location))
     wrong = b_settings(static_origin, Remote__Endpoint=b.mcp, Remote__Token=f"wrong-{MARKER}", Search__MinScore="0")
     async with compose(wrong, embedding=None, store=MemoryStore()) as a:
-        refused = await a.service.search(f"install {MARKER}", limit=3)
+        refused = await a.service.search(SearchRequest(f"install {MARKER}", limit=3))
 
     assert found.provider == page.provider == "smithy_remote" and refused.provider == "mkdocs"
     assert len(b.mcp_requests()) >= asked + 3 and len(captured.texts) > 20  # the capture saw the traffic
@@ -93,14 +94,14 @@ async def test_nothing_is_logged_through_all_three_providers(
         )
         async with compose(settings, embedding=None, store=MemoryStore()) as a:
             ai.respond(hits=[hit])
-            by_ai = await a.service.search(f"install {MARKER}", limit=3)
+            by_ai = await a.service.search(SearchRequest(f"install {MARKER}", limit=3))
             ai.respond(hits=[])
-            by_remote = await a.service.search(f"install the agent {MARKER}", limit=3)
-            page = await a.service.get(by_ai.results[0].location)
+            by_remote = await a.service.search(SearchRequest(f"install the agent {MARKER}", limit=3))
+            page = await a.service.get(ReadRequest(by_ai.results[0].location))
             with contextlib.suppress(DocsError):
-                await a.service.get(f"guide/{MARKER}")
+                await a.service.get(ReadRequest(f"guide/{MARKER}"))
             b.server.stop()
-            by_mkdocs = await a.service.search(f"install {MARKER}", limit=3)
+            by_mkdocs = await a.service.search(SearchRequest(f"install {MARKER}", limit=3))
 
     assert (by_ai.provider, by_remote.provider, page.provider, by_mkdocs.provider) == (
         "ai_search",

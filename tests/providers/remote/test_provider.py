@@ -19,6 +19,7 @@ from shared.deadline import budget
 from shared.errors import ProviderDeclinedError, ResolutionError
 from shared.models import Reason
 from shared.providers.remote import RemoteError, RemoteProvider, forwarded_request
+from shared.requests import ReadRequest, SearchRequest
 from shared.settings import RemoteSettings
 from tests.providers.remote.conftest import MCP, DeadEndpoint, Deployment
 from tests.support.clock import Clock
@@ -62,10 +63,10 @@ async def test_search_and_get_through_b(deploy: Callable[..., Deployment]) -> No
     b = deploy()
     provider = RemoteProvider(remote(b.mcp), sites=("alpha",))
 
-    results = (await provider.search("install the agent", limit=2)).results
-    document = await provider.get(results[0].location)
+    results = (await provider.search(SearchRequest("install the agent", limit=2))).results
+    document = await provider.get(ReadRequest(results[0].location))
     with pytest.raises(ResolutionError) as missed:
-        await provider.get("metrics")
+        await provider.get(ReadRequest("metrics"))
 
     assert 1 <= len(results) <= 2 and {r.provider for r in results} == {"smithy_remote"}
     assert document.provider == "smithy_remote" and document.content.startswith("---\nsource: ")
@@ -79,11 +80,11 @@ async def test_a_site_b_does_not_serve_is_a_tool_failure_without_cooldown(deploy
     provider = RemoteProvider(remote(b.mcp), sites=("alpha", "beta-docs"))
 
     with pytest.raises(RemoteError) as failed:
-        await provider.search("install", limit=3, site="beta-docs")
+        await provider.search(SearchRequest("install", limit=3, site="beta-docs"))
 
     assert failed.value.kind == "tool" and "bad_request" in str(failed.value)
     assert provider.health().cooling_down_until is None
-    assert await provider.search("install the agent", limit=3)  # still asked
+    assert await provider.search(SearchRequest("install the agent", limit=3))  # still asked
 
 
 async def test_the_cooldown_declines_without_connecting_and_then_ends(dead_endpoint: DeadEndpoint) -> None:
@@ -91,18 +92,18 @@ async def test_the_cooldown_declines_without_connecting_and_then_ends(dead_endpo
     provider = RemoteProvider(remote(dead_endpoint.url, CooldownSeconds="60"), sites=("alpha",), clock=clock)
 
     with pytest.raises(RemoteError) as failed:
-        await provider.search("install", limit=3)
+        await provider.search(SearchRequest("install", limit=3))
     connected = dead_endpoint.connections
     with pytest.raises(ProviderDeclinedError):
-        await provider.get("guide/install")
+        await provider.get(ReadRequest("guide/install"))
     clock.now += 59
     with pytest.raises(ProviderDeclinedError):
-        await provider.search("install", limit=3)
+        await provider.search(SearchRequest("install", limit=3))
     assert dead_endpoint.connections == connected and provider.health().status == "degraded"
     clock.now += 2
     assert provider.health().cooling_down_until is None
     with pytest.raises(RemoteError):
-        await provider.search("install", limit=3)
+        await provider.search(SearchRequest("install", limit=3))
 
     assert failed.value.kind == "unreachable" and connected >= 1
     assert dead_endpoint.connections > connected  # tried again once the cooldown was over
@@ -114,7 +115,7 @@ async def test_a_silent_endpoint_times_out_within_the_setting_and_cools_down() -
         provider = RemoteProvider(remote(silent.url, TimeoutSeconds="0.3"), sites=("alpha",))
         started = time.monotonic()
         with pytest.raises(RemoteError) as failed:
-            await provider.search("install", limit=3)
+            await provider.search(SearchRequest("install", limit=3))
         elapsed = time.monotonic() - started
     finally:
         silent.close()
@@ -127,7 +128,7 @@ async def test_the_request_deadline_bounds_the_call(dead_endpoint: DeadEndpoint)
     provider = RemoteProvider(remote(dead_endpoint.url), sites=("alpha",))
 
     with budget(0.0001), pytest.raises(RemoteError) as failed:  # nothing left: not even a connection attempt
-        await provider.search("install", limit=3)
+        await provider.search(SearchRequest("install", limit=3))
 
     assert failed.value.kind == "timeout" and dead_endpoint.connections == 0
     assert provider.health().cooling_down_until is None  # the request ran out of time, not the remote
@@ -149,7 +150,7 @@ async def test_a_server_that_does_not_answer_mcp_is_a_failure(
     provider = RemoteProvider(remote(not_mcp.url + MCP), sites=("alpha",))
 
     with pytest.raises(RemoteError) as failed:
-        await provider.get("guide/install")
+        await provider.get(ReadRequest("guide/install"))
 
     assert failed.value.kind == kind
     assert provider.health().last_error.kind == kind  # type: ignore[union-attr]
@@ -161,7 +162,7 @@ async def test_a_token_for_the_scope_comes_from_the_credential(deploy: Callable[
     options = remote(b.mcp, Scope="api://docs-b/.default")
     provider = RemoteProvider(options, sites=("alpha",), credential=credential)  # type: ignore[arg-type]
 
-    results = (await provider.search("install the agent", limit=2)).results
+    results = (await provider.search(SearchRequest("install the agent", limit=2))).results
     health = provider.health()
     await provider.aclose()
 
@@ -175,7 +176,7 @@ async def test_a_credential_that_fails_cools_down_without_connecting(dead_endpoi
     provider = RemoteProvider(options, sites=("alpha",), credential=FakeCredential(None))  # type: ignore[arg-type]
 
     with pytest.raises(RemoteError) as failed:
-        await provider.search("install", limit=3)
+        await provider.search(SearchRequest("install", limit=3))
 
     assert failed.value.kind == "credential" and dead_endpoint.connections == 0
     assert provider.health().cooling_down_until is not None
@@ -185,6 +186,6 @@ async def test_a_forwarded_request_is_declined_without_connecting(dead_endpoint:
     provider = RemoteProvider(remote(dead_endpoint.url), sites=("alpha",))
 
     with forwarded_request(), pytest.raises(ProviderDeclinedError):
-        await provider.search("install", limit=3)
+        await provider.search(SearchRequest("install", limit=3))
 
     assert dead_endpoint.connections == 0 and provider.health().last_error is None

@@ -15,6 +15,7 @@ from shared.api import create_app
 from shared.models import Document, Reason, Resolution, View
 from shared.providers.remote.mapping import LEGACY_CUT
 from shared.reading import MAX_PART_CHARS, Read
+from shared.requests import ReadRequest, SearchRequest
 from tests.providers.remote.conftest import Deployment
 from tests.providers.remote.test_chain import a_settings, deployment_a
 from tests.support.uvicorn_server import UvicornServer
@@ -58,8 +59,8 @@ async def test_a_section_and_an_outline_through_the_remote_are_bs(
     section = b_get(b, location=HANDBOOK, section="chapter-5-capacity")
     outline = b_get(b, location=HANDBOOK, view="outline")
     async with deployment_a(a_settings(static_origin, b.mcp)) as a:
-        read_section = await a.service.read(HANDBOOK, Read(section="chapter-5-capacity"))
-        read_outline = await a.service.read(HANDBOOK, Read(view=View.OUTLINE))
+        read_section = await a.service.read(ReadRequest(HANDBOOK, Read(section="chapter-5-capacity")))
+        read_outline = await a.service.read(ReadRequest(HANDBOOK, Read(view=View.OUTLINE)))
     assert read_section.provider == "smithy_remote" and read_section.content == section["content"]
     assert read_outline.provider == "smithy_remote"
     assert [entry.model_dump(by_alias=True) for entry in read_outline.outline or []] == outline["outline"]
@@ -113,9 +114,9 @@ async def test_an_older_deployment_that_cuts_a_page_is_a_miss_and_the_chain_fall
 ) -> None:
     old, endpoint = legacy
     async with deployment_a(a_settings(static_origin, endpoint)) as a:
-        long_page = await a.service.get(HANDBOOK)
-        short_page = await a.service.get("gamma-docs/metrics")
-        outline = await a.service.read("gamma-docs/metrics", Read(view=View.OUTLINE))
+        long_page = await a.service.get(ReadRequest(HANDBOOK))
+        short_page = await a.service.get(ReadRequest("gamma-docs/metrics"))
+        outline = await a.service.read(ReadRequest("gamma-docs/metrics", Read(view=View.OUTLINE)))
     assert long_page.provider == "mkdocs" and LEGACY_CUT not in long_page.content
     assert len(long_page.content) > MAX_PART_CHARS
     assert short_page.provider == "smithy_remote"  # whole: an older deployment still serves short pages
@@ -158,6 +159,6 @@ async def test_a_deployment_whose_search_takes_no_kind_is_passed_over_for_code(s
     old = PageOnlyDeployment()
     with UvicornServer(old.app) as running:
         async with deployment_a(a_settings(static_origin, running.url + "/api/mcp")) as a:
-            found = await a.service.search("pager receiver", limit=3, kind="code")
+            found = await a.service.search(SearchRequest("pager receiver", limit=3, kind="code"))
     assert found.provider == "mkdocs" and found.results and found.results[0].code is not None
     assert old.calls == 0  # its tools were listed, and search_docs never called with arguments it does not take

@@ -9,6 +9,7 @@ from shared.api import create_app
 from shared.errors import ResolutionError
 from shared.models import Document, Reason, Resolution
 from shared.providers.remote import RemoteProvider
+from shared.requests import ReadRequest
 from shared.settings import RemoteSettings
 from tests.providers.remote.conftest import MCP, b_settings
 from tests.support.providers import FakeProvider
@@ -21,12 +22,12 @@ CANDIDATES = ["alpha/a, b/", 'alpha/say "hi"/', "alpha/größe/", "beta/页面, 
 class Ambiguous(FakeProvider):
     """Finds every location on several pages, with awkward names."""
 
-    async def get(self, location: str, *, outline: bool = False) -> Document:
+    async def get(self, request: ReadRequest) -> Document:
         raise ResolutionError(
             Resolution(
-                requested_location=location,
+                requested_location=request.location,
                 reason=Reason.AMBIGUOUS,
-                detail=f"{location} matches several pages",
+                detail=f"{request.location} matches several pages",
                 candidates=CANDIDATES,
             )
         )
@@ -38,7 +39,7 @@ async def test_bs_candidates_reach_a_whole(static_origin: StaticOrigin, location
     with UvicornServer(app) as b:
         provider = RemoteProvider(RemoteSettings.model_validate({"Endpoint": b.url + MCP}), sites=("alpha",))
         with pytest.raises(ResolutionError) as missed:
-            await provider.get(location)
+            await provider.get(ReadRequest(location))
         await provider.aclose()
 
     assert missed.value.resolution.reason is Reason.AMBIGUOUS
