@@ -137,6 +137,11 @@ class ProviderError(DocsError):
         """What operators may see about the failure (never a query or a location)."""
         return {"error": type(self).__name__}
 
+    @property
+    def timed_out(self) -> bool:
+        """The provider ran out of time (a request where every provider did is a `timeout`, not "unavailable")."""
+        return False
+
 
 class ServiceCallError(ProviderError):
     """A call to a service a provider stands on failed; `kind` says how, `status` is the HTTP status when there
@@ -151,8 +156,12 @@ class ServiceCallError(ProviderError):
         self.status = status
 
     @property
+    def timed_out(self) -> bool:
+        return self.kind == self.TIMEOUT
+
+    @property
     def details(self) -> dict[str, str]:
-        if self.kind == self.TIMEOUT:
+        if self.timed_out:
             return {"error": "timeout"}
         details = {"error": type(self).__name__, "kind": self.kind}
         if self.status is not None:

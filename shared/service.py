@@ -123,7 +123,7 @@ class DocumentationService:
             return await self._search(checked)
 
     async def _search(self, request: SearchRequest) -> SearchResponse:
-        searched, failures = False, {}
+        searched, failures, timed_out = False, {}, set()
         refused: InvalidRequestError | None = None
         sites: dict[str, SiteSearched] | None = None
         code = request.kind is SearchKind.CODE
@@ -149,6 +149,8 @@ class DocumentationService:
                     continue
                 log.warning("search provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
                 failures[provider.name] = _details(exc)
+                if _timed_out(exc):
+                    timed_out.add(provider.name)
                 continue
             searched = True
             sites, results = found.sites or sites, found.results
@@ -162,7 +164,7 @@ class DocumentationService:
         if refused is not None and not searched:
             raise refused  # every provider that could answer refused the version: the caller's to correct
         if not searched and failures:
-            if all(details == TIMED_OUT for details in failures.values()):
+            if timed_out == set(failures):
                 raise RequestTimeoutError
             raise ServiceUnavailableError(failures)
         telemetry.searched(NO_PROVIDER, [])
@@ -231,7 +233,7 @@ class DocumentationService:
                     refused = refused or exc
                     continue
                 log.warning("fetch provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
-                timed_out = timed_out or _details(exc) == TIMED_OUT
+                timed_out = timed_out or _timed_out(exc)
                 continue
             attribute(FETCH_PROVIDER, provider.name)
             telemetry.fetched(provider.name, bool(document.content.strip()))
@@ -270,14 +272,16 @@ class DocumentationService:
         raise InvalidRequestError(f"site must be one of: {', '.join(by_nearness(site, self.sites))}")
 
 
-TIMED_OUT = {"error": "timeout"}
-
-
 def _details(exc: Exception) -> dict[str, str]:
     """What the unavailable answer says of a provider's failure: its own details, or just the kind."""
     if isinstance(exc, ProviderError):
         return exc.details
-    return TIMED_OUT if isinstance(exc, TimeoutError) else {"error": "failed"}
+    return {"error": "timeout"} if isinstance(exc, TimeoutError) else {"error": "failed"}
+
+
+def _timed_out(exc: Exception) -> bool:
+    """The provider ran out of time: its share of the deadline, or its own call's bound."""
+    return isinstance(exc, TimeoutError) or (isinstance(exc, ProviderError) and exc.timed_out)
 
 
 def _share(providers: Sequence[DocumentationProvider], provider: DocumentationProvider) -> float | None:

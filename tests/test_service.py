@@ -254,8 +254,8 @@ async def test_a_declining_fetch_provider_is_skipped_quietly(caplog: pytest.LogC
 async def test_a_fetch_whose_only_provider_timed_out_its_own_way_is_a_timeout() -> None:
     class SlowRemote(ProviderError):
         @property
-        def details(self) -> dict[str, str]:
-            return {"error": "timeout"}
+        def timed_out(self) -> bool:
+            return True
 
     from shared.errors import RequestTimeoutError
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
@@ -40,7 +41,6 @@ from shared.errors import (
     AccessRefused,
     CredentialsUnavailable,
     DocsError,
-    Forbidden,
     InvalidRequestError,
     RequestTimeoutError,
     ResolutionError,
@@ -64,14 +64,6 @@ STATUS_BY_REASON = {
     Reason.SITE_UNAVAILABLE: 503,
     Reason.FETCH_FAILED: 502,
 }
-
-REFUSALS: dict[type[AccessRefused], tuple[int, str]] = {
-    Unauthorized: (401, "unauthorized"),
-    Forbidden: (403, "forbidden"),
-    Throttled: (429, "too_many_requests"),
-    CredentialsUnavailable: (503, "unavailable"),
-}
-"""A refusal's status and reason code, by the first of its classes listed (KeysUnavailable: CredentialsUnavailable)."""
 
 
 class ServiceNotStarted(DocsError):
@@ -105,29 +97,94 @@ NEXT_STEP = {
 MAX_SECTIONS_LISTED = 60
 
 
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """How one kind of error reaches a caller: its HTTP status and reason code, what its body carries beside them,
+    and what an MCP tool error adds to its text (what to do next)."""
+
+    status: int
+    code: str
+    next_step: str = ""
+    body: Callable[[Any], dict[str, Any]] = lambda exc: {}
+    message: Callable[[Any], str] = str
+    text: Callable[[Any], str] | None = None
+    """An MCP tool error's whole text, when the code, message and next step are not it."""
+    headers: Callable[[Any], dict[str, str] | None] = lambda exc: None
+    """What a REST answer carries beside its body (a refusal's challenge, a throttled caller's `Retry-After`)."""
+
+
+def _challenge(exc: AccessRefused) -> dict[str, str] | None:
+    return {"WWW-Authenticate": exc.challenge} if exc.challenge else None
+
+
+def _section_message(exc: UnknownSectionError) -> str:
+    listed = len(exc.sections[:MAX_SECTIONS_LISTED])
+    left = len(exc.sections) - listed
+    return f"{exc} (the first {listed} of {len(exc.sections)}: view=outline lists them all)" if left else str(exc)
+
+
+def _section_text(exc: UnknownSectionError) -> str:
+    listed = "; ".join(
+        f"{'#' * entry.level} {entry.title}" + (f" (anchor {entry.anchor})" if entry.anchor else "")
+        for entry in exc.sections[:MAX_SECTIONS_LISTED]
+    )
+    more = len(exc.sections) - MAX_SECTIONS_LISTED
+    return f"bad_request: {exc}. Sections: {listed}" + (f"; and {more} more" if more > 0 else "") + "."
+
+
+def _unavailable_text(exc: ServiceUnavailableError) -> str:
+    states = "; ".join(f"{name}: {_states(details)}" for name, details in sorted(exc.failures.items()))
+    return f"unavailable: {exc} ({states}). Nothing could be searched; try again later."
+
+
+ERRORS: dict[type[BaseException], Wire] = {
+    UnknownSectionError: Wire(
+        400,
+        "bad_request",
+        body=lambda exc: {"sections": exc.sections[:MAX_SECTIONS_LISTED]},
+        message=_section_message,
+        text=_section_text,
+    ),
+    InvalidRequestError: Wire(400, "bad_request", "Correct the argument and call again."),
+    ServiceNotStarted: Wire(503, "starting", "Try again in a moment."),
+    ServiceUnavailableError: Wire(
+        503, "unavailable", body=lambda exc: {"providers": exc.failures}, text=_unavailable_text
+    ),
+    RequestTimeoutError: Wire(504, "timeout", "Try again; a narrower search (`site`) answers faster."),
+    Unauthorized: Wire(401, "unauthorized", headers=_challenge),
+    Throttled: Wire(429, "too_many_requests", headers=lambda exc: {"Retry-After": str(exc.seconds)}),
+    CredentialsUnavailable: Wire(503, "unavailable", headers=_challenge),  # KeysUnavailable too
+    AccessRefused: Wire(403, "forbidden", headers=_challenge),
+}
+"""Every error a caller can meet, once, by class: the first of an error's classes (its MRO) listed here says how it
+reaches REST and MCP alike. A failed resolution (`ResolutionError`) is the spec's reason, by `STATUS_BY_REASON` and
+`NEXT_STEP`; anything not listed is an `internal_error` (500)."""
+INTERNAL = Wire(500, "internal_error", message=lambda exc: "the service failed unexpectedly; the failure was logged")
+
+
+def wire(exc: BaseException) -> Wire:
+    """How `exc` reaches a caller (`ERRORS`)."""
+    if isinstance(exc, ResolutionError):
+        reason = exc.resolution.reason
+        return Wire(
+            STATUS_BY_REASON.get(reason, 404),
+            reason.value,
+            body=lambda error: {"resolution": error.resolution},
+            message=lambda error: error.resolution.detail,
+            text=lambda error: _resolution_text(error.resolution),
+        )
+    return next((ERRORS[kind] for kind in type(exc).__mro__ if kind in ERRORS), INTERNAL)
+
+
 def tool_error(exc: BaseException) -> str:
     """The text of an MCP tool error: the reason code first, then what it means and what to do next."""
-    if isinstance(exc, ResolutionError):
-        return _resolution_text(exc.resolution)
-    if isinstance(exc, UnknownSectionError):
-        listed = "; ".join(
-            f"{'#' * entry.level} {entry.title}" + (f" (anchor {entry.anchor})" if entry.anchor else "")
-            for entry in exc.sections[:MAX_SECTIONS_LISTED]
-        )
-        more = len(exc.sections) - MAX_SECTIONS_LISTED
-        return f"bad_request: {exc}. Sections: {listed}" + (f"; and {more} more" if more > 0 else "") + "."
-    if isinstance(exc, InvalidRequestError):
-        return f"bad_request: {exc}. Correct the argument and call again."
-    if isinstance(exc, ServiceUnavailableError):
-        states = "; ".join(f"{name}: {_states(details)}" for name, details in sorted(exc.failures.items()))
-        return f"unavailable: {exc} ({states}). Nothing could be searched; try again later."
-    if isinstance(exc, RequestTimeoutError):
-        return f"timeout: {exc}. Try again; a narrower search (`site`) answers faster."
-    if isinstance(exc, ServiceNotStarted):
-        return f"starting: {exc}. Try again in a moment."
-    if isinstance(exc, AccessRefused):
-        return f"{refused(exc)[1]}: {exc}."
-    return "internal_error: the service failed unexpectedly; the failure was logged."
+    found = wire(exc)
+    if found.text is not None:
+        return found.text(exc)
+    if found is INTERNAL:
+        return "internal_error: the service failed unexpectedly; the failure was logged."
+    step = f" {found.next_step}" if found.next_step else ""
+    return f"{found.code}: {found.message(exc)}.{step}"
 
 
 def _readable(request: Request, name: str, problem: Mapping[str, Any]) -> str:
@@ -169,45 +226,13 @@ def error(
 
 def answer(exc: BaseException) -> tuple[int, dict[str, Any]]:
     """The HTTP status and the body (`ErrorBody`) a core error is, for REST answers and MCP tool errors alike."""
-    if isinstance(exc, UnknownSectionError):
-        sections = exc.sections[:MAX_SECTIONS_LISTED]
-        left = len(exc.sections) - len(sections)
-        message = (
-            f"{exc} (the first {len(sections)} of {len(exc.sections)}: view=outline lists them all)"
-            if left
-            else str(exc)
-        )
-        return 400, encode("bad_request", message, sections=sections)
-    if isinstance(exc, InvalidRequestError):
-        return 400, encode("bad_request", str(exc))
-    if isinstance(exc, ResolutionError):
-        resolution = exc.resolution
-        status = STATUS_BY_REASON.get(resolution.reason, 404)
-        return status, encode(resolution.reason.value, resolution.detail, resolution=resolution)
-    if isinstance(exc, ServiceNotStarted):
-        return 503, encode("starting", str(exc))
-    if isinstance(exc, ServiceUnavailableError):
-        return 503, encode("unavailable", str(exc), providers=exc.failures)
-    if isinstance(exc, RequestTimeoutError):
-        return 504, encode("timeout", str(exc))
-    if isinstance(exc, AccessRefused):
-        status, code = refused(exc)
-        return status, encode(code, str(exc))
-    return 500, encode("internal_error", "the service failed unexpectedly; the failure was logged")
-
-
-def refused(exc: AccessRefused) -> tuple[int, str]:
-    """The status and reason code of a refusal (403 `forbidden` for one of no listed kind)."""
-    return next((REFUSALS[kind] for kind in type(exc).__mro__ if kind in REFUSALS), (403, "forbidden"))
+    found = wire(exc)
+    return found.status, encode(found.code, found.message(exc), **found.body(exc))
 
 
 def headers_of(exc: BaseException) -> dict[str, str] | None:
-    """What an error's answer carries beside its body: a refusal's challenge, a throttled caller's `Retry-After`."""
-    if isinstance(exc, Throttled):
-        return {"Retry-After": str(exc.seconds)}
-    if isinstance(exc, AccessRefused) and exc.challenge:
-        return {"WWW-Authenticate": exc.challenge}
-    return None
+    """What an error's answer carries beside its body (`Wire.headers`)."""
+    return wire(exc).headers(exc)
 
 
 def respond(exc: BaseException) -> JSONResponse:
