@@ -10,6 +10,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from pydantic.alias_generators import to_camel
 
+from shared.site_key import SiteKey
+
 NO_PROVIDER = "none"
 """Attribution sentinel when no provider produced a result."""
 
@@ -287,21 +289,6 @@ class Document(_Versioned):
         return self
 
 
-KEY_SEPARATOR = "@"
-"""Between a versioned site and one of its versions in the key the version is loaded under (no site name holds it)."""
-
-
-def version_key(site: str, version: str) -> str:
-    """The key a site's version is loaded, cached and ranked under, as a site of its own (`vdocs@2.1`)."""
-    return f"{site}{KEY_SEPARATOR}{version}"
-
-
-def split_key(key: str) -> tuple[str, str | None]:
-    """(site, version) of a key; the version None for a plain site."""
-    site, separator, version = key.partition(KEY_SEPARATOR)
-    return (site, version) if separator else (key, None)
-
-
 @dataclass(frozen=True, slots=True)
 class Version:
     """One version a versioned site lists in its `versions.json`."""
@@ -328,8 +315,8 @@ class VersionSet:
         return None
 
     def key(self, version: str) -> str:
-        """The key the version is loaded, cached and ranked under, as a site of its own (`version_key`)."""
-        return version_key(self.site, version)
+        """The key the version is loaded, cached and ranked under, as a site of its own (`SiteKey`)."""
+        return SiteKey.of(self.site, version)
 
     @property
     def names(self) -> list[str]:

@@ -35,6 +35,7 @@ PURE = {
     "shared.models",
     "shared.reading",
     "shared.requests",
+    "shared.site_key",
     "shared.preview",
     "shared.validation",
     "shared.code_samples",
@@ -131,7 +132,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("shared.telemetry", {"shared.identity", *BASE}),  # the exporter authenticates as the app's identity
     ("shared.deadline", BASE),
     ("shared.memory", BASE),
-    ("shared.settings", {"shared.errors"}),
+    ("shared.settings", {"shared.errors", "shared.site_key"}),
 ]
 
 

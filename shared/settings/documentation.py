@@ -31,6 +31,7 @@ from shared.settings.sections import (
     WarmupSettings,
 )
 from shared.settings.source import PREFIX
+from shared.site_key import SEPARATOR, SiteKey
 
 DEFAULT_SITES = ("forge", "cloud-foundations", "iac-azure-modules", "iac-okta-modules", "iac-aws-modules")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -214,7 +215,7 @@ class DocumentationSettings(BaseSettings):
         for name in (default, *self.sites):
             name = name.strip().strip("/")
             if name and name.lower() not in seen:
-                if "/" in name or "#" in name or "?" in name or "@" in name:
+                if "/" in name or "#" in name or "?" in name or SEPARATOR in name:
                     raise ValueError(f"Sites: {name!r} is not a site name (no '/', '#', '?' or '@')")
                 seen[name.lower()] = name
         object.__setattr__(self, "default_site", default)
@@ -254,8 +255,8 @@ class DocumentationSettings(BaseSettings):
     def base_url(self, site: str) -> str:
         """A site's base URL: `{Origin}/{site}`, and a version's (`{site}@{version}`, a versioned site's folder,
         `shared.providers.mkdocs.versions`) `{Origin}/{site}/{version}`; there are no per-site base URLs."""
-        name, _, version = site.partition("@")
-        return f"{self.origin}/{name}/{version}" if version else f"{self.origin}/{site}"
+        key = SiteKey.parse(site)
+        return f"{self.origin}/{key.site}/{key.version}" if key.version else f"{self.origin}/{site}"
 
     def index_url(self, site: str) -> str:
         """Where a site's search index is published: the override, else `{base}{SearchIndexPath}`."""

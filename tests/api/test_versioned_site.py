@@ -21,13 +21,13 @@ from mcp.shared.exceptions import MCPError
 
 from shared.api import create_app
 from shared.cache import open_store
-from shared.models import version_key
 from shared.providers.mkdocs.outcomes import Outcome
 from shared.providers.mkdocs.refresh import published_sites
 from shared.providers.mkdocs.warm import warm_all
 from shared.providers.remote import RemoteProvider
 from shared.requests import ReadRequest, SearchRequest
 from shared.settings import RemoteSettings
+from shared.site_key import SiteKey
 from tests.support.sites import fixture_env, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tests.support.versioned import (
@@ -236,8 +236,8 @@ async def test_the_warm_up_keeps_the_default_and_newest_versions_in_the_store_fo
         report = await warm_all(settings, store)
     finally:
         await store.aclose()
-    assert report[version_key(SITE, "2.1")].outcome == Outcome.CHANGED
-    assert report[version_key(SITE, "2.0")].outcome == Outcome.CHANGED  # the default, then the newest one more
+    assert report[SiteKey.of(SITE, "2.1")].outcome == Outcome.CHANGED
+    assert report[SiteKey.of(SITE, "2.0")].outcome == Outcome.CHANGED  # the default, then the newest one more
 
     versioned_origin.clear_requests()
     with UvicornServer(create_app(settings, embedding=None)) as cold:
@@ -249,8 +249,8 @@ async def test_the_warm_up_keeps_the_default_and_newest_versions_in_the_store_fo
 
 def test_a_published_version_refreshes_that_version_alone(versioned_origin: StaticOrigin) -> None:
     settings = fixture_settings(versioned_origin.url, Sites=f"{ZENSICAL_SITE},{SITE}", DefaultSite=ZENSICAL_SITE)
-    assert published_sites(settings, f"{SITE}/2.0/search/search_index.json") == [version_key(SITE, "2.0")]
-    assert published_sites(settings, f"{SITE}/2.1/search.json") == [version_key(SITE, "2.1")]
+    assert published_sites(settings, f"{SITE}/2.0/search/search_index.json") == [SiteKey.of(SITE, "2.0")]
+    assert published_sites(settings, f"{SITE}/2.1/search.json") == [SiteKey.of(SITE, "2.1")]
     assert published_sites(settings, f"{SITE}/versions.json") == [SITE]  # a release or a new default: its versions
     assert published_sites(settings, f"{SITE}/../search/search_index.json") == []
 

@@ -34,9 +34,9 @@ from functools import lru_cache
 from urllib.parse import unquote
 
 from shared.errors import ConfigurationError
-from shared.models import split_key
 from shared.providers.mkdocs.index import MAX_BOOST
 from shared.providers.mkdocs.text import analyze
+from shared.site_key import SiteKey
 
 MAX_RULES = 100
 """More rules than any docs owner writes by hand; a bound, so a setting cannot make every page load slow."""
@@ -153,8 +153,8 @@ class PathWeights:
 
 def _site_of(site: str) -> str:
     """The configured site a ranker's site is, lower-cased: a versioned site's version (`vdocs@2.1`, see
-    `models.version_key`) follows its site's rules."""
-    return split_key(site.lower())[0]
+    `shared.site_key.SiteKey`) follows its site's rules."""
+    return SiteKey.parse(site.lower()).site
 
 
 def _matcher(rules: Sequence[PathRule], site: str) -> re.Pattern[str]:

@@ -42,7 +42,6 @@ from shared.cache import CopyStore, StoredCopy, refresh_run_name
 from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.fetch import OriginClient
-from shared.models import split_key, version_key
 from shared.providers.mkdocs.loading import ZENSICAL_INDEX_PATH
 from shared.providers.mkdocs.missing_store import read_record
 from shared.providers.mkdocs.outcomes import Outcome, RunReport, RunState, SiteOutcome
@@ -51,6 +50,7 @@ from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.versions import VERSIONS_PATH
 from shared.providers.mkdocs.warm import warm_pages, warm_site, warmed_versions
 from shared.settings import DocumentationSettings
+from shared.site_key import SiteKey
 from shared.validation import VERSION
 
 log = logging.getLogger(__name__)
@@ -215,16 +215,16 @@ class Refresher:
         check = PageCheck(self._client, self._settings)
         settings, store = self._settings, self._store
         outcome = await warm_site(self._client, settings, store, site, embedding=self._embedding, check=check)
-        if outcome.failed and outcome.status in (404, 410) and split_key(site)[1] is None:
+        if outcome.failed and outcome.status in (404, 410) and SiteKey.parse(site).version is None:
             # A versioned site has no index of its own: its warm versions are refreshed, the default's outcome kept.
             keys = await warmed_versions(self._client, settings, site)
             if keys:
                 versions = [await self._refresh(key) for key in keys]
                 said = ", ".join(
-                    f"{split_key(key)[1]} {each.outcome}" for key, each in zip(keys, versions, strict=True)
+                    f"{SiteKey.parse(key).version} {each.outcome}" for key, each in zip(keys, versions, strict=True)
                 )
                 return versions[0].model_copy(update={"detail": f"versions: {said}"})
-        if split_key(site)[1] is not None:
+        if SiteKey.parse(site).version is not None:
             self._registry.add_version(site)
         if not outcome.failed:
             # This instance serves the new version before the refresh is reported done, so the caller's next search
@@ -308,7 +308,7 @@ def _published_version(settings: DocumentationSettings, blob: str, root: str) ->
         head, _, version = relative[: -len(ending)].strip("/").rpartition("/")
         site = settings.site_named(head.rpartition("/")[2]) if head else None
         if site is not None and VERSION.fullmatch(version) and version not in (".", ".."):
-            return [version_key(site, version)]
+            return [SiteKey.of(site, version)]
     return []
 
 

@@ -13,8 +13,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from shared.models import Reason, Resolution, Rule, split_key
+from shared.models import Reason, Resolution, Rule
 from shared.providers.mkdocs.index import Page, SiteIndex, page_key
+from shared.site_key import SiteKey
 from shared.validation import nearest
 
 Loader = Callable[[str], Awaitable[SiteIndex | None]]
@@ -155,7 +156,7 @@ def qualify(site: str, location: str) -> str:
 def _public(key: str) -> str:
     """The site a loaded index is of: a versioned site's default version is loaded under its version's key
     (`vdocs@2.1`), and its locations are the site's own (`vdocs/guide/install`)."""
-    return split_key(key)[0]
+    return SiteKey.parse(key).site
 
 
 def _to_resolution(requested: str, site: str, outcome: SiteOutcome) -> Resolution:

@@ -93,7 +93,7 @@ class SiteRegistry:
         return self._loader.layouts
 
     def add_version(self, key: str) -> None:
-        """A versioned site's version (`models.version_key`) as a site of its own, loaded on its first use."""
+        """A versioned site's version (`shared.site_key.SiteKey`) as a site of its own, loaded on its first use."""
         if key not in self._sites:
             self._sites[key] = SiteSlot(key, self._settings.cache.check_interval_seconds)
 

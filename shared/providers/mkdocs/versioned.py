@@ -1,7 +1,7 @@
 """Versioned sites in searches and reads: which of a site's versions a search or a location means, and how a
 version's answers name their site.
 
-Each version is loaded, cached and ranked as a site of its own under its key (`models.version_key`); this module
+Each version is loaded, cached and ranked as a site of its own under its key (`shared.site_key.SiteKey`); this module
 maps between those keys and what callers see: the site, the version, whether it is the default, and a version's
 folder in a location, and which sites a search reaches (`ready`). What a site's versions are is
 `versions.Versions`' to find.
@@ -24,7 +24,7 @@ from shared.errors import (
     ResolutionError,
     VersionsError,
 )
-from shared.models import Reason, Resolution, SiteAnswer, SiteSearched, VersionSet, split_key
+from shared.models import Reason, Resolution, SiteAnswer, SiteSearched, VersionSet
 from shared.providers.mkdocs.health import SiteFailed, SiteHealth, SiteVersioned
 from shared.providers.mkdocs.index import SiteIndex
 from shared.providers.mkdocs.loading import LoadedSite
@@ -33,6 +33,7 @@ from shared.providers.mkdocs.sites import SiteRegistry
 from shared.providers.mkdocs.slots import Failure
 from shared.providers.mkdocs.versions import Versions, VersionsPending, VersionsUnavailable
 from shared.settings import DocumentationSettings
+from shared.site_key import SiteKey
 
 LOOKS_LIKE_VERSION = re.compile(r"[vV]?[0-9]")
 """A folder that reads as a version (`2.2`, `9.9`, `v3`): one a versioned site does not list is a version that does not
@@ -99,7 +100,7 @@ class VersionedSites:
 
     def shown(self, key: str) -> tuple[str, str | None, bool | None]:
         """The site a loaded key is (a version's key names its site), its version and whether that is the default."""
-        site, version = split_key(key)
+        site, version = SiteKey.parse(key)
         if version is None:
             return site, None, None
         known = self._versions.known(site)
@@ -109,7 +110,7 @@ class VersionedSites:
         """The resolution naming the site a version's key is of."""
         if resolution.site is None:
             return resolution
-        site, version = split_key(resolution.site)
+        site, version = SiteKey.parse(resolution.site)
         if version is None:
             return resolution
         detail = resolution.detail.replace(f"'{resolution.site}'", f"'{site}' (version {version})")
@@ -217,7 +218,7 @@ class VersionedSites:
                 continue
             ready[name] = found[key]
             if found[key] is None and (failure := self._registry.failure(key)) is not None:
-                listed = f"version {split_key(key)[1]} is listed in versions.json but its folder has no index"
+                listed = f"version {SiteKey.parse(key).version} is listed in versions.json but its folder has no index"
                 broken[name] = Broken(listed) if failure.unpublished else failure
         return ready, broken
 
@@ -226,7 +227,7 @@ class VersionedSites:
         version's; None when neither loads, so the site is skipped as the spec skips a site whose index cannot load
         (a refused or failing `versions.json` is remembered with its backoff, `versions.Versions`)."""
         index = await self._registry.index(site)
-        if index is not None or split_key(site)[1] is not None:
+        if index is not None or SiteKey.parse(site).version is not None:
             return index
         try:
             versions = await self.versioned(site)
@@ -314,7 +315,7 @@ class VersionedSites:
         resolution = resolution.model_copy(update={"requested_location": location})
         if resolution.reason is not Reason.NOT_FOUND:
             return resolution
-        asked = split_key(key)[1]
+        asked = SiteKey.parse(key).version
         having: list[tuple[str, str]] = []
         for other in [version for version in versions.visible() if version.name != asked][:MAX_OTHER_VERSIONS]:
             other_key = versions.key(other.name)

@@ -3,7 +3,7 @@
 A site is versioned when its origin serves `{site}/versions.json` (what mike writes: `[{"version", "title",
 "aliases", "properties"?}]`, newest first). Each version is a folder of its own (`{site}/{version}/`), a whole
 MkDocs (or Zensical) site with its own search index: the provider indexes, caches, ranks and fetches each as a site
-of its own under the key `{site}@{version}` (`version_key`), so everything a site has a version has too.
+of its own under the key `{site}@{version}` (`shared.site_key.SiteKey`), so everything a site has a version has too.
 
 The default version, what a search or a location without one means: the `VersionDefaults` setting for the site,
 else the target of the site root's redirect (`mike set-default` writes `{site}/index.html` as a redirect to the
