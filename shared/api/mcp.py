@@ -23,12 +23,13 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from mcp.server.caching import CacheHint
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     CallToolResult,
     InputRequiredResult,
     ReadResourceRequestParams,
@@ -37,15 +38,16 @@ from mcp.types import (
     TextResourceContents,
     ToolAnnotations,
 )
-from pydantic import Field, ValidationError, WithJsonSchema
+from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 
 from shared import __version__
 from shared.api import budget, caching, resources
 from shared.api.errors import answer, tool_error, where, within
 from shared.api.rendering import SearchAnswer, ago, render_versions, search_answer
+from shared.api.tool_schemas import DOCUMENT_OUTPUT, SEARCH_OUTPUT, VERSIONS_OUTPUT
 from shared.api.transport import MCP_PATH, McpEndpoint, transport_security
 from shared.errors import DocsError, InvalidRequestError
-from shared.models import Document, SearchKind, VersionListing, View
+from shared.models import SearchKind, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
 from shared.requests import ReadRequest, SearchRequest
 from shared.service import DocumentationService
@@ -54,6 +56,7 @@ from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, 
 __all__ = ["MCP_PATH", "McpEndpoint", "SearchAnswer", "ago", "build_server", "failure", "transport_security"]
 
 log = logging.getLogger(__name__)
+
 
 INSTRUCTIONS = """\
 Documentation search and retrieval for the organisation's documentation sites.
@@ -170,12 +173,20 @@ class DocsServer(MCPServer[Any]):
         self.service, self.seconds, self.scope = service, seconds, caching.scope(gated)
         self.budget = budget - envelope_chars()
         """What the answer itself may take: the budget less what the SDK adds to it as it is sent."""
-        # The SDK serves prompts whether or not a server has any; without them no `prompts` capability is claimed
-        # and a prompts call is "method not found" (no internal error and ERROR log line for an unknown name).
-        handlers = self._lowlevel_server._request_handlers
-        for method in ("prompts/list", "prompts/get"):
-            handlers.pop(method, None)
-        self._lowlevel_server.add_request_handler("resources/read", ReadResourceRequestParams, self._read)
+        self.middleware.append(self._answered_here)
+
+    async def _answered_here(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """What this server answers itself, through the SDK's public middleware: page reads (`_read`), and no
+        prompts. The SDK serves prompts whether or not a server has any: here a prompts call is "method not found"
+        (no internal error and ERROR log line for an unknown name), and no `prompts` capability is claimed."""
+        if ctx.method in PROMPT_METHODS:
+            raise MCPError(METHOD_NOT_FOUND, "Method not found", data=ctx.method)
+        if ctx.method == "resources/read":
+            return await self._read(ctx, ReadResourceRequestParams.model_validate(ctx.params or {}))
+        answered = await call_next(ctx)
+        if ctx.method in ("initialize", "server/discover"):
+            return _without_prompts(answered)
+        return answered
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -212,6 +223,22 @@ class DocsServer(MCPServer[Any]):
             for item in read.contents
         ]
         return ReadResourceResult(contents=contents, ttl_ms=read.fresh_seconds * 1000, cache_scope=self.scope)
+
+
+PROMPT_METHODS = frozenset({"prompts/list", "prompts/get"})
+
+
+def _without_prompts(answered: HandlerResult) -> HandlerResult:
+    """An initialize or discover result claiming no `prompts` capability (the SDK claims one for every server)."""
+    if isinstance(answered, dict):
+        claimed = answered.get("capabilities")
+        if isinstance(claimed, dict) and "prompts" in claimed:
+            return {**answered, "capabilities": {key: value for key, value in claimed.items() if key != "prompts"}}
+        return answered
+    capabilities = getattr(answered, "capabilities", None)
+    if not isinstance(answered, BaseModel) or capabilities is None or getattr(capabilities, "prompts", None) is None:
+        return answered
+    return answered.model_copy(update={"capabilities": capabilities.model_copy(update={"prompts": None})})
 
 
 def envelope_chars() -> int:
@@ -269,7 +296,7 @@ def build_server(
             WithJsonSchema(kind_schema),
         ] = None,
         language: Annotated[str | None, Field(description=LANGUAGE_ARGUMENT, max_length=32)] = None,
-    ) -> Annotated[CallToolResult, SearchAnswer]:
+    ) -> Annotated[CallToolResult, SEARCH_OUTPUT]:
         async def answer() -> CallToolResult:
             asked = SearchRequest(query, limit, site, version, check_kind(kind), language)
             response = await within(service.search(asked), seconds)
@@ -315,7 +342,7 @@ def build_server(
             WithJsonSchema(view_schema),
         ] = None,
         version: Annotated[str | None, Field(description=VERSION_ARGUMENT, max_length=64)] = None,
-    ) -> Annotated[CallToolResult, Document]:
+    ) -> Annotated[CallToolResult, DOCUMENT_OUTPUT]:
         async def answer() -> CallToolResult:
             read = check_read(section=section, offset=offset, max_chars=maxChars, view=view)
             selection = await within(service.select(ReadRequest(location, read, version)), seconds)
@@ -334,7 +361,7 @@ def build_server(
             Field(description="The documentation site."),
             WithJsonSchema({"type": "string", "enum": list(service.sites)}),
         ],
-    ) -> Annotated[CallToolResult, VersionListing]:
+    ) -> Annotated[CallToolResult, VERSIONS_OUTPUT]:
         async def answer() -> CallToolResult:
             listing = VersionListing.of(site, await within(service.versions(site), seconds))
             return CallToolResult(
@@ -361,55 +388,7 @@ def build_server(
         read = await resources.read_page(service, uri, budget_chars=fits, seconds=seconds)
         return str(read.contents[0].content)
 
-    # The SDK derives each output schema from the return annotation; it has no public way to widen it.
-    for tool in server._tool_manager.list_tools():
-        tool.fn_metadata.output_schema = _with_errors(tool.fn_metadata.output_schema)
     return server
-
-
-ERROR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {
-        "error": {
-            "type": "object",
-            "required": ["code", "message"],
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
-        },
-        "resolution": {"type": "object"},
-    },
-}
-"""A tool error's structured content (the REST API's error body) as far as a client checks it."""
-
-
-def _with_errors(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The tool's output schema as the tool list carries it: the answer's fields, which are required, and each one's
-    JSON type, nested models as plain objects and arrays (the REST reference documents every field), also admitting
-    the error body a tool error carries (the TypeScript client validates structured content even on a tool error).
-    A client that validates every call's structured content against it (the Python 1.x client checks the schema
-    itself each time) pays for its size on every call, so it says no more than that."""
-    if schema is None:
-        return None
-    fields = {name: _shallow(field, schema.get("$defs", {})) for name, field in schema["properties"].items()}
-    answer = {"type": "object", "required": schema.get("required", []), "properties": fields}
-    return {"type": "object", "anyOf": [answer, ERROR_SCHEMA]}
-
-
-def _shallow(field: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
-    """A field's JSON type(s), a model or enum it refers to as what it is (`object`, `string`), arrays of them too."""
-    if "$ref" in field:
-        target = definitions.get(field["$ref"].rsplit("/", 1)[-1], {})
-        return {"type": target.get("type", "object")}
-    if "anyOf" in field:
-        types: list[str] = []
-        for option in field["anyOf"]:
-            kind = _shallow(option, definitions)["type"]
-            types.extend(kind if isinstance(kind, list) else [kind])
-        unique = list(dict.fromkeys(types))
-        return {"type": unique[0] if len(unique) == 1 else unique}
-    if field.get("type") == "array":
-        return {"type": "array", "items": _shallow(field.get("items", {}), definitions)}
-    return {"type": field.get("type", "object")} if "type" in field or "properties" in field else {}
 
 
 def _invalid_arguments(exc: ValidationError) -> str:
