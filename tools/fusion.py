@@ -34,7 +34,7 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.providers.mkdocs.federation import Federation  # noqa: E402
+from shared.providers.mkdocs.federation import Federation, lexical_score, semantic_credit, similarity  # noqa: E402
 from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
 from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
 from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
@@ -137,17 +137,13 @@ def signals(federation: Federation, query: str, vector: Any) -> tuple[npt.NDArra
     outlines = np.concatenate(
         [part[len(r.entries) :] for part, r in zip(products, federation.rankers, strict=True)]
     ).astype(np.float64)
-    threshold, share = parameters.threshold, parameters.outline_share
-    cosines = np.where(raw > threshold, raw - federation.correction, raw)
-    best_cosine = np.maximum.reduceat(cosines[federation.order], federation.starts).astype(np.float64)
-    blended = (1 - share) * best_cosine + share * outlines
-    section_share = parameters.section_share
-    lexical_core = section_share * best + (1 - section_share) * scores
+    threshold = parameters.threshold
+    blended, _ = similarity(raw, outlines, federation.correction, federation.order, federation.starts, parameters)
     fit = fits[federation.site_of_page] if len(fits) else np.zeros(pages)
     prior_all = boosts * (1 + coverage)
-    credit = np.where(blended > threshold, parameters.weight * (blended - threshold), 0.0)
-    credit = credit * max(say, 0.0) * boosts * federation.credit_scale
-    today = lexical_core * fit * prior_all + credit
+    lexical_core = lexical_score(best, scores, np.ones(pages), np.ones(pages), parameters)
+    credit = semantic_credit(blended, max(say, 0.0), boosts, federation.credit_scale, parameters)
+    today = lexical_score(best, scores, fit, prior_all, parameters) + credit
     chosen = scores != 0
     chosen[np.flatnonzero(blended > threshold)] = True
     chosen[np.argsort(-blended)[:CLOSEST]] = True

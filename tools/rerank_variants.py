@@ -35,8 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from shared.embedding import MAX_TOKENS, QUERY_TOKENS, MiniLM, _clipped  # noqa: E402
+from shared.providers.mkdocs.federation import lexical_score, similarity  # noqa: E402
 from shared.providers.mkdocs.parameters import DEFAULT  # noqa: E402
 from shared.providers.mkdocs.pieces import PIECES  # noqa: E402
+from shared.providers.mkdocs.ranking import site_fit  # noqa: E402
 from shared.providers.mkdocs.text import STOP_WORDS  # noqa: E402
 from shared.providers.mkdocs.vectors import entry_text  # noqa: E402
 from tools.eval import parse_eval_set  # noqa: E402
@@ -104,8 +106,11 @@ def rows(corpus: Corpus, encoder: MiniLM, splade: Callable[[str, int], Floats] |
     for q in corpus.questions:
         score = scores(corpus, q, p)
         top = [int(page) for page in np.argsort(-score)[:PAGES] if np.isfinite(score[page])]
-        fits = np.array([np.mean(h / n / (h / n + p.site_fit_half)) if len(h) else 0.0 for h, n in q.frequencies])
-        corrected = np.where(q.raw > p.threshold, q.raw - p.hub_weight * corpus.hub, q.raw)
+        fits = np.array([site_fit(h.tolist(), n, p) if len(h) else 0.0 for h, n in q.frequencies])
+        words = lexical_score(q.best, q.page, np.ones_like(q.page), q.prior, p)
+        _, corrected = similarity(
+            q.raw, np.zeros_like(q.outlines), p.hub_weight * corpus.hub, federation.order, federation.starts, p
+        )
         closest = np.maximum.reduceat(corrected[federation.order], federation.starts)
         raw = np.maximum.reduceat(q.raw[federation.order], federation.starts)
         asked, content = question(encoder, q.case.query)
@@ -118,12 +123,10 @@ def rows(corpus: Corpus, encoder: MiniLM, splade: Callable[[str, int], Floats] |
                 if number not in held:
                     held[number] = signs(encoder, text(number))
             entries.append([held[number] for number in best[:2]])
-            lexical = (p.section_share * q.best[page] + (1 - p.section_share) * q.page[page]) * q.prior[page]
-            site_fit = fits[federation.site_of_page[page]]
-            signals = [float(q.best[page]), float(q.page[page]), float(q.prior[page]), float(site_fit)]
-            features.append(
-                [float(closest[page]), float(raw[page]), float(q.outlines[page]), lexical * site_fit, *signals]
-            )
+            lexical = float(words[page])
+            fit = fits[federation.site_of_page[page]]
+            signals = [float(q.best[page]), float(q.page[page]), float(q.prior[page]), float(fit)]
+            features.append([float(closest[page]), float(raw[page]), float(q.outlines[page]), lexical * fit, *signals])
             if splade is not None and wanted is not None:
                 for number in best:
                     if number not in expanded:

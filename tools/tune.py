@@ -33,8 +33,9 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.providers.mkdocs.federation import Federation  # noqa: E402
+from shared.providers.mkdocs.federation import Federation, lexical_score, semantic_credit, similarity  # noqa: E402
 from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters  # noqa: E402
+from shared.providers.mkdocs.ranking import site_fit  # noqa: E402
 from shared.providers.mkdocs.text import analyze_query, identifier_share  # noqa: E402
 from tools.bench import qualify  # noqa: E402
 from tools.eval import Case, normalize, parse_eval_set  # noqa: E402
@@ -135,22 +136,15 @@ def prepare(corpus_dir: Path, sets: dict[str, list[Case]], cache: Path | None) -
 def scores(corpus: Corpus, q: Signals, p: RankingParameters) -> npt.NDArray[np.float64]:
     """`Federation.ranked`'s final score of every page, for parameters `p` (0 for a page it would not rank)."""
     f = corpus.federation
-    half = p.site_fit_half
-    fits = np.array(
-        [np.mean(held / pages / (held / pages + half)) if len(held) else 0.0 for held, pages in q.frequencies]
-    )
-    lexical = (p.section_share * q.best + (1 - p.section_share) * q.page) * fits[f.site_of_page] * q.prior
+    fits = np.array([site_fit(held.tolist(), pages, p) if len(held) else 0.0 for held, pages in q.frequencies])
+    lexical = lexical_score(q.best, q.page, fits[f.site_of_page], q.prior, p)
     say = (1.0 - p.identifier_scale * q.identifiers) * min(1.0, p.balance_words / max(1, q.words))
     final = np.where(q.page != 0, lexical, 0.0)
     candidate = q.page != 0
     if say > 0:
-        cosines = np.where(q.raw > p.threshold, q.raw - p.hub_weight * corpus.hub, q.raw)
-        best = np.maximum.reduceat(cosines[f.order], f.starts).astype(np.float64)
-        blended = (1 - p.outline_share) * best + p.outline_share * q.outlines
-        close = blended > p.threshold
-        credit = np.where(close, p.weight * (blended - p.threshold) * say * q.boosts * f.credit_scale, 0.0)
-        final = final + credit
-        candidate = candidate | close
+        blended, _ = similarity(q.raw, q.outlines, p.hub_weight * corpus.hub, f.order, f.starts, p)
+        final = final + semantic_credit(blended, say, q.boosts, f.credit_scale, p)
+        candidate = candidate | (blended > p.threshold)
     return np.where(candidate, final, -np.inf)
 
 

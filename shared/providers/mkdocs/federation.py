@@ -169,23 +169,25 @@ class Federation:
             return []
         rankers = self.rankers
         scores, boosts, prior, sections, best, fits = lexical
-        pages = self.page_base[-1]
         candidates = np.flatnonzero(scores)
         credits = None
         cosines = None
         if products is not None and say > 0:
-            close, closeness, cosines = self._close_pages(products)
+            blended, cosines = self._similarities(products)
+            close = np.flatnonzero(blended > self.parameters.threshold)
             if len(close):
-                credits = np.zeros(pages)
-                credits[close] = closeness * say * boosts[close] * self.credit_scale[close]
+                credits = semantic_credit(blended, say, boosts, self.credit_scale, self.parameters)
                 chosen = scores != 0
                 chosen[close] = True
                 candidates = np.flatnonzero(chosen)  # the union, in page order
         if not len(candidates):
             return []
-        share = self.parameters.section_share
-        final = (share * best[candidates] + (1 - share) * scores[candidates]) * (
-            fits[self.site_of_page[candidates]] * prior[candidates]
+        final = lexical_score(
+            best[candidates],
+            scores[candidates],
+            fits[self.site_of_page[candidates]],
+            prior[candidates],
+            self.parameters,
         )
         if credits is not None:
             final = final + credits[candidates]
@@ -307,16 +309,11 @@ class Federation:
             return self.weighted
         return np.where(np.isin(self.rule_numbers, list(toggled)), self.toggled, self.weighted)
 
-    def _close_pages(
+    def _similarities(
         self, products: list[npt.NDArray[np.float32]]
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float32]]:
-        """Pages whose similarity is above the threshold and their credit, and every entry's corrected cosine, from each
-        site's products with the query (`scan`), end to end.
-
-        A page's similarity is its best entry's corrected cosine blended with its outline's (`outline_share`). Only
-        an entry whose own cosine is above the threshold is corrected: the threshold is what keeps off-topic
-        questions out, and the correction only reorders what passes it (raising an unusually specific entry over
-        it would let any question reach a small site's odd page)."""
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float32]]:
+        """Every page's similarity to the query and every entry's corrected cosine (`similarity`), from each site's
+        products with the query (`scan`), end to end."""
         import numpy as np
 
         assert self.correction is not None
@@ -324,12 +321,57 @@ class Federation:
         outlines = np.concatenate(
             [part[len(ranker.entries) :] for part, ranker in zip(products, self.rankers, strict=True)]
         )
-        threshold, share = self.parameters.threshold, self.parameters.outline_share
-        cosines = np.where(raw > threshold, raw - self.correction, raw)
-        best = np.maximum.reduceat(cosines[self.order], self.starts).astype(np.float64)
-        blended = (1 - share) * best + share * outlines.astype(np.float64)
-        close = np.flatnonzero(blended > threshold)
-        return close, self.parameters.weight * (blended[close] - threshold), cosines
+        return similarity(raw, outlines, self.correction, self.order, self.starts, self.parameters)
+
+
+def similarity(
+    raw: npt.NDArray[np.float32],
+    outlines: npt.NDArray[Any],
+    correction: npt.NDArray[Any],
+    order: npt.NDArray[np.intp],
+    starts: npt.NDArray[np.intp],
+    parameters: RankingParameters,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float32]]:
+    """Each page's similarity to the query: its best entry's corrected cosine blended with its outline's
+    (`outline_share`); and every entry's corrected cosine. `raw` holds the entries' cosines, `order`/`starts` group
+    them by page. Only an entry whose own cosine is above the threshold is corrected: the threshold is what keeps
+    off-topic questions out, and the correction only reorders what passes it (raising an unusually specific entry
+    over it would let any question reach a small site's odd page). The one formula: `tools/` call it."""
+    import numpy as np
+
+    threshold, share = parameters.threshold, parameters.outline_share
+    cosines = np.where(raw > threshold, raw - correction, raw)
+    best = np.maximum.reduceat(cosines[order], starts).astype(np.float64)
+    return (1 - share) * best + share * outlines.astype(np.float64), cosines
+
+
+def semantic_credit(
+    similarities: npt.NDArray[np.float64],
+    say: float,
+    boosts: npt.NDArray[np.float64],
+    credit_scale: npt.NDArray[np.float64],
+    parameters: RankingParameters,
+) -> npt.NDArray[np.float64]:
+    """What meaning adds to each page's score: `weight` times how far its similarity is above the threshold (0 at or
+    below it), times how much the query's words leave to meaning (`say`), the page's boost and its site's scale."""
+    import numpy as np
+
+    threshold = parameters.threshold
+    closeness = np.where(similarities > threshold, parameters.weight * (similarities - threshold), 0.0)
+    return closeness * say * boosts * credit_scale
+
+
+def lexical_score(
+    best: npt.NDArray[np.float64],
+    pages: npt.NDArray[np.float64],
+    fits: npt.NDArray[np.float64],
+    prior: npt.NDArray[np.float64],
+    parameters: RankingParameters,
+) -> npt.NDArray[np.float64]:
+    """What the words give each page: its best section's and its own BM25F blended (`section_share`), times its
+    site's fit to the query (`ranking.site_fit`) and its prior (boost and title coverage)."""
+    share = parameters.section_share
+    return (share * best + (1 - share) * pages) * (fits * prior)
 
 
 class Federations:
