@@ -26,7 +26,7 @@ from shared.telemetry import redaction
 from shared.validation import LIMIT_REFUSED, ROOT_LOCATION, check_kind, whole_number
 
 if TYPE_CHECKING:
-    from shared.providers.mkdocs.outcomes import SiteOutcome
+    from shared.providers.mkdocs.lifecycle.outcomes import SiteOutcome
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")

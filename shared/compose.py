@@ -29,14 +29,7 @@ from shared.graph_sharing import fetch_graph, share_graph
 from shared.graphs import LOCAL_GRAPHS, GraphCache
 from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider, Report, Status, absent, roll_up
-from shared.providers.mkdocs import (
-    MkDocsProvider,
-    Refresher,
-    SiteRegistry,
-    blob_events,
-    configured,
-    published_sites,
-)
+from shared.providers.mkdocs import MkDocsProvider, Refresher, SiteRegistry, blob_events, configured, published_sites
 from shared.service import DocumentationService, InChain
 from shared.settings import DocumentationSettings, unresolved
 

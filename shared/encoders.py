@@ -32,7 +32,7 @@ class Encoder(Protocol):
 @runtime_checkable
 class PieceEncoder(Encoder, Protocol):
     """An encoder that also gives the word-piece states a late-interaction rerank compares
-    (`shared.providers.mkdocs.pieces`), from the same runs as the pooled vectors."""
+    (`shared.providers.mkdocs.scoring.pieces`), from the same runs as the pooled vectors."""
 
     def encode_pieces(
         self, texts: Sequence[str], pieces: int, *, stop: threading.Event | None = None

@@ -1,6 +1,6 @@
 """The key a site, or one version of a versioned site, is loaded, cached, ranked and warmed under.
 
-A versioned site (`shared.providers.mkdocs.versions`) has no index of its own: each of its versions is a site of
+A versioned site (`mkdocs.lifecycle.versions`) has no index of its own: each of its versions is a site of
 its own, keyed `{site}@{version}` (`vdocs@2.1`; no site name may hold `@`, `DocumentationSettings` refuses one).
 `SiteKey` is the one place that key is joined (`str`) and split (`parse`): everything else holds the string, or asks
 this type what is in it.

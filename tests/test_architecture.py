@@ -39,25 +39,25 @@ PURE = {
     "shared.preview",
     "shared.validation",
     "shared.code_samples",
-    "shared.providers.mkdocs.artifact",
-    "shared.providers.mkdocs.code",
-    "shared.providers.mkdocs.coderank",
-    "shared.providers.mkdocs.convert",
-    "shared.providers.mkdocs.framing",
-    "shared.providers.mkdocs.index",
-    "shared.providers.mkdocs.kinds",
-    "shared.providers.mkdocs.markup",
-    "shared.providers.mkdocs.missing",
-    "shared.providers.mkdocs.postings",
-    "shared.providers.mkdocs.ranking",
-    "shared.providers.mkdocs.semantics",
-    "shared.providers.mkdocs.resolution",
-    "shared.providers.mkdocs.parameters",
-    "shared.providers.mkdocs.pieces",
-    "shared.providers.mkdocs.quantized",
-    "shared.providers.mkdocs.suggest",
-    "shared.providers.mkdocs.text",
-    "shared.providers.mkdocs.vectors",
+    "shared.providers.mkdocs.scoring.artifact",
+    "shared.providers.mkdocs.codeblocks.code",
+    "shared.providers.mkdocs.codeblocks.coderank",
+    "shared.providers.mkdocs.fetching.convert",
+    "shared.providers.mkdocs.scoring.framing",
+    "shared.providers.mkdocs.indexes.index",
+    "shared.providers.mkdocs.indexes.kinds",
+    "shared.providers.mkdocs.fetching.markup",
+    "shared.providers.mkdocs.fetching.unserved",
+    "shared.providers.mkdocs.scoring.postings",
+    "shared.providers.mkdocs.scoring.ranking",
+    "shared.providers.mkdocs.scoring.semantics",
+    "shared.providers.mkdocs.indexes.resolution",
+    "shared.providers.mkdocs.scoring.parameters",
+    "shared.providers.mkdocs.scoring.pieces",
+    "shared.providers.mkdocs.scoring.quantized",
+    "shared.providers.mkdocs.fetching.near_pages",
+    "shared.providers.mkdocs.scoring.text",
+    "shared.providers.mkdocs.scoring.vectors",
     "shared.providers.ai_search.mapping",
     "shared.providers.remote.mapping",
     "shared.forwarding",
@@ -83,7 +83,7 @@ IO_STDLIB = {
     "tempfile",
     "urllib.request",
 }
-PURE_EXCEPTIONS = {"shared.providers.mkdocs.resolution": {"asyncio"}}
+PURE_EXCEPTIONS = {"shared.providers.mkdocs.indexes.resolution": {"asyncio"}}
 """The resolver awaits the site loader it is handed (gathering several sites at once); it opens nothing itself."""
 
 
@@ -253,17 +253,45 @@ def test_every_module_states_why_it_exists() -> None:
 INJECTED = [
     ("shared.service", "from shared import compose", "shared.compose"),
     ("shared.service", "from . import compose", "shared.compose"),
-    ("shared.api.rest", "from shared.providers.mkdocs import ranking", "shared.providers.mkdocs.ranking"),
-    ("shared.api.rest", "from shared.providers.mkdocs.ranking import Ranker", "shared.providers.mkdocs.ranking"),
-    ("shared.api.rest", "import shared.providers.mkdocs.ranking", "shared.providers.mkdocs.ranking"),
-    ("shared.api.rest", "from ..providers.mkdocs.ranking import Ranker", "shared.providers.mkdocs.ranking"),
+    (
+        "shared.api.rest",
+        "from shared.providers.mkdocs.scoring import ranking",
+        "shared.providers.mkdocs.scoring.ranking",
+    ),
+    (
+        "shared.api.rest",
+        "from shared.providers.mkdocs.scoring.ranking import Ranker",
+        "shared.providers.mkdocs.scoring.ranking",
+    ),
+    ("shared.api.rest", "import shared.providers.mkdocs.scoring.ranking", "shared.providers.mkdocs.scoring.ranking"),
+    (
+        "shared.api.rest",
+        "from ..providers.mkdocs.scoring.ranking import Ranker",
+        "shared.providers.mkdocs.scoring.ranking",
+    ),
     ("shared.api.rest", "from shared.providers import mkdocs", "shared.providers.mkdocs"),
-    ("shared.compose", "from shared.providers.mkdocs.sites import SiteRegistry", "shared.providers.mkdocs.sites"),
-    ("function_app", "from shared.providers.mkdocs.warm import run_warmup", "shared.providers.mkdocs.warm"),
-    ("shared.providers.base", "from shared.providers.mkdocs.index import SiteIndex", "shared.providers.mkdocs.index"),
+    (
+        "shared.compose",
+        "from shared.providers.mkdocs.lifecycle.sites import SiteRegistry",
+        "shared.providers.mkdocs.lifecycle.sites",
+    ),
+    (
+        "function_app",
+        "from shared.providers.mkdocs.lifecycle.warm import run_warmup",
+        "shared.providers.mkdocs.lifecycle.warm",
+    ),
+    (
+        "shared.providers.base",
+        "from shared.providers.mkdocs.indexes.index import SiteIndex",
+        "shared.providers.mkdocs.indexes.index",
+    ),
     ("shared.providers.remote.provider", "from shared.providers import mkdocs", "shared.providers.mkdocs"),
-    ("shared.providers.remote", "from ..mkdocs.text import analyze", "shared.providers.mkdocs.text"),
-    ("shared.providers.ai_search.mapping", "from shared.providers.mkdocs import text", "shared.providers.mkdocs.text"),
+    ("shared.providers.remote", "from ..mkdocs.scoring.text import analyze", "shared.providers.mkdocs.scoring.text"),
+    (
+        "shared.providers.ai_search.mapping",
+        "from shared.providers.mkdocs.scoring import text",
+        "shared.providers.mkdocs.scoring.text",
+    ),
     ("shared.service", "def later() -> None:\n    from shared import compose", "shared.compose"),
     ("shared.service", "if not TYPE_CHECKING:\n    from shared import compose", "shared.compose"),
     ("shared.service", "if TYPE_CHECKING:\n    pass\nelse:\n    from shared import compose", "shared.compose"),
@@ -284,8 +312,8 @@ def test_the_checker_refuses_each_way_around_it(module: str, line: str, reached:
 @pytest.mark.parametrize(
     ("module", "line", "package"),
     [
-        ("shared.providers.mkdocs.provider", "from shared.providers.mkdocs import ranking", False),
-        ("shared.providers.mkdocs.loading", "from . import ranking", False),
+        ("shared.providers.mkdocs.provider", "from shared.providers.mkdocs.scoring import ranking", False),
+        ("shared.providers.mkdocs.lifecycle.loading", "from . import ranking", False),
         ("shared.providers.mkdocs", "from shared.providers.mkdocs.provider import MkDocsProvider", True),
         ("shared.providers.mkdocs", "from .sites import SiteRegistry", True),
         ("shared.compose", "from shared.providers import ai_search, mkdocs, remote", False),
@@ -305,11 +333,11 @@ def test_the_checker_still_allows_what_the_rules_do(module: str, line: str, pack
 
 def test_imports_are_named_by_the_module_they_bring_in() -> None:
     assert imports("shared.service", "from shared import reading, __version__") == {"shared.reading", "shared"}
-    assert imports("shared.providers.mkdocs", "from . import ranking", package=True) == {
-        "shared.providers.mkdocs.ranking"
+    assert imports("shared.providers.mkdocs", "from .scoring import ranking", package=True) == {
+        "shared.providers.mkdocs.scoring.ranking"
     }
-    assert imports("shared.providers.mkdocs.loading", "from .. import base") == {"shared.providers.base"}
-    assert imports("shared.providers.mkdocs.loading", "from ..base import DocumentationProvider") == {
+    assert imports("shared.providers.mkdocs.provider", "from .. import base") == {"shared.providers.base"}
+    assert imports("shared.providers.mkdocs.provider", "from ..base import DocumentationProvider") == {
         "shared.providers.base"
     }
     assert imports("shared.x", "from azure import functions") == {"azure", "azure.functions"}
@@ -330,11 +358,11 @@ def closure(module: str) -> set[str]:
 
 
 KEPT_APART = [
-    ("shared.providers.mkdocs.pagecheck", "shared.providers.mkdocs.provider"),
-    ("shared.providers.mkdocs.warm", "shared.providers.mkdocs.provider"),
-    ("shared.providers.mkdocs.refresh", "shared.providers.mkdocs.provider"),
-    ("shared.providers.mkdocs.health", "shared.providers.mkdocs.embeddings"),
-    ("shared.providers.mkdocs.health", "shared.providers.mkdocs.stored_vectors"),
+    ("shared.providers.mkdocs.fetching.unserved_check", "shared.providers.mkdocs.provider"),
+    ("shared.providers.mkdocs.lifecycle.warm", "shared.providers.mkdocs.provider"),
+    ("shared.providers.mkdocs.lifecycle.refresh", "shared.providers.mkdocs.provider"),
+    ("shared.providers.mkdocs.lifecycle.health", "shared.providers.mkdocs.scoring.embeddings"),
+    ("shared.providers.mkdocs.lifecycle.health", "shared.providers.mkdocs.scoring.stored_vectors"),
 ]
 """Arrows that once lifted a whole pipeline above what it serves (the warm-up and the publish refresh importing the
 serving provider for one helper; health importing the embedding jobs for one enum), refused even through other

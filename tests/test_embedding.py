@@ -22,7 +22,7 @@ from shared.embedding import (
     _clipped,
 )
 from shared.errors import EmbeddingStopped, EmbeddingUnavailableError
-from shared.providers.mkdocs.parameters import DEFAULT
+from shared.providers.mkdocs.scoring.parameters import DEFAULT
 from tests.support.encoders import WordEncoder, model_of
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from shared.errors import InvalidRequestError
 from shared.models import Reason
 from shared.preview import make_preview
-from shared.providers.mkdocs.index import IndexEntry, SiteIndex, unsafe_location
-from shared.providers.mkdocs.resolution import normalize, resolve_in_site
+from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex, unsafe_location
+from shared.providers.mkdocs.indexes.resolution import normalize, resolve_in_site
 from shared.validation import check_location, split_whitespace
 
 ORIGIN = "https://docs.example.com"

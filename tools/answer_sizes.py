@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path[:0] = [str(args.checkout.resolve()), str(REPO)]  # the measured app first; the test server from here
 
     from shared.api import create_app
-    from shared.providers.mkdocs.index import parse_index
+    from shared.providers.mkdocs.indexes.index import parse_index
     from shared.settings import load_settings
     from tests.support.uvicorn_server import UvicornServer
     from tools.load import OVERRIDES, SITES

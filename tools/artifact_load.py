@@ -24,12 +24,12 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from shared.providers.mkdocs import artifact  # noqa: E402
-from shared.providers.mkdocs.index import parse_index  # noqa: E402
-from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_RULES  # noqa: E402
-from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
-from shared.providers.mkdocs.loading import RANKING_CODE  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.indexes.index import parse_index  # noqa: E402
+from shared.providers.mkdocs.indexes.kinds import DEFAULT as DEFAULT_RULES  # noqa: E402
+from shared.providers.mkdocs.indexes.kinds import PathWeights  # noqa: E402
+from shared.providers.mkdocs.lifecycle.loading import RANKING_CODE  # noqa: E402
+from shared.providers.mkdocs.scoring import artifact  # noqa: E402
+from shared.providers.mkdocs.scoring.ranking import Ranker  # noqa: E402
 from tools.bench import SITES  # noqa: E402
 
 

@@ -4,7 +4,7 @@
         --eval tools/evals/holdout-set.json --eval tools/evals/blind-set.json [--path-weights JSON]
 
 Ours, three times: `ranker` is the lexical ranker alone (`Search__Semantic=false`), `ranker+semantic` the
-service's default (the lexical score plus MiniLM entry embeddings, shared/providers/mkdocs/vectors.py; its
+service's default (the lexical score plus MiniLM entry embeddings, shared/providers/mkdocs/scoring/vectors.py; its
 latency includes embedding the query), both with the page-kind rules (`--path-weights`, default: the service's
 default), and `semantic, no kinds` the default without them (`Search__PathWeights=[]`, the spec's ranking).
 Embedding every entry (what the service does once per index version, off the request path) is timed once and
@@ -44,14 +44,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from shared.embedding import MINILM_ID, MiniLM, load_bulk  # noqa: E402
-from shared.providers.mkdocs.federation import Federation  # noqa: E402
-from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
-from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
-from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
-from shared.providers.mkdocs.semantics import semantic_say  # noqa: E402
-from shared.providers.mkdocs.text import analyze_query  # noqa: E402
-from shared.providers.mkdocs.vectors import SiteVectors  # noqa: E402
+from shared.providers.mkdocs.indexes.index import SiteIndex, parse_index  # noqa: E402
+from shared.providers.mkdocs.indexes.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
+from shared.providers.mkdocs.indexes.kinds import PathWeights  # noqa: E402
+from shared.providers.mkdocs.scoring.federation import Federation  # noqa: E402
+from shared.providers.mkdocs.scoring.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.scoring.semantics import semantic_say  # noqa: E402
+from shared.providers.mkdocs.scoring.text import analyze_query  # noqa: E402
+from shared.providers.mkdocs.scoring.vectors import SiteVectors  # noqa: E402
 from tools.eval import Case, discovery, hit_rank, page_of, parse_eval_set  # noqa: E402
 
 SITES = {

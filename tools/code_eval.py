@@ -3,7 +3,7 @@
     python tools/code_eval.py --corpus ../shared/corpus/origin --eval tools/evals/code-dev-1.json [--cases]
     python tools/code_eval.py --corpus ../shared/corpus/origin --eval ... --http http://127.0.0.1:7071
 
-Ours is the service's code search (`shared.providers.mkdocs.coderank`: the blocks `code.py` cuts out of each site's
+Ours is the service's code search (`mkdocs.codeblocks.coderank`: the blocks `code.py` cuts out of each site's
 index, their languages from the published Markdown's fences, the page search's scores, the blocks' own embeddings),
 with the default page-kind rules. Vectors are computed as the warm-up does (`SiteVectors.compute`, the bulk session)
 and kept in `--vectors` between runs. The peer is bm25s (Snowball English stemmer, English stop words) with one
@@ -32,17 +32,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from shared.embedding import MINILM_ID, MiniLM, load_bulk  # noqa: E402
-from shared.providers.mkdocs.code import CodeBlock, fences  # noqa: E402
-from shared.providers.mkdocs.coderank import CodeParameters, CodeRanker  # noqa: E402
-from shared.providers.mkdocs.codesearch import ranked, scan_both  # noqa: E402
-from shared.providers.mkdocs.federation import Federation  # noqa: E402
-from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
-from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
-from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
-from shared.providers.mkdocs.semantics import semantic_say  # noqa: E402
-from shared.providers.mkdocs.text import analyze_query  # noqa: E402
-from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts  # noqa: E402
+from shared.providers.mkdocs.codeblocks.code import CodeBlock, fences  # noqa: E402
+from shared.providers.mkdocs.codeblocks.coderank import CodeParameters, CodeRanker  # noqa: E402
+from shared.providers.mkdocs.codeblocks.codesearch import ranked, scan_both  # noqa: E402
+from shared.providers.mkdocs.indexes.index import SiteIndex, parse_index  # noqa: E402
+from shared.providers.mkdocs.indexes.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
+from shared.providers.mkdocs.indexes.kinds import PathWeights  # noqa: E402
+from shared.providers.mkdocs.scoring.federation import Federation  # noqa: E402
+from shared.providers.mkdocs.scoring.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.scoring.semantics import semantic_say  # noqa: E402
+from shared.providers.mkdocs.scoring.text import analyze_query  # noqa: E402
+from shared.providers.mkdocs.scoring.vectors import SiteVectors, embedded_texts  # noqa: E402
 from shared.validation import canonical_language as canonical  # noqa: E402
 from tools.bench import DEFAULT_SITE, OFF_TOPIC, SITES, qualify  # noqa: E402
 

@@ -37,16 +37,16 @@ def budget(spec: str) -> tuple[int, int | None]:
         return int(tokens), None
     if not code.startswith("code"):
         raise argparse.ArgumentTypeError(f"not a budget: {spec}")
-    from shared.providers.mkdocs.vectors import CODE_WORDS
+    from shared.providers.mkdocs.scoring.vectors import CODE_WORDS
 
     return int(tokens), int(code[4:] or CODE_WORDS)
 
 
 def probe(corpus: Path, spec: str, batch: int | None = None) -> dict[str, float]:
     import shared.embedding
-    import shared.providers.mkdocs.vectors as vectors
-    from shared.providers.mkdocs.index import parse_index
-    from shared.providers.mkdocs.vectors import SiteVectors
+    import shared.providers.mkdocs.scoring.vectors as vectors
+    from shared.providers.mkdocs.indexes.index import parse_index
+    from shared.providers.mkdocs.scoring.vectors import SiteVectors
     from tools.bench import SITES
 
     tokens, code_words = budget(spec)

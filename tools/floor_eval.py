@@ -29,9 +29,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.providers.mkdocs.parameters import DEFAULT  # noqa: E402
-from shared.providers.mkdocs.semantics import relevance_floor  # noqa: E402
-from shared.providers.mkdocs.text import Query, analyze_query  # noqa: E402
+from shared.providers.mkdocs.scoring.parameters import DEFAULT  # noqa: E402
+from shared.providers.mkdocs.scoring.semantics import relevance_floor  # noqa: E402
+from shared.providers.mkdocs.scoring.text import Query, analyze_query  # noqa: E402
 from tools.bench import OFF_TOPIC  # noqa: E402
 from tools.eval import HttpBackend, hit_rank, page_of, parse_eval_set  # noqa: E402
 

@@ -39,7 +39,7 @@ if str(REPO) not in sys.path:
 
 from shared.cache import open_store  # noqa: E402
 from shared.fetch import OriginClient  # noqa: E402
-from shared.providers.mkdocs.sites import SiteRegistry  # noqa: E402
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry  # noqa: E402
 from shared.settings import load_settings  # noqa: E402
 from tools.azurite import Azurite  # noqa: E402
 from tools.load import OVERRIDES, SITES, corpus_env, free_port  # noqa: E402

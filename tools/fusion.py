@@ -34,14 +34,14 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.providers.mkdocs.federation import Federation, lexical_score, semantic_credit, similarity  # noqa: E402
-from shared.providers.mkdocs.index import SiteIndex, parse_index  # noqa: E402
-from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
-from shared.providers.mkdocs.kinds import PathWeights  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
-from shared.providers.mkdocs.semantics import semantic_say  # noqa: E402
-from shared.providers.mkdocs.text import analyze_query  # noqa: E402
-from shared.providers.mkdocs.vectors import SiteVectors  # noqa: E402
+from shared.providers.mkdocs.indexes.index import SiteIndex, parse_index  # noqa: E402
+from shared.providers.mkdocs.indexes.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
+from shared.providers.mkdocs.indexes.kinds import PathWeights  # noqa: E402
+from shared.providers.mkdocs.scoring.federation import Federation, lexical_score, semantic_credit, similarity  # noqa: E402
+from shared.providers.mkdocs.scoring.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.scoring.semantics import semantic_say  # noqa: E402
+from shared.providers.mkdocs.scoring.text import analyze_query  # noqa: E402
+from shared.providers.mkdocs.scoring.vectors import SiteVectors  # noqa: E402
 from tools.bench import DEFAULT_SITE, SITES, qualify  # noqa: E402
 from tools.eval import Case, normalize, parse_eval_set  # noqa: E402
 

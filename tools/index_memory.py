@@ -46,9 +46,9 @@ def measure(mode: str, source: str) -> dict[str, float]:
     else:
         payload = Path(source).read_bytes()
     if mode == "ours":
-        from shared.providers.mkdocs.index import parse_index
-        from shared.providers.mkdocs.kinds import PathWeights
-        from shared.providers.mkdocs.ranking import Ranker
+        from shared.providers.mkdocs.indexes.index import parse_index
+        from shared.providers.mkdocs.indexes.kinds import PathWeights
+        from shared.providers.mkdocs.scoring.ranking import Ranker
 
         start = _resident_mb()  # after the imports: what a warm process already holds is not the index's
         index = parse_index("measured", payload)

@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from shared.embedding import MAX_TOKENS, QUERY_TOKENS, MiniLM, _clipped  # noqa: E402
-from shared.providers.mkdocs.parameters import DEFAULT  # noqa: E402
-from shared.providers.mkdocs.vectors import entry_text  # noqa: E402
+from shared.providers.mkdocs.scoring.parameters import DEFAULT  # noqa: E402
+from shared.providers.mkdocs.scoring.vectors import entry_text  # noqa: E402
 from tools.eval import parse_eval_set  # noqa: E402
 from tools.tune import Corpus, Signals, prepare, scores  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""What the int8 rows the service scans (`shared.providers.mkdocs.quantized`) do to search quality: the service's
+"""What the int8 rows the service scans (`mkdocs.scoring.quantized`) do to search quality: the service's
 federated ranking (semantic on) over the sample corpus as served (int8 rows, one scale per row, the query split
 into int8 parts), against the same ranking with the float32 rows scanned as they were before (`einsum`), on every
 eval set given.
@@ -24,12 +24,12 @@ if str(REPO) not in sys.path:
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
-from shared.providers.mkdocs.federation import Federation  # noqa: E402
-from shared.providers.mkdocs.index import parse_index  # noqa: E402
-from shared.providers.mkdocs.quantized import QueryParts  # noqa: E402
-from shared.providers.mkdocs.ranking import Ranker  # noqa: E402
-from shared.providers.mkdocs.semantics import semantic_say  # noqa: E402
-from shared.providers.mkdocs.text import analyze_query  # noqa: E402
+from shared.providers.mkdocs.indexes.index import parse_index  # noqa: E402
+from shared.providers.mkdocs.scoring.federation import Federation  # noqa: E402
+from shared.providers.mkdocs.scoring.quantized import QueryParts  # noqa: E402
+from shared.providers.mkdocs.scoring.ranking import Ranker  # noqa: E402
+from shared.providers.mkdocs.scoring.semantics import semantic_say  # noqa: E402
+from shared.providers.mkdocs.scoring.text import analyze_query  # noqa: E402
 from tools.bench import KINDS, SITES, VECTORS, embed_all, encoder, qualify  # noqa: E402
 from tools.eval import discovery, hit_rank, parse_eval_set  # noqa: E402
 

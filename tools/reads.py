@@ -63,7 +63,7 @@ async def wait_listed(client: httpx.AsyncClient, seconds: float) -> list[str]:
 def locations(corpus: Path, sites: list[str]) -> dict[str, list[str]]:
     """Every page of the loaded sites, as search results locate them (the first site given bare), with the anchors
     of its sections in the index: what a search result can name as `section`."""
-    from shared.providers.mkdocs.index import parse_index
+    from shared.providers.mkdocs.indexes.index import parse_index
 
     overrides = json.loads(OVERRIDES)
     found: dict[str, list[str]] = {}

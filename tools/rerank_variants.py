@@ -35,12 +35,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from shared.embedding import MAX_TOKENS, QUERY_TOKENS, MiniLM, _clipped  # noqa: E402
-from shared.providers.mkdocs.federation import lexical_score, similarity  # noqa: E402
-from shared.providers.mkdocs.parameters import DEFAULT  # noqa: E402
-from shared.providers.mkdocs.pieces import PIECES  # noqa: E402
-from shared.providers.mkdocs.ranking import site_fit  # noqa: E402
-from shared.providers.mkdocs.text import STOP_WORDS  # noqa: E402
-from shared.providers.mkdocs.vectors import entry_text  # noqa: E402
+from shared.providers.mkdocs.scoring.federation import lexical_score, similarity  # noqa: E402
+from shared.providers.mkdocs.scoring.parameters import DEFAULT  # noqa: E402
+from shared.providers.mkdocs.scoring.pieces import PIECES  # noqa: E402
+from shared.providers.mkdocs.scoring.ranking import site_fit  # noqa: E402
+from shared.providers.mkdocs.scoring.text import STOP_WORDS  # noqa: E402
+from shared.providers.mkdocs.scoring.vectors import entry_text  # noqa: E402
 from tools.eval import parse_eval_set  # noqa: E402
 from tools.late_interaction import SPECIAL, states  # noqa: E402
 from tools.tune import Corpus, prepare, scores  # noqa: E402

@@ -31,7 +31,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
-from shared.providers.mkdocs.kinds import PathWeights
+from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.settings import HOST_OWNED, PREFIX, DocumentationSettings, Secret
 
 ROOT = Path(__file__).resolve().parents[1]

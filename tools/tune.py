@@ -33,10 +33,10 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.providers.mkdocs.federation import Federation, lexical_score, semantic_credit, similarity  # noqa: E402
-from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters  # noqa: E402
-from shared.providers.mkdocs.ranking import site_fit  # noqa: E402
-from shared.providers.mkdocs.text import analyze_query, identifier_share  # noqa: E402
+from shared.providers.mkdocs.scoring.federation import Federation, lexical_score, semantic_credit, similarity  # noqa: E402
+from shared.providers.mkdocs.scoring.parameters import DEFAULT, RankingParameters  # noqa: E402
+from shared.providers.mkdocs.scoring.ranking import site_fit  # noqa: E402
+from shared.providers.mkdocs.scoring.text import analyze_query, identifier_share  # noqa: E402
 from tools.bench import qualify  # noqa: E402
 from tools.eval import Case, normalize, parse_eval_set  # noqa: E402
 from tools.fusion import load, site_of  # noqa: E402

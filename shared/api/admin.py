@@ -14,7 +14,7 @@ references set, `503`. Each caller (the token it presents) may start `BURST` cal
 `REFILL_SECONDS`, past that `429` with `Retry-After`; refused calls are limited the same way per client address
 (`shared.api.limits.client_of`) before any token is looked at, so guessing tokens meets `429` after `BURST` wrong
 ones, whatever `X-Forwarded-For` they send, a valid token included (`RefreshGate.caller`). Refreshes coalesce per site
-(`shared.providers.mkdocs.refresh`): calling again while one runs queues exactly one more.
+(`shared.providers.mkdocs.lifecycle.refresh`): calling again while one runs queues exactly one more.
 Neither the token nor the body is logged.
 
 The body is read only after the credential is accepted, never past `MAX_BODY_BYTES` (a larger `Content-Length` is

@@ -254,7 +254,7 @@ class DocumentationSettings(BaseSettings):
 
     def base_url(self, site: str) -> str:
         """A site's base URL: `{Origin}/{site}`, and a version's (`{site}@{version}`, a versioned site's folder,
-        `shared.providers.mkdocs.versions`) `{Origin}/{site}/{version}`; there are no per-site base URLs."""
+        `shared.providers.mkdocs.lifecycle.versions`) `{Origin}/{site}/{version}`; there are no per-site base URLs."""
         key = SiteKey.parse(site)
         return f"{self.origin}/{key.site}/{key.version}" if key.version else f"{self.origin}/{site}"
 

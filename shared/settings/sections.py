@@ -113,7 +113,7 @@ class SearchSettings(_Section):
 
     Each rule is a `{"pattern", "weight", "unless", "when", "site"}` object: pages whose path matches its pattern
     have their score multiplied by its weight unless the query names that kind of page. The text is kept as given:
-    the MkDocs provider parses and checks it at start-up (`shared.providers.mkdocs.kinds.configured`). The default
+    the MkDocs provider parses and checks it at start-up (`mkdocs.indexes.kinds.configured`). The default
     halves proposals, upgrade notes, release notes, blogs and archives.
     """
     site_wait_seconds: float = Field(2.0, alias="SiteWaitSeconds", gt=0, le=60)
@@ -126,7 +126,7 @@ class SearchSettings(_Section):
     """Also rank by meaning (sentence embeddings, computed once per index version by the warm-up and stored beside the
     index); false keeps ranking lexical.
 
-    Sentence embeddings of every entry (`shared/providers/mkdocs/vectors.py`): about 8 ms of CPU per query on two
+    Sentence embeddings of every entry (`providers/mkdocs/scoring/vectors.py`): about 8 ms of CPU per query on two
     cores and, once per index version, a minute of CPU for a large site.
     """
 

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from shared.api import create_app
-from shared.providers.mkdocs.parameters import DEFAULT
-from shared.providers.mkdocs.semantics import length
-from shared.providers.mkdocs.text import analyze_query
+from shared.providers.mkdocs.scoring.parameters import DEFAULT
+from shared.providers.mkdocs.scoring.semantics import length
+from shared.providers.mkdocs.scoring.text import analyze_query
 from shared.validation import MAX_QUERY_LENGTH
 from tests.support.sites import (
     DEFAULT_SITE,

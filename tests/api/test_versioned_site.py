@@ -21,9 +21,9 @@ from mcp.shared.exceptions import MCPError
 
 from shared.api import create_app
 from shared.cache import open_store
-from shared.providers.mkdocs.outcomes import Outcome
-from shared.providers.mkdocs.refresh import published_sites
-from shared.providers.mkdocs.warm import warm_all
+from shared.providers.mkdocs.lifecycle.outcomes import Outcome
+from shared.providers.mkdocs.lifecycle.refresh import published_sites
+from shared.providers.mkdocs.lifecycle.warm import warm_all
 from shared.providers.remote import RemoteProvider
 from shared.requests import ReadRequest, SearchRequest
 from shared.settings import RemoteSettings

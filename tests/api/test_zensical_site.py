@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from shared.api import create_app
-from shared.providers.mkdocs.refresh import published_sites
+from shared.providers.mkdocs.lifecycle.refresh import published_sites
 from tests.support.sites import fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tests.support.versioned import ZENSICAL_SITE

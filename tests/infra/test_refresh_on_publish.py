@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.providers.mkdocs.loading import ZENSICAL_INDEX_PATH
-from shared.providers.mkdocs.versions import VERSIONS_PATH
+from shared.providers.mkdocs.lifecycle.loading import ZENSICAL_INDEX_PATH
+from shared.providers.mkdocs.lifecycle.versions import VERSIONS_PATH
 from shared.settings import PREFIX, DocumentationSettings, load_settings
 from tests.infra.test_bicep import (
     INFRA,

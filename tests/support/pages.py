@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from shared.providers.mkdocs.index import IndexEntry, SiteIndex
-from shared.providers.mkdocs.kinds import PathWeights
-from shared.providers.mkdocs.ranking import Ranker
+from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.indexes.kinds import PathWeights
+from shared.providers.mkdocs.scoring.ranking import Ranker
 
 
 def page(path: str, title: str, text: str = "", *sections: tuple[str, str, str], boost: float = 1) -> list[IndexEntry]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from shared.providers.mkdocs.federation import Federation
-from shared.providers.mkdocs.quantized import split_query
-from shared.providers.mkdocs.ranking import RankedHit, Ranker, Scored, site_fit
-from shared.providers.mkdocs.semantics import SiteSemantics, semantic_say
-from shared.providers.mkdocs.text import Query, analyze_query
+from shared.providers.mkdocs.scoring.federation import Federation
+from shared.providers.mkdocs.scoring.quantized import split_query
+from shared.providers.mkdocs.scoring.ranking import RankedHit, Ranker, Scored, site_fit
+from shared.providers.mkdocs.scoring.semantics import SiteSemantics, semantic_say
+from shared.providers.mkdocs.scoring.text import Query, analyze_query
 
 
 def search(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.providers.mkdocs.text import Query, analyze_query
+from shared.providers.mkdocs.scoring.text import Query, analyze_query
 from tools.floor_eval import Asked, report
 
 

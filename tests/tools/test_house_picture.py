@@ -13,7 +13,7 @@ def test_a_pipeline_stands_below_what_it_does_not_import() -> None:
     known = module_names(ROOT, "shared")
     measured = heights("shared.providers.mkdocs", known)
 
-    assert measured["shared.providers.mkdocs.text"] == 1
-    assert measured["shared.providers.mkdocs.pagecheck"] < measured["shared.providers.mkdocs.provider"]
+    assert measured["shared.providers.mkdocs.scoring.text"] == 1
+    assert measured["shared.providers.mkdocs.fetching.unserved_check"] < measured["shared.providers.mkdocs.provider"]
     assert measured["shared.providers.mkdocs.provider"] == max(measured.values())
     assert main(["--root", str(ROOT)]) == 0

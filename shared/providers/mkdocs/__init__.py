@@ -3,11 +3,11 @@
 What the rest of the service uses of it is named here; its other modules are its own (`tests/test_architecture.py`).
 """
 
-from shared.providers.mkdocs.kinds import configured
+from shared.providers.mkdocs.indexes.kinds import configured
+from shared.providers.mkdocs.lifecycle.refresh import Refresher, blob_events, published_sites
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
+from shared.providers.mkdocs.lifecycle.warm import run_warmup
 from shared.providers.mkdocs.provider import MkDocsProvider
-from shared.providers.mkdocs.refresh import Refresher, blob_events, published_sites
-from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.warm import run_warmup
 
 __all__ = [
     "MkDocsProvider",

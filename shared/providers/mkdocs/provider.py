@@ -36,24 +36,24 @@ from shared.models import (
 )
 from shared.preview import make_preview
 from shared.providers.base import Capabilities
-from shared.providers.mkdocs import codesearch
-from shared.providers.mkdocs.code import CodeBlock
-from shared.providers.mkdocs.codesearch import CodeRankers
-from shared.providers.mkdocs.federation import Federation, Federations
-from shared.providers.mkdocs.health import MkDocsHealth, SiteLoaded
-from shared.providers.mkdocs.index import IndexEntry
-from shared.providers.mkdocs.languages import CodeFences
-from shared.providers.mkdocs.loading import LoadedSite
-from shared.providers.mkdocs.misses import Misses
-from shared.providers.mkdocs.pagecache import PageCache
-from shared.providers.mkdocs.pages import Fetched, PageFetcher, raw_markdown_url
-from shared.providers.mkdocs.ranking import RankedHit, Ranker
-from shared.providers.mkdocs.resolution import Resolver, qualify
-from shared.providers.mkdocs.semantics import relevance_floor, semantic_say
-from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.text import analyze_query
-from shared.providers.mkdocs.versioned import VersionedSites
-from shared.providers.mkdocs.versions import Versions
+from shared.providers.mkdocs.codeblocks import codesearch
+from shared.providers.mkdocs.codeblocks.code import CodeBlock
+from shared.providers.mkdocs.codeblocks.codesearch import CodeRankers
+from shared.providers.mkdocs.codeblocks.languages import CodeFences
+from shared.providers.mkdocs.fetching.pagecache import PageCache
+from shared.providers.mkdocs.fetching.pages import Fetched, PageFetcher, raw_markdown_url
+from shared.providers.mkdocs.fetching.unresolved import Misses
+from shared.providers.mkdocs.indexes.index import IndexEntry
+from shared.providers.mkdocs.indexes.resolution import Resolver, qualify
+from shared.providers.mkdocs.lifecycle.health import MkDocsHealth, SiteLoaded
+from shared.providers.mkdocs.lifecycle.loading import LoadedSite
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
+from shared.providers.mkdocs.lifecycle.versioned import VersionedSites
+from shared.providers.mkdocs.lifecycle.versions import Versions
+from shared.providers.mkdocs.scoring.federation import Federation, Federations
+from shared.providers.mkdocs.scoring.ranking import RankedHit, Ranker
+from shared.providers.mkdocs.scoring.semantics import relevance_floor, semantic_say
+from shared.providers.mkdocs.scoring.text import analyze_query
 from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 

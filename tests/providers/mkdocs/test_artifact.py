@@ -16,14 +16,14 @@ import pytest
 
 from shared.cache import StoredCopy, index_name, ranking_name
 from shared.fetch import OriginClient
-from shared.providers.mkdocs import artifact
-from shared.providers.mkdocs.index import parse_index
-from shared.providers.mkdocs.kinds import DEFAULT, PathWeights, configured
-from shared.providers.mkdocs.loading import RANKING_CODE
-from shared.providers.mkdocs.parameters import DEFAULT as DEFAULT_PARAMETERS
-from shared.providers.mkdocs.ranking import Ranker
-from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.warm import warm_all
+from shared.providers.mkdocs.indexes.index import parse_index
+from shared.providers.mkdocs.indexes.kinds import DEFAULT, PathWeights, configured
+from shared.providers.mkdocs.lifecycle.loading import RANKING_CODE
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
+from shared.providers.mkdocs.lifecycle.warm import warm_all
+from shared.providers.mkdocs.scoring import artifact
+from shared.providers.mkdocs.scoring.parameters import DEFAULT as DEFAULT_PARAMETERS
+from shared.providers.mkdocs.scoring.ranking import Ranker
 from shared.settings import DocumentationSettings
 from tests.support.ranking import search
 from tests.support.sites import PUBLISHED_SITES

@@ -10,12 +10,12 @@ import pytest
 from shared.code_samples import CUT_MARK, MAX_CODE_CHARS, cut, guess
 from shared.errors import InvalidRequestError
 from shared.models import SearchKind
-from shared.providers.mkdocs import artifact
-from shared.providers.mkdocs.code import Fence, blocks_of, code_key, fenced_languages, fences, named
-from shared.providers.mkdocs.coderank import PER_PAGE, CodeRanker, rank_code
-from shared.providers.mkdocs.index import parse_index
-from shared.providers.mkdocs.ranking import Ranker
-from shared.providers.mkdocs.text import analyze_query
+from shared.providers.mkdocs.codeblocks.code import Fence, blocks_of, code_key, fenced_languages, fences, named
+from shared.providers.mkdocs.codeblocks.coderank import PER_PAGE, CodeRanker, rank_code
+from shared.providers.mkdocs.indexes.index import parse_index
+from shared.providers.mkdocs.scoring import artifact
+from shared.providers.mkdocs.scoring.ranking import Ranker
+from shared.providers.mkdocs.scoring.text import analyze_query
 from shared.validation import check_kind, check_language
 from tests.support.ranking import fit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shared.markdown import with_front_matter
-from shared.providers.mkdocs.convert import html_to_markdown, looks_like_html
+from shared.providers.mkdocs.fetching.convert import html_to_markdown, looks_like_html
 
 PAGE = """<!doctype html><html><head><title>T</title><script>var x = 1;</script></head><body>
 <header class="md-header">Skip to content</header>
@@ -57,8 +57,8 @@ def test_front_matter_is_prefixed_or_merged_into_the_pages_own() -> None:
 
 def test_pages_too_large_dense_or_deep_are_refused_before_parsing() -> None:
     from shared.errors import Unconvertible
-    from shared.providers.mkdocs.convert import MAX_CONVERT_CHARS, convert
-    from shared.providers.mkdocs.markup import MAX_DEPTH, MAX_TAGS
+    from shared.providers.mkdocs.fetching.convert import MAX_CONVERT_CHARS, convert
+    from shared.providers.mkdocs.fetching.markup import MAX_DEPTH, MAX_TAGS
 
     refused = {
         "x" * (MAX_CONVERT_CHARS + 1): "the page is larger than 1,000,000 characters",
@@ -74,7 +74,7 @@ def test_pages_too_large_dense_or_deep_are_refused_before_parsing() -> None:
 
 
 def test_markup_that_never_closes_is_read_as_the_text_it_is() -> None:
-    from shared.providers.mkdocs.convert import convert
+    from shared.providers.mkdocs.fetching.convert import convert
 
     page = "<article class='md-content__inner'><p>if a < b and c<2> d <a then <!-- no end <script x=1 <![CDATA[ y</p>"
     assert convert(page) == "if a < b and c<2> d <a then <!-- no end <script x=1 <![CDATA[ y\n"
@@ -94,7 +94,7 @@ def test_front_matter_with_crlf_is_merged_and_its_own_source_and_site_give_way()
 
 
 def test_raw_markdown_that_includes_other_files_is_not_the_page() -> None:
-    from shared.providers.mkdocs.convert import includes_files
+    from shared.providers.mkdocs.fetching.convert import includes_files
 
     assert includes_files("# Settings\n\n```yaml\n{!docs/operator-manual/argocd-cm.yaml!}\n```\n")
     assert not includes_files("# Plain\n\nA set {!not closed and a dict {'a': 1}.\n")

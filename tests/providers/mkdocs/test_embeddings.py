@@ -40,12 +40,13 @@ from shared.compose import Composition, compose
 from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.errors import EmbeddingStopped
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.federation import Federation, Lexical
-from shared.providers.mkdocs.index import IndexEntry, SiteIndex, parse_index
-from shared.providers.mkdocs.loading import LoadedSite
-from shared.providers.mkdocs.quantized import split_query
-from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.stored_vectors import (
+from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex, parse_index
+from shared.providers.mkdocs.lifecycle.loading import LoadedSite
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
+from shared.providers.mkdocs.lifecycle.warm import warm_all
+from shared.providers.mkdocs.scoring.federation import Federation, Lexical
+from shared.providers.mkdocs.scoring.quantized import split_query
+from shared.providers.mkdocs.scoring.stored_vectors import (
     compute_and_store,
     embedded_from,
     ensure_vectors,
@@ -54,9 +55,8 @@ from shared.providers.mkdocs.stored_vectors import (
     repair_scan,
     store_scan,
 )
-from shared.providers.mkdocs.text import Query
-from shared.providers.mkdocs.vectors import SiteVectors, embedded_texts, entry_text, page_outline, text_key
-from shared.providers.mkdocs.warm import warm_all
+from shared.providers.mkdocs.scoring.text import Query
+from shared.providers.mkdocs.scoring.vectors import SiteVectors, embedded_texts, entry_text, page_outline, text_key
 from shared.requests import SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock

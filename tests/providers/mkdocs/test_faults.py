@@ -18,8 +18,8 @@ from shared.compose import compose
 from shared.errors import ResolutionError, ServiceUnavailableError
 from shared.fetch import OriginClient
 from shared.models import Reason
-from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.versions import Versions
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
+from shared.providers.mkdocs.lifecycle.versions import Versions
 from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock

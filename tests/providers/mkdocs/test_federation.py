@@ -7,16 +7,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from shared.providers.mkdocs.federation import Federation
-from shared.providers.mkdocs.index import IndexEntry, SiteIndex
-from shared.providers.mkdocs.kinds import DEFAULT as DEFAULT_KINDS
-from shared.providers.mkdocs.kinds import PathWeights
-from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.quantized import split_query
-from shared.providers.mkdocs.ranking import Ranker
-from shared.providers.mkdocs.semantics import semantic_say
-from shared.providers.mkdocs.text import analyze_query
-from shared.providers.mkdocs.vectors import SiteVectors
+from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.indexes.kinds import DEFAULT as DEFAULT_KINDS
+from shared.providers.mkdocs.indexes.kinds import PathWeights
+from shared.providers.mkdocs.scoring.federation import Federation
+from shared.providers.mkdocs.scoring.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.scoring.quantized import split_query
+from shared.providers.mkdocs.scoring.ranking import Ranker
+from shared.providers.mkdocs.scoring.semantics import semantic_say
+from shared.providers.mkdocs.scoring.text import analyze_query
+from shared.providers.mkdocs.scoring.vectors import SiteVectors
 from tests.support.pages import FILLER, page
 from tests.support.ranking import reference_score
 

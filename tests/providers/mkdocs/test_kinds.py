@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from shared.api import create_app
 from shared.compose import checked
 from shared.errors import ConfigurationError
-from shared.providers.mkdocs.kinds import DEFAULT, PathWeights, configured
+from shared.providers.mkdocs.indexes.kinds import DEFAULT, PathWeights, configured
 from shared.settings import DocumentationSettings, load_settings
 from tests.support.pages import FILLER, page, ranker
 from tests.support.ranking import search

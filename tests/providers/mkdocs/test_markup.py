@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from shared.errors import Unconvertible
-from shared.providers.mkdocs.markup import MAX_TAGS, scan
+from shared.providers.mkdocs.fetching.markup import MAX_TAGS, scan
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -49,8 +49,8 @@ def test_a_page_denser_than_any_real_one_is_refused_before_any_work_per_tag() ->
 
 CPU = """
 import gc, json, sys, time
-from shared.providers.mkdocs.convert import convert
-from shared.providers.mkdocs.index import html_to_text
+from shared.providers.mkdocs.fetching.convert import convert
+from shared.providers.mkdocs.indexes.index import html_to_text
 unit, count, which = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 handle = html_to_text if which == "index" else convert
 pages = {"single": unit * count, "double": unit * (2 * count)}

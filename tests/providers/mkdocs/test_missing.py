@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from shared.providers.mkdocs.missing import MissingRecord, Validators, Verdict, missing_for, start, verdict
+from shared.providers.mkdocs.fetching.unserved import MissingRecord, Validators, Verdict, missing_for, start, verdict
 
 A, B = "a" * 64, "b" * 64
 

@@ -19,13 +19,13 @@ from shared.cache import CopyStat, CopyStore, MemoryStore, StoredCopy, index_nam
 from shared.errors import ResolutionError, StoreError
 from shared.fetch import OriginClient
 from shared.models import Reason
-from shared.providers.mkdocs.missing import MissingRecord, Validators
-from shared.providers.mkdocs.missing_store import save
-from shared.providers.mkdocs.outcomes import Outcome
-from shared.providers.mkdocs.pagecheck import PageCheck
+from shared.providers.mkdocs.fetching.unserved import MissingRecord, Validators
+from shared.providers.mkdocs.fetching.unserved_check import PageCheck
+from shared.providers.mkdocs.fetching.unserved_store import save
+from shared.providers.mkdocs.lifecycle.outcomes import Outcome
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
+from shared.providers.mkdocs.lifecycle.warm import warm_all, warm_site
 from shared.providers.mkdocs.provider import MkDocsProvider
-from shared.providers.mkdocs.sites import SiteRegistry
-from shared.providers.mkdocs.warm import warm_all, warm_site
 from shared.requests import ReadRequest, SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock

@@ -11,9 +11,9 @@ import pytest
 
 from shared.cache import MemoryStore
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.pagecache import FRESH_SECONDS, KEEP_SECONDS, CachedPage, PageCache
+from shared.providers.mkdocs.fetching.pagecache import FRESH_SECONDS, KEEP_SECONDS, CachedPage, PageCache
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.providers.mkdocs.provider import MkDocsProvider
-from shared.providers.mkdocs.sites import SiteRegistry
 from shared.requests import ReadRequest
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock

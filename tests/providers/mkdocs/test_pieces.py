@@ -9,9 +9,9 @@ import pytest
 
 from shared.embedding import MiniLM
 from shared.encoders import PieceEncoder
-from shared.providers.mkdocs.pieces import PIECES, Pieces
-from shared.providers.mkdocs.ranking import Ranker
-from shared.providers.mkdocs.vectors import SiteVectors
+from shared.providers.mkdocs.scoring.pieces import PIECES, Pieces
+from shared.providers.mkdocs.scoring.ranking import Ranker
+from shared.providers.mkdocs.scoring.vectors import SiteVectors
 from tests.support.encoders import WordEncoder
 from tests.support.pages import FILLER, page, ranker
 from tests.support.ranking import search

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from shared.providers.mkdocs.quantized import Quantized, QuantizedRows, quantize, scan_model, split_query
+from shared.providers.mkdocs.scoring.quantized import Quantized, QuantizedRows, quantize, scan_model, split_query
 
 DIMENSIONS = 384
 
@@ -175,7 +175,7 @@ def test_building_the_scan_does_not_import_onnx() -> None:
     """Its import takes most of a second; a cold instance attaching stored vectors must not pay it."""
     script = (
         "import sys, numpy as np\n"
-        "from shared.providers.mkdocs.quantized import QuantizedRows, quantize, split_query\n"
+        "from shared.providers.mkdocs.scoring.quantized import QuantizedRows, quantize, split_query\n"
         "rows = QuantizedRows(quantize(np.eye(4, dtype=np.float32)))\n"
         "assert rows.similarities(split_query(np.ones(4, np.float32)))[0] > 0\n"
         "assert 'onnx' not in sys.modules, 'onnx was imported'\n"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from shared.providers.mkdocs.index import SiteIndex
-from shared.providers.mkdocs.parameters import DEFAULT
-from shared.providers.mkdocs.semantics import relevance_floor
-from shared.providers.mkdocs.text import analyze, analyze_query, identifier_share, written_words
+from shared.providers.mkdocs.indexes.index import SiteIndex
+from shared.providers.mkdocs.scoring.parameters import DEFAULT
+from shared.providers.mkdocs.scoring.semantics import relevance_floor
+from shared.providers.mkdocs.scoring.text import analyze, analyze_query, identifier_share, written_words
 from tests.support.pages import FILLER, page, ranker
 from tests.support.ranking import search
 
@@ -204,7 +204,7 @@ def test_a_ranker_whose_views_number_terms_apart_is_refused() -> None:
     """Federated ranking and the prebuilt artifact look a term up once per site: its views share one vocabulary."""
     import dataclasses
 
-    from shared.providers.mkdocs.ranking import Ranker
+    from shared.providers.mkdocs.scoring.ranking import Ranker
 
     built = ranker(page("w/", "Widget", "All about widgets."), *FILLER)
     index = SiteIndex.build("docs", built.entries)

@@ -4,7 +4,7 @@ misses that reach nothing, and a chain of stubs is followed only a few hops."""
 from __future__ import annotations
 
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.redirects import BURST, MAX_HOPS, RedirectProbe, stub_target
+from shared.providers.mkdocs.fetching.redirect_stubs import BURST, MAX_HOPS, RedirectProbe, stub_target
 from tests.support.clock import Clock
 from tools.static_origin import StaticOrigin
 

@@ -15,10 +15,10 @@ import pytest
 
 from shared.cache import MemoryStore, index_name
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.missing_store import read_record
-from shared.providers.mkdocs.outcomes import Outcome, RunState, SiteOutcome
-from shared.providers.mkdocs.refresh import MIN_GAP, Refresher, blob_events, published_sites
-from shared.providers.mkdocs.sites import SiteRegistry
+from shared.providers.mkdocs.fetching.unserved_store import read_record
+from shared.providers.mkdocs.lifecycle.outcomes import Outcome, RunState, SiteOutcome
+from shared.providers.mkdocs.lifecycle.refresh import MIN_GAP, Refresher, blob_events, published_sites
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings

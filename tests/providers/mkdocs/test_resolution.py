@@ -7,8 +7,8 @@ import json
 import pytest
 
 from shared.models import Reason, Rule
-from shared.providers.mkdocs.index import SiteIndex, parse_index
-from shared.providers.mkdocs.resolution import Resolver, normalize, resolve_in_site, strip_variant
+from shared.providers.mkdocs.indexes.index import SiteIndex, parse_index
+from shared.providers.mkdocs.indexes.resolution import Resolver, normalize, resolve_in_site, strip_variant
 
 
 def site_index(site: str, *locations: str) -> SiteIndex:

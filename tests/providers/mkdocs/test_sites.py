@@ -20,8 +20,8 @@ from azure.storage.blob import BlobServiceClient
 from shared.api import create_app
 from shared.cache import CopyStore, MemoryStore, StoredCopy, store_newest
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.health import SiteState
-from shared.providers.mkdocs.sites import SiteRegistry
+from shared.providers.mkdocs.lifecycle.health import SiteState
+from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings

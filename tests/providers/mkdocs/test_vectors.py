@@ -18,14 +18,14 @@ import numpy.typing as npt
 import pytest
 
 from shared.embedding import MINILM_ID, MiniLM
-from shared.providers.mkdocs.index import IndexEntry, SiteIndex
-from shared.providers.mkdocs.kinds import PathWeights
-from shared.providers.mkdocs.parameters import DEFAULT, RankingParameters
-from shared.providers.mkdocs.pieces import PIECES, pieces_dumps, pieces_loads
-from shared.providers.mkdocs.quantized import split_query
-from shared.providers.mkdocs.ranking import Ranker
-from shared.providers.mkdocs.text import analyze_query, identifier_share
-from shared.providers.mkdocs.vectors import (
+from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex
+from shared.providers.mkdocs.indexes.kinds import PathWeights
+from shared.providers.mkdocs.scoring.parameters import DEFAULT, RankingParameters
+from shared.providers.mkdocs.scoring.pieces import PIECES, pieces_dumps, pieces_loads
+from shared.providers.mkdocs.scoring.quantized import split_query
+from shared.providers.mkdocs.scoring.ranking import Ranker
+from shared.providers.mkdocs.scoring.text import analyze_query, identifier_share
+from shared.providers.mkdocs.scoring.vectors import (
     FORMAT,
     OUTLINE_WORDS,
     SCAN_FORMAT,

@@ -29,14 +29,14 @@ from shared.compose import compose
 from shared.errors import StoreError
 from shared.fetch import OriginClient
 from shared.models import SearchKind
-from shared.providers.mkdocs import languages
-from shared.providers.mkdocs.index import parse_index
-from shared.providers.mkdocs.languages import fences_name
-from shared.providers.mkdocs.outcomes import Outcome, SiteOutcome, Step, StepState
+from shared.providers.mkdocs.codeblocks import languages
+from shared.providers.mkdocs.codeblocks.languages import fences_name
+from shared.providers.mkdocs.indexes.index import parse_index
+from shared.providers.mkdocs.lifecycle.outcomes import Outcome, SiteOutcome, Step, StepState
+from shared.providers.mkdocs.lifecycle.warm import warm_all
 from shared.providers.mkdocs.provider import MkDocsProvider
-from shared.providers.mkdocs.quantized import quantize
-from shared.providers.mkdocs.vectors import ScanRows, SiteVectors
-from shared.providers.mkdocs.warm import warm_all
+from shared.providers.mkdocs.scoring.quantized import quantize
+from shared.providers.mkdocs.scoring.vectors import ScanRows, SiteVectors
 from shared.requests import SearchRequest
 from shared.settings import DocumentationSettings
 from tests.support.encoders import WordEncoder, model_of

@@ -1,0 +1,1 @@
+"""What a site publishes, read into an index, and a location resolved against it."""

@@ -1,0 +1,392 @@
+"""Parse a site's `search_index.json` into entries and canonical pages (pure, no I/O)."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NamedTuple, overload
+from urllib.parse import unquote
+
+from shared.errors import IndexFormatError
+from shared.paths import SURROGATE, escapes
+from shared.providers.mkdocs.codeblocks.code import CodeBlock, blocks_of
+from shared.validation import MAX_LOCATION_LENGTH
+
+_TAG = re.compile(r"<[^<>]*>")
+"""A tag: a `<` and the characters to its `>`, never across another `<`, so each character is looked at once from
+the `<` before it (`<[^>]*>` looks at the rest of the entry from every `<` of a run that never closes)."""
+_BLOCK_TAG = re.compile(r"</?(?:p|div|li|ul|ol|pre|h[1-6]|tr|td|th|table|br|blockquote|dt|dd)\b[^<>]*>", re.I)
+
+
+class IndexEntry(NamedTuple):
+    """One entry of the index: a page (`anchor` is None) or one of its sections.
+
+    A named tuple rather than a frozen dataclass: as immutable, and made in a third of the time, which a cold
+    instance pays for every entry of every site it loads (`artifact.loads`)."""
+
+    location: str
+    page: str
+    anchor: str | None
+    title: str
+    page_title: str
+    text: str
+    boost: float
+    trail: str = ""
+    """The page's navigation trail, its sections' titles joined by `TRAIL_SEPARATOR`, the page's own title last, when
+    the index gives one (a Zensical index's `path`); empty for MkDocs indexes, which give none."""
+
+    @property
+    def trail_titles(self) -> tuple[str, ...]:
+        """The navigation sections above the page (its trail less the page itself)."""
+        parts = self.trail.split(TRAIL_SEPARATOR) if self.trail else []
+        return tuple(part for part in parts[:-1] if part)
+
+
+class EntryColumns(Sequence[IndexEntry]):
+    """A site's entries as a prebuilt ranker stores them (`artifact.py`): each field of every entry in one UTF-8
+    column, cut at each entry's bounds; an entry is cut out and decoded whenever it is asked for, and not kept.
+
+    A cold instance loads every site before its first search, and that search asks for the entries it ranks and
+    answers, not all of them: cutting every field of every entry took about a fifth of the loads (the 25 sites at
+    eight times the sample corpus: 400 ms with it, 328 without). Not keeping what was cut holds a site's entries in
+    their UTF-8 alone (forge: 3.4 MB), where entries made whole held six strings and a tuple each on top of their
+    text; cutting one again costs about three microseconds (a forge search cuts about a dozen)."""
+
+    __slots__ = ("_anchored", "_boosts", "_bounds", "_columns")
+
+    def __init__(
+        self,
+        columns: Mapping[str, bytes],
+        bounds: Mapping[str, list[int]],
+        anchored: list[bool],
+        boosts: list[float],
+    ) -> None:
+        """`columns`: each `IndexEntry` text field's UTF-8; `bounds`: its cut points, one per entry plus one, from 0
+        to its length, never decreasing and never inside a character (the caller's to check: `artifact._column`);
+        ValueError when the counts do not fit together."""
+        count = len(boosts)
+        if len(anchored) != count or set(columns) != set(TEXT_FIELDS) or set(bounds) != set(TEXT_FIELDS):
+            raise ValueError("the entry columns disagree")
+        for name in TEXT_FIELDS:
+            cuts = bounds[name]
+            if len(cuts) != count + 1 or cuts[0] != 0 or cuts[-1] != len(columns[name]):
+                raise ValueError(f"the {name} column does not fit its bounds")
+        self._columns = [columns[name] for name in TEXT_FIELDS]
+        self._bounds = [bounds[name] for name in TEXT_FIELDS]
+        self._anchored = anchored
+        self._boosts = boosts
+
+    def __len__(self) -> int:
+        return len(self._boosts)
+
+    @overload
+    def __getitem__(self, key: int) -> IndexEntry: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[IndexEntry]: ...
+
+    def __getitem__(self, key: int | slice) -> IndexEntry | list[IndexEntry]:
+        if isinstance(key, slice):
+            return [self._cut(number) for number in range(*key.indices(len(self)))]
+        count = len(self._boosts)
+        if not -count <= key < count:
+            raise IndexError("entry number out of range")
+        return self._cut(key % count)
+
+    def __iter__(self) -> Iterator[IndexEntry]:
+        return (self._cut(number) for number in range(len(self._boosts)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(mine == theirs for mine, theirs in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, like the list it stands for
+
+    def _cut(self, number: int) -> IndexEntry:
+        location, page, anchor, title, page_title, text, trail = (
+            str(column[cuts[number] : cuts[number + 1]], "utf-8", "surrogatepass")
+            for column, cuts in zip(self._columns, self._bounds, strict=True)
+        )
+        anchored = anchor if self._anchored[number] else None
+        return IndexEntry(location, page, anchored, title, page_title, text, self._boosts[number], trail)
+
+
+TEXT_FIELDS = ("location", "page", "anchor", "title", "page_title", "text", "trail")
+"""`IndexEntry`'s text fields, in its order (a prebuilt ranker stores each as a column: `artifact.py`)."""
+
+TRAIL_SEPARATOR = "\x1f"
+"""Between the titles of a navigation trail (the unit separator: no title holds it)."""
+
+
+class IndexFormat(StrEnum):
+    """Which generator's search index a site publishes."""
+
+    MKDOCS = "mkdocs"
+    """MkDocs' search plugin: `search/search_index.json`, `{"config", "docs": [{"location", "title", "text"}]}`."""
+    ZENSICAL = "zensical"
+    """Zensical: `search.json` at the site root, `{"config", "items": [{"location", "level", "title", "text", "path",
+    "tags"}]}`, `path` the page's navigation trail."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A canonical page: the first entry seen for a page path wins."""
+
+    path: str
+    title: str
+
+    @property
+    def key(self) -> str:
+        return page_key(self.path)
+
+    @property
+    def leaf(self) -> str:
+        return self.key.rsplit("/", 1)[-1]
+
+    @property
+    def lookup(self) -> str:
+        """The key as requests spell it: MkDocs percent-encodes locations (`caf%C3%A9/`), requests arrive decoded."""
+        return unquote(self.key)
+
+
+@dataclass(slots=True)
+class SiteIndex:
+    """A loaded site: its entries in index order and lookups over its canonical pages (by decoded, lower-cased key
+    and leaf)."""
+
+    site: str
+    entries: Sequence[IndexEntry]
+    """A list when parsed here; `EntryColumns` when loaded from a prebuilt ranker."""
+    pages: list[Page]
+    by_key: dict[str, list[Page]] = field(default_factory=dict)
+    by_leaf: dict[str, list[Page]] = field(default_factory=dict)
+    top_dirs: frozenset[str] = frozenset()
+    page_chars: dict[str, int] = field(default_factory=dict)
+    """Each page's estimated Markdown length (`estimated_chars`)."""
+    members: dict[str, list[int]] | None = None
+    """Each page's entry numbers in index order, when known (`page_groups`): a page's entries without a pass over
+    all of them."""
+    format: IndexFormat = IndexFormat.MKDOCS
+    code: Sequence[CodeBlock] = ()
+    """The code blocks of its entries, in index order (`code.py`): what code search ranks."""
+
+    def entries_of(self, page: str) -> list[IndexEntry]:
+        """The page's entries in index order."""
+        if self.members is None:
+            self.members = _members(self.entries)
+        return [self.entries[number] for number in self.members.get(page, [])]
+
+    def sections(self, page: str) -> list[tuple[str, str]]:
+        """The page's section entries in index order, as (anchor, title): what its headings' anchors are."""
+        return [(entry.anchor, entry.title) for entry in self.entries_of(page) if entry.anchor is not None]
+
+    @classmethod
+    def build(
+        cls,
+        site: str,
+        entries: Sequence[IndexEntry],
+        *,
+        paged: Sequence[tuple[IndexEntry, list[int], int]] | None = None,
+        format: IndexFormat = IndexFormat.MKDOCS,
+        code: Sequence[CodeBlock] = (),
+    ) -> SiteIndex:
+        """The index over `entries`. `paged` (each page's first entry, all its entry numbers and its estimated
+        Markdown length, pages in index order), when a prebuilt ranker gives it (`artifact.loads`), spares the
+        passes over every entry."""
+        members = None
+        if paged is None:
+            first: dict[str, Page] = {}
+            for entry in entries:
+                if entry.page not in first:
+                    first[entry.page] = Page(entry.page, entry.page_title)
+            pages = list(first.values())
+            chars = estimated_chars(entries)
+        else:
+            pages = [Page(entry.page, entry.page_title) for entry, _, _ in paged]
+            members = {entry.page: numbers for entry, numbers, _ in paged}
+            chars = {entry.page: length for entry, _, length in paged}
+        index = cls(site, entries, pages, page_chars=chars, members=members, format=format, code=code)
+        for page in index.pages:
+            lookup = page.lookup
+            index.by_key.setdefault(lookup.lower(), []).append(page)
+            if lookup:
+                index.by_leaf.setdefault(lookup.rsplit("/", 1)[-1].lower(), []).append(page)
+        index.top_dirs = frozenset(key.split("/", 1)[0] for key in index.by_key if key)
+        return index
+
+
+def page_groups(entries: Sequence[IndexEntry]) -> list[tuple[int, list[int]]]:
+    """Pages in index order, each as (the entry that represents it, all its entries' numbers in index order).
+
+    The representative is the page's first page entry (no anchor), or its first entry when it has none. The
+    ranker's pages and the embedded page outlines (`vectors.py`) are both this grouping, so their rows line up.
+    """
+    return [
+        (next((n for n in sections if entries[n].anchor is None), sections[0]), sections)
+        for sections in _members(entries).values()
+    ]
+
+
+def _members(entries: Sequence[IndexEntry]) -> dict[str, list[int]]:
+    """Each page's entry numbers in index order, pages in index order."""
+    grouped: dict[str, list[int]] = {}
+    for number, entry in enumerate(entries):
+        grouped.setdefault(entry.page, []).append(number)
+    return grouped
+
+
+CHARS_PER_INDEXED_CHAR = 1.1
+FRONT_MATTER_CHARS = 100
+
+
+def estimated_chars(entries: Sequence[IndexEntry]) -> dict[str, int]:
+    """Each page's Markdown length as a read returns it, estimated from its entries' text and titles.
+
+    Markdown carries markup the index strips (link targets, fences, table pipes): on the sample corpus's 722 pages
+    the Markdown is a median 1.07 times the indexed text; the front matter adds about 100 characters.
+    """
+    totals: dict[str, int] = {}
+    for entry in entries:
+        totals[entry.page] = totals.get(entry.page, 0) + len(entry.title) + len(entry.text) + 4
+    return {page: round(total * CHARS_PER_INDEXED_CHAR) + FRONT_MATTER_CHARS for page, total in totals.items()}
+
+
+def page_key(path: str) -> str:
+    """A page path as resolution compares it: surrounding slashes trimmed."""
+    return path.strip("/")
+
+
+def html_to_text(fragment: str) -> str:
+    """Plain text of an index entry's HTML, with block boundaries kept as spaces, in time linear in the entry; a
+    lone surrogate (valid JSON, unencodable) becomes U+FFFD, so the entry loads and every answer can be encoded."""
+    if "<" in fragment or "&" in fragment:
+        fragment = html.unescape(_TAG.sub("", _BLOCK_TAG.sub(" ", fragment)))
+    return SURROGATE.sub("\ufffd", fragment)
+
+
+MAX_BOOST = 1_000.0
+"""Boosts above this are taken as this: Material's are small numbers, and a score must stay finite."""
+
+
+def clamp_boost(value: object) -> float:
+    """The per-page `boost`; NaN, infinite, negative or unparsable values clamp to 0, absent means 1."""
+    if value is None:
+        return 1.0
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return min(number, MAX_BOOST) if number >= 0 and math.isfinite(number) else 0.0
+
+
+ENTRY_KEY = b'"location"'
+"""Every entry of either layout has one; a string that holds the text escapes its quotes, so it never counts."""
+
+
+def check_size(payload: bytes, *, max_entries: int, max_bytes: int) -> None:
+    """IndexFormatError when the index is larger than `max_bytes` or has more than `max_entries` entries, decided from
+    its bytes alone (before it is parsed, which costs about 2 KB per entry at its peak)."""
+    if len(payload) > max_bytes:
+        raise IndexFormatError(f"the index is larger than {max_bytes / 2**20:g} MB (MaxIndexMegabytes)")
+    entries = payload.count(ENTRY_KEY)
+    if entries > max_entries:
+        raise IndexFormatError(f"the index has {entries:,} entries, more than {max_entries:,} (MaxIndexEntries)")
+
+
+def parse_index(site: str, payload: bytes | str) -> SiteIndex:
+    """Parse the published JSON; raises IndexFormatError when it is malformed, hostile or has no entries."""
+    try:
+        return _parse(site, payload)
+    except IndexFormatError:
+        raise
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:  # deeply nested, huge numbers, ...
+        raise IndexFormatError(f"unusable index ({type(exc).__name__})") from None
+
+
+def _parse(site: str, payload: bytes | str) -> SiteIndex:
+    try:
+        document = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IndexFormatError(f"not JSON: {exc}") from None
+    docs = document.get("docs") if isinstance(document, dict) else None
+    items = document.get("items") if isinstance(document, dict) else None
+    code: list[CodeBlock] = []
+    if isinstance(docs, list):
+        entries, format = list(_entries(docs, code)), IndexFormat.MKDOCS
+    elif isinstance(items, list):  # Zensical's: the same locations, titles and text, with each page's trail
+        entries, format = list(_entries(items, code)), IndexFormat.ZENSICAL
+    else:
+        raise IndexFormatError("no 'docs' list (MkDocs) or 'items' list (Zensical)")
+    if not entries:
+        raise IndexFormatError("the index has no entries")
+    return SiteIndex.build(site, entries, format=format, code=code)
+
+
+def unsafe_location(location: str) -> bool:
+    """True for an entry location that could leave its site once some server normalises it (`shared.paths`): dot
+    segments however they are spelled (`..`, `..;`, `%2e%2e`, overlong `%C0%AE`, fullwidth and leader dots),
+    backslashes, schemes and `//`."""
+    return escapes(location)
+
+
+def _plain(value: object) -> str:
+    """A title or text as the index should have given it: a string; a number as written; anything else nothing."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return str(value)
+    return ""
+
+
+def _entries(docs: Iterable[object], code: list[CodeBlock]) -> Iterable[IndexEntry]:
+    """The index's usable entries, in order; each one's code blocks are added to `code` as it is made."""
+    page_titles: dict[str, str] = {}
+    for raw in docs:
+        if not isinstance(raw, dict) or not isinstance(raw.get("location"), str):
+            continue
+        location: str = raw["location"].strip()
+        if len(location) > MAX_LOCATION_LENGTH or unsafe_location(location):  # `get` would refuse it
+            continue
+        page, sep, anchor = location.partition("#")
+        title = html_to_text(_plain(raw.get("title"))).strip()
+        if not sep:
+            page_titles.setdefault(page, title)
+        text = _plain(raw.get("text"))
+        entry = IndexEntry(
+            location=location,
+            page=page,
+            anchor=anchor if sep else None,
+            title=title,
+            page_title=page_titles.get(page, title),
+            text=html_to_text(text),
+            boost=clamp_boost(raw.get("boost")),
+            trail=_trail(raw.get("path")),
+        )
+        code += blocks_of(
+            SURROGATE.sub("\ufffd", text),
+            location=location,
+            page=page,
+            anchor=entry.anchor,
+            title=title,
+            page_title=entry.page_title,
+            trail=entry.trail,
+        )
+        yield entry
+
+
+def _trail(path: object) -> str:
+    """A Zensical item's `path` (the page's navigation trail) as `IndexEntry.trail`; empty for anything else."""
+    if not isinstance(path, list):
+        return ""
+    titles = [html_to_text(_plain(part)).replace(TRAIL_SEPARATOR, " ").strip() for part in path[:MAX_TRAIL]]
+    return TRAIL_SEPARATOR.join(title for title in titles if title)
+
+
+MAX_TRAIL = 16
+"""Titles of a navigation trail kept: deeper trails are cut (a hostile index cannot make breadcrumbs unbounded)."""
