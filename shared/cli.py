@@ -103,7 +103,7 @@ def _serve(settings: DocumentationSettings, host: str, port: int, log_level: str
     logging.getLogger("shared").setLevel("DEBUG" if log_level == "trace" else log_level.upper())  # no TRACE here
     export_telemetry(settings)
     # proxy_headers off: uvicorn would otherwise take the client's address from X-Forwarded-For on loopback, a header
-    # the caller writes, and the throttles and in-flight bound are keyed on the address (`shared.api.limits`).
+    # the caller writes, and the throttles and in-flight bound are keyed on the address (`shared.api.gate.limits`).
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, access_log=False, proxy_headers=False)
     return EXIT_OK
 

@@ -1,7 +1,7 @@
 """The forwarding marker: the header a remote call carries, and the per-request flag that keeps it from going on.
 
 A deployment's remote provider sends `FORWARDED_HEADER: 1` with every call. The receiving app's inbound middleware
-(`shared.api.inbound`) sees the header and marks the request as forwarded (`forwarded_request`); while it runs,
+(`shared.api.gate.inbound`) sees the header and marks the request as forwarded (`forwarded_request`); while it runs,
 this app's own remote provider declines, so a request from A to B is never sent on to A again (A→B→A cannot loop,
 whatever each deployment's `Remote__Endpoint` says). A context variable, like the request deadline: no I/O.
 """

@@ -7,7 +7,7 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 from shared.api.errors import ServiceNotStarted
-from shared.api.mcp import failure
+from shared.api.mcp.server import failure
 from shared.error_body import ToolFailure, decode, encode
 from shared.errors import InvalidRequestError, RequestTimeoutError, ResolutionError
 from shared.models import Reason, Resolution

@@ -69,3 +69,18 @@ def test_tests_pass_fakes_rather_than_patch_internals() -> None:
         if re.search(r"\bmonkeypatch\.setattr\(", line)
     ]
     assert len(patches) <= MAX_PATCHES, f"{len(patches)} patches of internals: {patches}"
+
+
+MAX_MODULES_PER_FOLDER = 15
+
+
+def test_no_folder_holds_more_modules_than_a_reader_can_take_in() -> None:
+    """A folder under `shared/` (the package's own top level aside) holds at most 15 modules directly: past that,
+    its concepts go into sub-packages a reader can find them by (`providers/mkdocs/scoring/`, `api/mcp/`)."""
+    crowded = {
+        str(folder.relative_to(ROOT)): count
+        for folder in (ROOT / "shared").rglob("*")
+        if folder.is_dir() and folder.name != "__pycache__"
+        if (count := len(list(folder.glob("*.py")))) > MAX_MODULES_PER_FOLDER
+    }
+    assert crowded == {}

@@ -37,8 +37,8 @@ if str(REPO) not in sys.path:
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from shared.api.budget import size  # noqa: E402
-from shared.api.resources import page_uri  # noqa: E402
+from shared.api.mcp.budget import size  # noqa: E402
+from shared.api.mcp.resources import page_uri  # noqa: E402
 from tools.load import OVERRIDES, QUERIES, corpus_env, free_port  # noqa: E402
 from tools.static_origin import StaticOrigin  # noqa: E402
 

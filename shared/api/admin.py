@@ -12,7 +12,7 @@ Its own credential, apart from reads: `Authorization: Bearer <one of Refresh__To
 when the tenant's keys are out of reach); nothing configured, every call is `401`; only unresolved Key Vault
 references set, `503`. Each caller (the token it presents) may start `BURST` calls at once and one more every
 `REFILL_SECONDS`, past that `429` with `Retry-After`; refused calls are limited the same way per client address
-(`shared.api.limits.client_of`) before any token is looked at, so guessing tokens meets `429` after `BURST` wrong
+(`shared.api.gate.limits.client_of`) before any token is looked at, so guessing tokens meets `429` after `BURST` wrong
 ones, whatever `X-Forwarded-For` they send, a valid token included (`RefreshGate.caller`). Refreshes coalesce per site
 (`shared.providers.mkdocs.lifecycle.refresh`): calling again while one runs queues exactly one more.
 Neither the token nor the body is logged.
@@ -37,10 +37,10 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Path, Request
 from fastapi.responses import JSONResponse
 
-from shared.api.bodies import nested_too_deeply
 from shared.api.errors import error
-from shared.api.inbound import BEARER, BearerTokens
-from shared.api.limits import client_of
+from shared.api.gate.bodies import nested_too_deeply
+from shared.api.gate.inbound import BEARER, BearerTokens
+from shared.api.gate.limits import client_of
 from shared.api.rest import composition, known
 from shared.compose import Composition
 from shared.deadline import budget

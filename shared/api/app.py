@@ -9,19 +9,19 @@ from enum import Enum
 from fastapi import FastAPI
 
 from shared import __version__
-from shared.api.access import AccessLog
 from shared.api.admin import install_admin_routes
-from shared.api.bodies import BodyDeadline
-from shared.api.disconnect import CancelOnDisconnect
 from shared.api.errors import install_error_handlers
 from shared.api.front import front_routes
-from shared.api.inbound import InboundCheck
-from shared.api.limits import ConcurrencyLimit
-from shared.api.mcp import build_server
-from shared.api.named import NamedRoute
+from shared.api.gate.access import AccessLog
+from shared.api.gate.bodies import BodyDeadline
+from shared.api.gate.disconnect import CancelOnDisconnect
+from shared.api.gate.inbound import InboundCheck
+from shared.api.gate.limits import ConcurrencyLimit
+from shared.api.gate.named import NamedRoute
+from shared.api.gate.signin import metadata_routes
+from shared.api.mcp.server import build_server
+from shared.api.mcp.transport import MCP_PATH, McpEndpoint, transport_security
 from shared.api.rest import install_routes
-from shared.api.signin import metadata_routes
-from shared.api.transport import MCP_PATH, McpEndpoint, transport_security
 from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.entra import EntraVerifier

@@ -11,7 +11,7 @@ ServiceNotStarted                         503 starting                      star
 ServiceUnavailableError                   503 unavailable + providers       unavailable: ... (each provider's state)
 Unauthorized, Forbidden (+ challenge)     401 unauthorized, 403 forbidden   its code, then its message (a refusal
 Throttled (+ Retry-After)                 429 too_many_requests             comes before any tool runs, at the
-CredentialsUnavailable, KeysUnavailable   503 unavailable                   gate: `shared.api.inbound`)
+CredentialsUnavailable, KeysUnavailable   503 unavailable                   gate: `shared.api.gate.inbound`)
 an unknown route                          404 not_found                     (the SDK's unknown-tool error)
 anything else                             500 internal_error (logged with its type, never its text)
 

@@ -19,8 +19,8 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import BaseRoute
 
 from shared.api import caching
-from shared.api.named import NamedRoute
-from shared.api.transport import MCP_PATH
+from shared.api.gate.named import NamedRoute
+from shared.api.mcp.transport import MCP_PATH
 
 UI_PATH = "/api/ui"
 HEALTH_PATH = "/api/health"

@@ -79,7 +79,7 @@ async def test_no_redirect_is_built_from_the_host_header_and_the_log_names_route
 
     assert slashed.status_code == 404 and "location" not in slashed.headers
     assert pasted.status_code == 404 and fine.status_code == 200
-    logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.access"]
+    logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.gate.access"]
     assert "GET /api/docs/search 200" in " ".join(logged) and "GET (unmatched) 404" in " ".join(logged)
     assert not [line for line in logged if "SECRET-9d1" in line]
 
@@ -140,7 +140,7 @@ async def test_the_access_log_names_the_mcp_and_metadata_routes(caplog: pytest.L
             ]
 
     assert [answer.status_code for answer in answers] == [200, 200, 405, 404, 404]  # sign-in is off: no metadata
-    logged = " ".join(record.getMessage() for record in caplog.records if record.name == "shared.api.access")
+    logged = " ".join(record.getMessage() for record in caplog.records if record.name == "shared.api.gate.access")
     assert "POST /api/mcp 200" in logged and "POST /api/mcp/ 200" in logged and "GET /api/mcp 405" in logged
     assert "GET /.well-known/oauth-protected-resource 404" in logged
     assert "GET /.well-known/oauth-protected-resource/api/mcp 404" in logged
@@ -197,7 +197,7 @@ async def test_the_access_log_logs_every_refusal_and_no_method_the_client_made_u
 
     statuses = [answer.status_code for answer in (invented, unsigned, hooked, crowded, answered, unavailable)]
     assert statuses == [405, 401, 401, 429, 200, 503]
-    logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.access"]
+    logged = [record.getMessage() for record in caplog.records if record.name == "shared.api.gate.access"]
     assert not [line for line in logged if "SECRETMETHOD" in line or len(line) > 80], logged
     for line in (
         "OTHER /api/docs/search 405",

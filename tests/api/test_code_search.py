@@ -8,7 +8,7 @@ import httpx
 import mcp
 import pytest
 
-from shared.api.rendering import render_search
+from shared.api.mcp.rendering import render_search
 from shared.code_samples import PENDING
 from shared.compose import compose
 from shared.models import SearchKind, SearchResponse

@@ -129,7 +129,7 @@ async def test_a_client_that_hangs_up_cancels_the_work_it_started(
 
 async def test_a_disconnect_reported_once_the_answer_has_started_does_not_cut_it_short() -> None:
     """uvicorn reports a finished (or finishing) response as `http.disconnect`: the answer must still be whole."""
-    from shared.api.disconnect import CancelOnDisconnect
+    from shared.api.gate.disconnect import CancelOnDisconnect
 
     started = asyncio.Event()
     sent: list[dict[str, object]] = []

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from shared.api import create_app
-from shared.api.bodies import nested_too_deeply
+from shared.api.gate.bodies import nested_too_deeply
 from tests.api.test_mcp_revisions import call
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer

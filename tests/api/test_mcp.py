@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from shared.api import create_app
-from shared.api.mcp import ago
+from shared.api.mcp.server import ago
 from shared.validation import MAX_QUERY_LENGTH
 from tests.api.test_mcp_revisions import LEGACY, MODERN, call, result_of
 from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS

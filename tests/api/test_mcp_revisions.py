@@ -24,8 +24,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import TextContent, TextResourceContents
 
 from shared.api import create_app
-from shared.api.mcp import McpEndpoint
-from shared.api.resources import page_uri
+from shared.api.mcp.resources import page_uri
+from shared.api.mcp.server import McpEndpoint
 from tests.support.sites import ROOTED_OVERRIDE, fixture_settings
 from tests.support.uvicorn_server import UvicornServer
 from tools.static_origin import StaticOrigin

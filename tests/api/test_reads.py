@@ -15,7 +15,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, ResourceLink, TextContent, TextResourceContents
 
-from shared.api.budget import size
+from shared.api.mcp.budget import size
 from shared.models import Document, View
 from shared.reading import MAX_PART_CHARS, Read
 from tests.support.uvicorn_server import UvicornServer
@@ -327,8 +327,8 @@ async def test_a_resource_uri_that_does_not_fit_is_refused_not_guessed(
 
 
 def test_an_outline_or_a_section_list_too_long_for_the_budget_is_cut_and_says_so() -> None:
-    from shared.api.budget import outline_answer
     from shared.api.errors import answer
+    from shared.api.mcp.budget import outline_answer
     from shared.models import Reason, Resolution
     from shared.reading import UnknownSectionError, outline, select
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from shared.api import mcp as api_mcp
-from shared.api.tool_schemas import DOCUMENT_OUTPUT, SEARCH_OUTPUT, VERSIONS_OUTPUT
+from shared.api.mcp import server as api_mcp
+from shared.api.mcp.tool_schemas import DOCUMENT_OUTPUT, SEARCH_OUTPUT, VERSIONS_OUTPUT
 from tests.api.test_mcp_revisions import LEGACY, MODERN, call, result_of
 from tests.support.uvicorn_server import UvicornServer
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from shared.api import inbound
+from shared.api.gate import inbound
 from tests.providers.remote.conftest import MCP, Deployment
 from tests.support.mcp_wire import INITIALIZE, MCP_HEADERS
 

@@ -1,5 +1,5 @@
 """What an agent reads of a search or of a site's versions: the text beside the structured content of the MCP
-tools' answers (`shared.api.mcp`); a page read's text is `shared.api.budget`'s.
+tools' answers (`shared.api.mcp.server`); a page read's text is `shared.api.mcp.budget`'s.
 
 A search answer is one block per hit (title, location, breadcrumb, size, preview, a code result's fenced block),
 then how fresh the answering sites' indexes are and how to read on; no hit says which sites were searched and what
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from shared.api import resources
+from shared.api.mcp import resources
 from shared.code_samples import GUESSED, PENDING
 from shared.models import CodeSample, SearchResponse, SiteAnswer, SiteSearched, VersionListing
 from shared.validation import ROOT_LOCATION

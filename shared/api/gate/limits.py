@@ -16,7 +16,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.api.errors import respond
-from shared.api.inbound import GUARDED_PREFIX, OPEN_PATHS
+from shared.api.gate.inbound import GUARDED_PREFIX, OPEN_PATHS
 from shared.errors import Throttled
 
 RETRY_AFTER_SECONDS = 1

@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse
 from starlette.types import Scope
 
 from shared.api.errors import error
-from shared.api.named import NamedRoute
-from shared.api.transport import MCP_PATH
+from shared.api.gate.named import NamedRoute
+from shared.api.mcp.transport import MCP_PATH
 from shared.settings import DocumentationSettings
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from shared.api.rendering import SearchAnswer
+from shared.api.mcp.rendering import SearchAnswer
 from shared.models import Document, VersionListing
 
 M = TypeVar("M", bound=BaseModel)

@@ -5,7 +5,7 @@ An ASGI middleware over the whole app:
 - With Entra sign-in (`Auth__TenantId` and `Auth__Audience`), every `/api/*` route except `/api/health` (and the
   publish hook) requires a v2.0 access token for this app carrying a required scope or an accepted role
   (`shared.entra`); an `Inbound__Tokens` token is still accepted beside it. No token or a bad one is `401` with the
-  challenge that points clients at the protected resource metadata (`shared.api.signin`), a valid token without the
+  challenge that points clients at the protected resource metadata (`shared.api.gate.signin`), a valid token without the
   grant `403 insufficient_scope`, and signing keys out of reach `503`: never a request let through.
 
 - With `Inbound__Tokens` set, every `/api/*` route except `/api/health` requires `Authorization: Bearer <token>`
@@ -19,7 +19,7 @@ An ASGI middleware over the whole app:
 - A request carrying the remote provider's forwarding marker (`x-docs-forwarded`) is answered with this app's
   remote provider declining (`shared.forwarding`), so a request from A to B never comes back to A.
 
-Neither the token, the method nor the path is ever logged here: the access log (`shared.api.access`) records each
+Neither the token, the method nor the path is ever logged here: the access log (`shared.api.gate.access`) records each
 refusal with its route and status.
 """
 
@@ -34,7 +34,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.api.errors import respond
-from shared.api.signin import challenge
+from shared.api.gate.signin import challenge
 from shared.deadline import budget
 from shared.entra import EntraVerifier, Verdict
 from shared.errors import AccessRefused, CredentialsUnavailable, Forbidden, KeysUnavailable, Unauthorized

@@ -20,9 +20,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ResourceLink
 
-from shared.api import budget, caching
-from shared.api.envelope import MODERN
+from shared.api import caching
 from shared.api.errors import answer, tool_error, where, within
+from shared.api.mcp import budget
+from shared.api.mcp.envelope import MODERN
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchResult
 from shared.reading import check_read

@@ -3,7 +3,7 @@
 The SDK reads a POST's whole body however large it is, and in the 2025-11-25 revision answers an envelope that is
 not a JSON-RPC message (no `method`, a number for one, a list) with `-32602` and a validation report that quotes the
 body back. Here the size is checked from `Content-Length` and again while the body streams in (a larger one is
-`413`, read no further), a body nested more deeply than `shared.api.bodies.MAX_JSON_DEPTH` is `-32600` before any
+`413`, read no further), a body nested more deeply than `shared.api.gate.bodies.MAX_JSON_DEPTH` is `-32600` before any
 decoder recurses on it, and a body that parses as JSON but is not one JSON-RPC message is `-32600` (Invalid
 Request), as JSON-RPC 2.0 names it, quoting nothing: an `id` must be a string or an integer (MCP: "MUST be a string
 or integer"), so `1.5`, `NaN` or `1e999` is refused with an answer rather than taken as a notification. A body that
@@ -18,7 +18,7 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope
 
-from shared.api.bodies import MAX_JSON_DEPTH, nested_too_deeply
+from shared.api.gate.bodies import MAX_JSON_DEPTH, nested_too_deeply
 
 MAX_MESSAGE_BYTES = 262_144
 """A tool call's arguments are at most a few KB (a 1,024-character query and as long a location); 256 KB leaves
@@ -30,7 +30,7 @@ NOT_SERVED = frozenset({"subscriptions/listen", "resources/subscribe", "resource
 """Methods a stateless server with no subscriptions never serves: `-32601` before the SDK validates their params
 (in 2026-07-28 it would answer `subscriptions/listen` without its `notifications` with `-32602`)."""
 MODERN = "2026-07-28"
-"""The first revision whose answers differ here (and in `shared.api.resources`); later revisions compare after it."""
+"""The first revision whose answers differ here (and in `mcp.resources`); later revisions compare after it."""
 SHAPE = (
     'a JSON-RPC 2.0 message is one object with "jsonrpc": "2.0", a string "method", an "id" that is a string or an '
     'integer (none for a notification) and "params" that is an object'

@@ -1,7 +1,7 @@
 """The MCP endpoint's transport: `/api/mcp` as streamable HTTP, stateless, over the session manager the app's
 lifespan runs (`shared.api.app`).
 
-Each POST is checked to be one JSON-RPC message of bounded size (`shared.api.envelope`) before the SDK sees it, and
+Each POST is checked to be one JSON-RPC message of bounded size (`shared.api.mcp.envelope`) before the SDK sees it, and
 answered within the request deadline; the SDK's DNS-rebinding protection admits the app's own host names and
 loopback only. Before the lifespan has started the server, the endpoint answers `503 starting` (`ServiceNotStarted`,
 through `shared.api.errors.respond`).
@@ -19,8 +19,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
-from shared.api import envelope
 from shared.api.errors import ServiceNotStarted, error, respond
+from shared.api.mcp import envelope
 from shared.settings import LOOPBACK_HOSTS
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def transport_security(allowed_hosts: Sequence[str]) -> TransportSecuritySetting
 
 class McpEndpoint:
     """`/api/mcp` (and `/api/mcp/`, never redirected) handed to the session manager the lifespan started, once its
-    body is known to be one JSON-RPC message of bounded size (`shared.api.envelope`); no request outlives the
+    body is known to be one JSON-RPC message of bounded size (`shared.api.mcp.envelope`); no request outlives the
     request deadline (and a little grace for the answer to go out): one that has not begun its answer by then is
     answered `504`."""
 

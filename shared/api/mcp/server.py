@@ -5,12 +5,12 @@ Stateless, with JSON responses rather than SSE streams: the Functions HTTP trigg
 instance must be able to answer any request. The MCP server and its session manager are built per app lifespan
 (the SDK's session manager runs once per instance), over the service the same lifespan composed. The tools return
 what the REST API returns, as structured content with an output schema, plus a text rendering for agents that read
-text (`shared.api.rendering`); `get_doc` answers within the answer budget (`shared.api.budget`). Failures are tool
+text (`mcp.rendering`); `get_doc` answers within the answer budget (`mcp.budget`). Failures are tool
 errors with the REST API's reason codes in their text and the REST API's error body as structured content
 (`shared.api.errors`).
 
 This module is the server and its tools: their descriptions, argument schemas and checks, and tool errors. The
-endpoint that carries it over HTTP is `shared.api.transport` (its names are importable from here too).
+endpoint that carries it over HTTP is `shared.api.mcp.transport` (its names are importable from here too).
 
 No `from __future__ import annotations` here: the SDK reads the tools' annotations at run time, and the site list
 in `search_docs`' schema is built from the service's sites in `build_server`'s scope.
@@ -41,11 +41,12 @@ from mcp.types import (
 from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 
 from shared import __version__
-from shared.api import budget, caching, resources
+from shared.api import caching
 from shared.api.errors import answer, tool_error, where, within
-from shared.api.rendering import SearchAnswer, ago, render_versions, search_answer
-from shared.api.tool_schemas import DOCUMENT_OUTPUT, SEARCH_OUTPUT, VERSIONS_OUTPUT
-from shared.api.transport import MCP_PATH, McpEndpoint, transport_security
+from shared.api.mcp import budget, resources
+from shared.api.mcp.rendering import SearchAnswer, ago, render_versions, search_answer
+from shared.api.mcp.tool_schemas import DOCUMENT_OUTPUT, SEARCH_OUTPUT, VERSIONS_OUTPUT
+from shared.api.mcp.transport import MCP_PATH, McpEndpoint, transport_security
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import SearchKind, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
@@ -212,7 +213,7 @@ class DocsServer(MCPServer[Any]):
             raise
 
     async def _read(self, context: ServerRequestContext[Any], params: ReadResourceRequestParams) -> ReadResourceResult:
-        """`docs://{site}/{path}` as the page's Markdown within the budget (`shared.api.resources`), fresh for as
+        """`docs://{site}/{path}` as the page's Markdown within the budget (`shared.api.mcp.resources`), fresh for as
         long as the service's own copy of the page; its errors in the request's revision's codes."""
         uri = str(params.uri)
         read = await resources.read_page(
