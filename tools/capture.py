@@ -78,12 +78,10 @@ def ask(base: str, path: str, params: dict[str, str], *, token: str | None = Non
 def capture(base: str, evals: list[Path], refresh_token: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {"search": {}, "get": {}, "list": {}, "bad": [], "health": None, "refresh": None}
     health = ask(base, "/api/health", {})
-    states = health["body"]["providers"]["mkdocs"]["sites"]
-    sites = sorted(states)
-    published = [site for site in sites if not states[site].get("unpublished")]  # nothing to wait for on the rest
+    sites = sorted(health["body"]["providers"]["mkdocs"]["sites"])
     if refresh_token:  # what a refresh learns (pages gone from the origin) is known to both runs from the start
         ask(base, "/api/admin/refresh", {}, token=refresh_token, method="POST")
-    ready(base, published)
+    ready(base, sites)
     for path in evals:
         data = json.loads(path.read_text(encoding="utf-8"))
         code = data.get("kind") == "code"

@@ -165,7 +165,8 @@ def ready(base: str, sites: list[str], seconds: float = 600.0) -> None:
         while True:
             states = client.get("/api/health").json()["providers"]["mkdocs"]["sites"]
             if all(
-                states[site].get("semantic") in ("ready", "off") and states[site].get("codeLanguages") == "read"
+                states[site].get("unpublished")
+                or (states[site].get("semantic") in ("ready", "off") and states[site].get("codeLanguages") == "read")
                 for site in sites
             ):
                 return
