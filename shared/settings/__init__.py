@@ -42,6 +42,7 @@ from shared.settings.sections import (
     SearchSettings,
     WarmupSettings,
 )
+from shared.settings.site_map import SiteMap
 from shared.settings.source import HOST_OWNED, PREFIX, RETIRED, AppSettingsSource, environment
 from shared.settings.values import LOOPBACK_HOSTS, STORAGE_NAME, absolute_url
 
@@ -68,6 +69,7 @@ __all__ = [
     "RemoteSettings",
     "SearchSettings",
     "Secret",
+    "SiteMap",
     "WarmupSettings",
     "absolute_url",
     "load_settings",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,8 +31,9 @@ from shared.settings.sections import (
     SearchSettings,
     WarmupSettings,
 )
+from shared.settings.site_map import SiteMap
 from shared.settings.source import PREFIX
-from shared.site_key import SEPARATOR, SiteKey
+from shared.site_key import SEPARATOR
 
 DEFAULT_SITES = ("forge", "cloud-foundations", "iac-azure-modules", "iac-okta-modules", "iac-aws-modules")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -252,16 +254,24 @@ class DocumentationSettings(BaseSettings):
             raise ValueError(f"SearchIndexOverrides: {site!r} must be a path under the origin")
         return "/" + target.lstrip("/")
 
+    @cached_property
+    def site_map(self) -> SiteMap:
+        """Where each site is published (`SiteMap`): what the parts that ask the origin take, not these settings."""
+        return SiteMap(
+            origin=self.origin,
+            sites=self.sites,
+            default_site=self.default_site,
+            search_index_path=self.search_index_path,
+            overrides=self.search_index_overrides,
+        )
+
     def base_url(self, site: str) -> str:
-        """A site's base URL: `{Origin}/{site}`, and a version's (`{site}@{version}`, a versioned site's folder,
-        `shared.providers.mkdocs.lifecycle.versions`) `{Origin}/{site}/{version}`; there are no per-site base URLs."""
-        key = SiteKey.parse(site)
-        return f"{self.origin}/{key.site}/{key.version}" if key.version else f"{self.origin}/{site}"
+        """`SiteMap.base_url`."""
+        return self.site_map.base_url(site)
 
     def index_url(self, site: str) -> str:
-        """Where a site's search index is published: the override, else `{base}{SearchIndexPath}`."""
-        override = self.search_index_overrides.get(site)
-        return self.origin + override if override else self.base_url(site) + self.search_index_path
+        """`SiteMap.index_url`."""
+        return self.site_map.index_url(site)
 
     def unresolved_secrets(self) -> tuple[str, ...]:
         """The secret settings whose value is still a Key Vault reference (`@Microsoft.KeyVault(...)`): App Service
@@ -272,6 +282,5 @@ class DocumentationSettings(BaseSettings):
         return unresolved_keys(self, PREFIX)
 
     def site_named(self, name: str) -> str | None:
-        """The configured site with this name, case-insensitively."""
-        lowered = name.lower()
-        return next((site for site in self.sites if site.lower() == lowered), None)
+        """`SiteMap.site_named`."""
+        return self.site_map.site_named(name)

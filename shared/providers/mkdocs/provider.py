@@ -86,13 +86,15 @@ class MkDocsProvider:
         self._settings = settings
         self._client = client
         self._registry = registry
-        self._versioned = VersionedSites(settings, registry, Versions(settings, client, layouts=registry.layouts))
+        sites, raw = settings.site_map, settings.raw_markdown_url_pattern
+        versions = Versions(client, sites=sites, defaults=settings.version_defaults, layouts=registry.layouts)
+        self._versioned = VersionedSites(registry, versions, sites=sites, wait=settings.search.site_wait_seconds)
         self._resolver = Resolver(settings.sites, settings.default_site, self._versioned.resolvable)
-        self._fetcher = PageFetcher(settings, client, pages)
+        self._fetcher = PageFetcher(client, pages, sites=sites, raw_pattern=raw)
         self._federations = Federations()
-        self._misses = Misses(settings, client, registry, self._resolver)
+        self._misses = Misses(client, registry, self._resolver, sites=sites)
         self._code = CodeRankers(
-            CodeFences(settings, client, registry.store, lambda site, path: raw_markdown_url(settings, site, path))
+            CodeFences(client, registry.store, lambda site, path: raw_markdown_url(sites, raw, site, path))
         )
         self.sites = settings.sites
 

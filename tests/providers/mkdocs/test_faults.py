@@ -98,7 +98,7 @@ async def test_an_unpublished_site_costs_one_origin_request_per_check_and_a_late
 
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
         registry = SiteRegistry(settings, client, MemoryStore(), clock=clock)
-        versions = Versions(settings, client, clock=clock, layouts=registry.layouts)
+        versions = Versions(client, sites=settings.site_map, clock=clock, layouts=registry.layouts)
         try:
             assert await registry.get(site) is None
             assert await versions.within(site, None) is None

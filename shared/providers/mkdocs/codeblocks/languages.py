@@ -28,7 +28,7 @@ from shared.errors import OriginError, StoreError
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.codeblocks.code import Fence, fences
 from shared.providers.mkdocs.indexes.index import SiteIndex
-from shared.settings import DERIVED_PREFIX, DocumentationSettings
+from shared.settings import DERIVED_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +82,12 @@ class CodeFences:
 
     def __init__(
         self,
-        settings: DocumentationSettings,
         client: OriginClient,
         store: CopyStore,
         url: Callable[[str, str], str | None],
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._settings = settings
         self._client = client
         self._store = store
         self._url = url
@@ -133,7 +131,7 @@ class CodeFences:
         try:
             found, complete = await stored_fences(self._store, site, known.digest), True
             if found is None:
-                found, complete = await read_fences(self._client, self._settings, self._url, site, index)
+                found, complete = await read_fences(self._client, self._url, site, index)
                 if complete:
                     await keep_fences(self._store, site, known.digest, found)
             if found or complete:
@@ -186,7 +184,6 @@ async def keep_fences(store: CopyStore, site: str, digest: str, found: Fences) -
 
 async def read_fences(
     client: OriginClient,
-    settings: DocumentationSettings,
     url: Callable[[str, str], str | None],
     site: str,
     index: SiteIndex,
@@ -206,7 +203,7 @@ async def read_fences(
             return
         async with lane:
             try:
-                response = await client.get(address, scope=settings.origin)
+                response = await client.get(address, scope=client.origin)
             except OriginError:
                 return
         if response.status == 200:

@@ -21,7 +21,7 @@ from shared.providers.mkdocs.fetching.pagecache import CachedPage, PageCache
 from shared.providers.mkdocs.fetching.redirect_stubs import stub_target
 from shared.providers.mkdocs.fetching.unserved import GONE
 from shared.providers.mkdocs.indexes.index import page_key
-from shared.settings import DocumentationSettings
+from shared.settings import SiteMap
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,12 @@ CONVERSIONS = 2
 class PageFetcher:
     """Pages fetched from the origin as Markdown, kept a few minutes and revalidated after that."""
 
-    def __init__(self, settings: DocumentationSettings, client: OriginClient, pages: PageCache | None = None) -> None:
-        self._settings = settings
+    def __init__(
+        self, client: OriginClient, pages: PageCache | None = None, *, sites: SiteMap, raw_pattern: str | None
+    ) -> None:
+        self._sites = sites
+        self._raw_pattern = raw_pattern
+        """`RawMarkdownUrlPattern`: where a page's raw Markdown is (None: the HTML page alone)."""
         self._client = client
         self.pages = pages if pages is not None else PageCache()
         self._converter = ThreadPoolExecutor(max_workers=CONVERSIONS, thread_name_prefix="convert")
@@ -49,12 +53,12 @@ class PageFetcher:
         if fresh is not None:
             return Fetched(fresh.markdown, page=fresh)
         kept = self.pages.kept(site, path)
-        raw_url = raw_markdown_url(self._settings, site, path)
+        raw_url = raw_markdown_url(self._sites, self._raw_pattern, site, path)
         raw_gone = raw_url is None
         if raw_url is not None:
             try:
                 # The pattern is configuration and may point anywhere under the origin, not only under the site.
-                response = await self._client.get(raw_url, scope=self._settings.origin, headers=_asking(kept, raw=True))
+                response = await self._client.get(raw_url, scope=self._sites.origin, headers=_asking(kept, raw=True))
                 if response.status == 304 and kept is not None and kept.raw:
                     return self._kept(site, path, kept)
                 text = response.text()
@@ -66,7 +70,7 @@ class PageFetcher:
                 log.info("raw Markdown unavailable for site %s (%s); converting the HTML page", site, exc)
         try:
             response = await self._client.get(
-                html_url, scope=self._settings.base_url(site) + "/", headers=_asking(kept, raw=False)
+                html_url, scope=self._sites.base_url(site) + "/", headers=_asking(kept, raw=False)
             )
         except OriginError as exc:
             if exc.too_large:
@@ -123,16 +127,15 @@ class PageFetcher:
         self._converter.shutdown(wait=False, cancel_futures=True)
 
 
-def raw_markdown_url(settings: DocumentationSettings, site: str, path: str) -> str | None:
-    """Where a page's raw Markdown is published (`RawMarkdownUrlPattern`); None when that is disabled."""
-    pattern = settings.raw_markdown_url_pattern
+def raw_markdown_url(sites: SiteMap, pattern: str | None, site: str, path: str) -> str | None:
+    """Where a page's raw Markdown is published (`pattern`: `RawMarkdownUrlPattern`); None when that is disabled."""
     if pattern is None:
         return None
     values = {
-        "base": settings.base_url(site),
+        "base": sites.base_url(site),
         "path": page_key(path) or "index",
         "site": site,
-        "origin": settings.origin,
+        "origin": sites.origin,
     }
     for name, value in values.items():
         pattern = pattern.replace("{" + name + "}", value)

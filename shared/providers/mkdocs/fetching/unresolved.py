@@ -17,7 +17,7 @@ from shared.providers.mkdocs.fetching.redirect_stubs import RedirectProbe
 from shared.providers.mkdocs.indexes.index import SiteIndex
 from shared.providers.mkdocs.indexes.resolution import Resolver, qualify
 from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
-from shared.settings import DocumentationSettings
+from shared.settings import SiteMap
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +25,8 @@ log = logging.getLogger(__name__)
 class Misses:
     """Where a location that resolved to nothing went, or what is near it."""
 
-    def __init__(
-        self, settings: DocumentationSettings, client: OriginClient, registry: SiteRegistry, resolver: Resolver
-    ) -> None:
-        self._settings = settings
+    def __init__(self, client: OriginClient, registry: SiteRegistry, resolver: Resolver, *, sites: SiteMap) -> None:
+        self._sites = sites
         self._registry = registry
         self._resolver = resolver
         self._redirects = RedirectProbe(client)
@@ -38,8 +36,8 @@ class Misses:
         """The page an old path now redirects to at the origin (`redirects`), resolved with the rule `redirect`."""
         path = location.partition("#")[0].strip("/")
         head, _, rest = path.partition("/")
-        named = self._settings.site_named(head)
-        site, old = (named, rest) if named is not None and rest else (self._settings.default_site, path)
+        named = self._sites.site_named(head)
+        site, old = (named, rest) if named is not None and rest else (self._sites.default_site, path)
         loaded = self._registry.current(site)
         if loaded is None or not old:
             return None
@@ -47,7 +45,7 @@ class Misses:
         async def known(relative: str) -> str | None:
             return await self._indexed(site, relative)
 
-        base = self._settings.base_url(site)
+        base = self._sites.base_url(site)
         target = await self._redirects.moved(base, old, loaded.fetched_at.isoformat(), known)
         if target is None:
             return None
@@ -63,7 +61,7 @@ class Misses:
 
     async def stub_target(self, site: str, target: str) -> str | None:
         """The indexed path of a stub's target when it is a page of the same site the index knows, else None."""
-        base = self._settings.base_url(site) + "/"
+        base = self._sites.base_url(site) + "/"
         if not target.startswith(base):
             return None
         return await self._indexed(site, target[len(base) :].split("#", 1)[0])
@@ -79,7 +77,7 @@ class Misses:
         locates them; a site's suggester is built once per index version, off the event loop (about 160 ms for
         4,500 pages)."""
         ready: list[tuple[str, Suggester]] = []
-        for site in self._settings.sites:
+        for site in self._sites.sites:
             loaded = self._registry.current(site)
             if loaded is None:
                 continue

@@ -105,7 +105,7 @@ class PageCheck:
             if found is Verdict.SERVED:
                 fresh = Validators(html.etag, html.last_modified)
                 return Probe(found, fresh if fresh else known if html.status == 304 else None)
-            raw_url = raw_markdown_url(self._settings, site, path)
+            raw_url = raw_markdown_url(self._settings.site_map, self._settings.raw_markdown_url_pattern, site, path)
             if found is Verdict.UNKNOWN or raw_url is None:
                 return Probe(found)
             # The pattern is configuration and may point anywhere under the origin, not only under the site.

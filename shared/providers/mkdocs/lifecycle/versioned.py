@@ -32,7 +32,7 @@ from shared.providers.mkdocs.lifecycle.loading import LoadedSite
 from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.providers.mkdocs.lifecycle.slots import Failure
 from shared.providers.mkdocs.lifecycle.versions import Versions, VersionsPending, VersionsUnavailable
-from shared.settings import DocumentationSettings
+from shared.settings import SiteMap
 from shared.site_key import SiteKey
 
 LOOKS_LIKE_VERSION = re.compile(r"[vV]?[0-9]")
@@ -57,8 +57,10 @@ class Broken:
 class VersionedSites:
     """The provider's view of versioned sites: their versions chosen for a search or a location."""
 
-    def __init__(self, settings: DocumentationSettings, registry: SiteRegistry, versions: Versions) -> None:
-        self._settings = settings
+    def __init__(self, registry: SiteRegistry, versions: Versions, *, sites: SiteMap, wait: float) -> None:
+        self._sites = sites
+        self._wait = wait
+        """`Search__SiteWaitSeconds`: how long a search waits for a site (and its versions) to be ready."""
         self._registry = registry
         self._versions = versions
 
@@ -122,13 +124,13 @@ class VersionedSites:
         """The sites ready to search within the per-site wait, and how each site asked for stood. A versioned site is
         searched in the version asked for, else its default (`search_in`)."""
         if site is not None:
-            named = self._settings.site_named(site)
+            named = self._sites.site_named(site)
             if named is None:
                 raise ProviderDeclinedError("not one of this provider's sites")
             sites: tuple[str, ...] = (named,)
         else:
-            sites = self._settings.sites
-        wait = self._settings.search.site_wait_seconds
+            sites = self._sites.sites
+        wait = self._wait
         ready = await self._registry.within(sites, wait)
         ready, broken = await self.search_in(sites, ready, version, alone=site is not None)
         loaded = [entry for entry in ready.values() if entry is not None]
@@ -180,7 +182,7 @@ class VersionedSites:
             if ready.get(name) is not None or name not in ready:
                 continue
             try:
-                versions = await self.versioned(name, wait=self._settings.search.site_wait_seconds)
+                versions = await self.versioned(name, wait=self._wait)
             except VersionsPending:
                 ready.pop(name, None)  # still asking: the site stands as loading, and the lookup goes on
                 unknown = True
@@ -210,7 +212,7 @@ class VersionedSites:
                 )
         if not chosen:
             return ready, broken
-        found = await self._registry.within(tuple(chosen.values()), self._settings.search.site_wait_seconds)
+        found = await self._registry.within(tuple(chosen.values()), self._wait)
         ready = dict(ready)
         for name, key in chosen.items():
             if key not in found:
@@ -246,8 +248,8 @@ class VersionedSites:
         without a version folder or `version`, which resolves across the sites as any bare path does."""
         path = location.strip().lstrip("/")
         head, _, rest = path.partition("/")
-        named = self._settings.site_named(unquote(head)) if head else None
-        site, remainder = (named, rest) if named is not None else (self._settings.default_site, path)
+        named = self._sites.site_named(unquote(head)) if head else None
+        site, remainder = (named, rest) if named is not None else (self._sites.default_site, path)
         versions = None
         if await self._registry.index(site) is None:
             try:
@@ -288,7 +290,7 @@ class VersionedSites:
             return False
         if bare and any(
             (held := self._registry.current(other)) is not None and folder.lower() in held.index.top_dirs
-            for other in self._settings.sites
+            for other in self._sites.sites
             if other != versions.site
         ):
             return False

@@ -22,7 +22,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
@@ -32,7 +32,7 @@ from shared.models import Version, VersionSet
 from shared.paths import escapes
 from shared.providers.mkdocs.fetching.redirect_stubs import stub_target
 from shared.providers.mkdocs.lifecycle.layouts import Layouts
-from shared.settings import DocumentationSettings
+from shared.settings import SiteMap
 from shared.validation import VERSION
 
 log = logging.getLogger(__name__)
@@ -126,13 +126,16 @@ class Versions:
 
     def __init__(
         self,
-        settings: DocumentationSettings,
         client: OriginClient,
         *,
+        sites: SiteMap,
+        defaults: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         layouts: Layouts | None = None,
     ) -> None:
-        self._settings = settings
+        self._sites = sites
+        self._defaults = dict(defaults or {})
+        """`VersionDefaults`: a site's default version (or alias), over what its origin says."""
         self._client = client
         self._clock = clock
         self._layouts = layouts
@@ -209,14 +212,14 @@ class Versions:
             return Known(self._clock() + delay, kept, refused, failed=reason, failures=failures)
 
     async def _fetch(self, site: str) -> VersionSet | None:
-        base = self._settings.base_url(site)
+        base = self._sites.base_url(site)
         response = await self._client.get(base + VERSIONS_PATH, scope=base + "/", max_bytes=MAX_BYTES)
         if response.status in (404, 410):
             return None
         if response.status != 200:
             raise OriginError(f"versions.json answered HTTP {response.status}", status=response.status)
         versions = parse_versions(site, response.body)
-        pinned = self._settings.version_defaults.get(site)
+        pinned = self._defaults.get(site)
         default = await self._default(site, versions, pinned)
         return VersionSet(site, tuple(versions), default)
 
@@ -238,7 +241,7 @@ class Versions:
 
     async def _root_target(self, site: str) -> str | None:
         """The first folder the site root's redirect points to (mike's `set-default`), if it is one."""
-        base = self._settings.base_url(site)
+        base = self._sites.base_url(site)
         try:
             response = await self._client.get(base + "/", scope=base + "/", max_bytes=MAX_BYTES)
         except OriginError:

@@ -90,8 +90,8 @@ async def warm_fences(client: OriginClient, settings: DocumentationSettings, sto
         if cached is None:
             return NO_STORED_INDEX
         index = await asyncio.to_thread(parse_index, site, cached.payload)
-        url = partial(raw_markdown_url, settings)
-        found, complete = await read_fences(client, settings, url, site, index)
+        url = partial(raw_markdown_url, settings.site_map, settings.raw_markdown_url_pattern)
+        found, complete = await read_fences(client, url, site, index)
         pages = len({block.page for block in index.code})
         if not complete:
             return Step(state=StepState.PARTIAL, detail=f"{len(found)} of {pages} code pages read; the rest next time")
@@ -311,7 +311,7 @@ async def warmed_versions(client: OriginClient, settings: DocumentationSettings,
     other visible ones (`versions.json` lists the newest first); none for a plain site or a refused
     `versions.json`."""
     try:
-        versions = await Versions(settings, client).of(site)
+        versions = await Versions(client, sites=settings.site_map, defaults=settings.version_defaults).of(site)
     except VersionsError as exc:
         log.warning("warm-up %s: versions.json refused: %s", site, exc)
         return []
