@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
@@ -134,6 +134,26 @@ def _off(settings: DocumentationSettings) -> EncoderHealth:
     return EncoderHealth(state=EncoderState.OFF, reason=semantic_refused(settings) or None)
 
 
+def site_registry(
+    settings: DocumentationSettings,
+    client: OriginClient,
+    store: CopyStore,
+    *,
+    embedding: EmbeddingModel | None = None,
+    clock: Callable[[], float] | None = None,
+) -> SiteRegistry:
+    """The process's sites, from the settings: what the registry takes of them, and nothing else."""
+    return SiteRegistry(
+        client,
+        store,
+        policy=settings.index_policy,
+        timings=settings.site_timings,
+        weights=configured(settings.search.path_weights, tuple(settings.sites)),
+        embedding=embedding,
+        **({"clock": clock} if clock is not None else {}),
+    )
+
+
 @asynccontextmanager
 async def compose(
     settings: DocumentationSettings,
@@ -161,7 +181,7 @@ async def compose(
             registered.append(provider)
 
         pending = settings.unresolved_secrets()
-        registry = SiteRegistry(settings, client, store, embedding=embedding)
+        registry = site_registry(settings, client, store, embedding=embedding)
         mkdocs = MkDocsProvider(settings, client, registry)
         register(mkdocs)
         refresher = Refresher(settings, client, store, registry, embedding=embedding)

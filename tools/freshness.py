@@ -38,8 +38,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from shared.cache import open_store  # noqa: E402
+from shared.compose import site_registry  # noqa: E402
 from shared.fetch import OriginClient  # noqa: E402
-from shared.providers.mkdocs.lifecycle.sites import SiteRegistry  # noqa: E402
 from shared.settings import load_settings  # noqa: E402
 from tools.azurite import Azurite  # noqa: E402
 from tools.load import OVERRIDES, SITES, corpus_env, free_port  # noqa: E402
@@ -153,7 +153,7 @@ async def store_calls_per_hour(env: dict[str, str]) -> dict[str, Any]:
     clock = [0.0]
     store = Counting(open_store(settings))
     async with OriginClient(settings.origin) as client:
-        registry = SiteRegistry(settings, client, store, clock=lambda: clock[0])
+        registry = site_registry(settings, client, store, clock=lambda: clock[0])
         for site in settings.sites:
             await registry.get(site)
         await registry.recorded()

@@ -42,7 +42,7 @@ from shared.settings.sections import (
     SearchSettings,
     WarmupSettings,
 )
-from shared.settings.site_map import SiteMap
+from shared.settings.site_map import IndexPolicy, SiteMap, SiteTimings
 from shared.settings.source import HOST_OWNED, PREFIX, RETIRED, AppSettingsSource, environment
 from shared.settings.values import LOOPBACK_HOSTS, STORAGE_NAME, absolute_url
 
@@ -64,12 +64,14 @@ __all__ = [
     "DocumentationSettings",
     "IdentitySettings",
     "InboundSettings",
+    "IndexPolicy",
     "McpSettings",
     "RefreshSettings",
     "RemoteSettings",
     "SearchSettings",
     "Secret",
     "SiteMap",
+    "SiteTimings",
     "WarmupSettings",
     "absolute_url",
     "load_settings",

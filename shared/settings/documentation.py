@@ -31,7 +31,7 @@ from shared.settings.sections import (
     SearchSettings,
     WarmupSettings,
 )
-from shared.settings.site_map import SiteMap
+from shared.settings.site_map import IndexPolicy, SiteMap, SiteTimings
 from shared.settings.source import PREFIX
 from shared.site_key import SEPARATOR
 
@@ -263,6 +263,27 @@ class DocumentationSettings(BaseSettings):
             default_site=self.default_site,
             search_index_path=self.search_index_path,
             overrides=self.search_index_overrides,
+        )
+
+    @cached_property
+    def index_policy(self) -> IndexPolicy:
+        """How a site's index is taken and bounded (`IndexPolicy`)."""
+        return IndexPolicy(
+            sites=self.site_map,
+            cache_hours=self.cache_duration_hours,
+            file_name_template=self.cache_file_name_template,
+            max_entries=self.max_index_entries,
+            max_megabytes=self.max_index_megabytes,
+        )
+
+    @cached_property
+    def site_timings(self) -> SiteTimings:
+        """How often sites are checked and retried, and how long a request waits for one (`SiteTimings`)."""
+        return SiteTimings(
+            check_interval=self.cache.check_interval_seconds,
+            site_wait=self.search.site_wait_seconds,
+            retry=self.site_retry_seconds,
+            unpublished_retry=self.unpublished_retry_seconds,
         )
 
     def base_url(self, site: str) -> str:

@@ -36,3 +36,33 @@ class SiteMap:
         """The configured site with this name, case-insensitively."""
         lowered = name.lower()
         return next((site for site in self.sites if site.lower() == lowered), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexPolicy:
+    """How a site's index is taken: where from (`sites`), how long a stored copy is served unchecked, what it is
+    stored as, and the bounds an index must keep to be loaded at all."""
+
+    sites: SiteMap
+    cache_hours: float = 24.0
+    """`CacheDurationHours`."""
+    file_name_template: str = "{site}-docs-search-index.json"
+    """`CacheFileNameTemplate`."""
+    max_entries: int = 50_000
+    """`MaxIndexEntries`."""
+    max_megabytes: float = 16.0
+    """`MaxIndexMegabytes`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SiteTimings:
+    """How often a process's sites are checked and retried, and how long a request waits for one."""
+
+    check_interval: float
+    """`Cache__CheckIntervalSeconds`: a loaded site's store check, at most this often."""
+    site_wait: float
+    """`Search__SiteWaitSeconds`: what a request waits for a site still loading or checking."""
+    retry: float
+    """`SiteRetrySeconds`: a site that failed is tried again after this (with jitter)."""
+    unpublished_retry: float
+    """`UnpublishedRetrySeconds`: a site that is not published is checked again after this."""

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from shared.cache import StoredCopy, index_name, ranking_name
+from shared.compose import site_registry
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.indexes.index import parse_index
 from shared.providers.mkdocs.indexes.kinds import DEFAULT, PathWeights, configured
 from shared.providers.mkdocs.lifecycle.loading import RANKING_CODE
-from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.providers.mkdocs.lifecycle.warm import warm_all
 from shared.providers.mkdocs.scoring import artifact
 from shared.providers.mkdocs.scoring.parameters import DEFAULT as DEFAULT_PARAMETERS
@@ -201,7 +201,7 @@ async def test_the_warm_up_prebuilds_and_a_cold_instance_loads_it_instead_of_bui
     assert {str(again[site].ranker) for site in PUBLISHED_SITES} == {"current"}  # one per index version
 
     async with OriginClient(blob_settings.origin) as client:
-        cold = SiteRegistry(blob_settings, client, counting_store)
+        cold = site_registry(blob_settings, client, counting_store)
         loaded = await cold.get("alpha")
         report = cold.health()["alpha"]
         await cold.aclose()
@@ -224,7 +224,7 @@ async def test_a_stored_artifact_that_fails_its_check_is_never_served_the_instan
     assert await counting_store.inner.write(ranking_name("alpha"), broken, expected_version=stored.version)
 
     async with OriginClient(blob_settings.origin) as client:
-        cold = SiteRegistry(blob_settings, client, counting_store)
+        cold = site_registry(blob_settings, client, counting_store)
         loaded = await cold.get("alpha")
         await cold.aclose()
     assert loaded is not None and not loaded.prebuilt and loaded.source == "cache"

@@ -36,7 +36,7 @@ from shared.cache import (
     scan_name,
     vectors_name,
 )
-from shared.compose import Composition, compose
+from shared.compose import Composition, compose, site_registry
 from shared.embedding import MINILM_ID, EmbeddingModel
 from shared.errors import EmbeddingStopped
 from shared.fetch import OriginClient
@@ -87,7 +87,7 @@ async def registry_over(
     clock: Callable[[], float] | None = None,
 ) -> AsyncIterator[SiteRegistry]:
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(settings, client, store, embedding=model, **({"clock": clock} if clock else {}))
+        registry = site_registry(settings, client, store, embedding=model, **({"clock": clock} if clock else {}))
         try:
             yield registry
         finally:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 
 from shared.cache import MemoryStore, StoredCopy, index_name, store_newest
-from shared.compose import compose
+from shared.compose import compose, site_registry
 from shared.errors import ResolutionError, ServiceUnavailableError
 from shared.fetch import OriginClient
 from shared.models import Reason
@@ -40,7 +40,7 @@ async def registry_over(
     settings: DocumentationSettings, clock: Clock, store: MemoryStore | None = None
 ) -> AsyncIterator[SiteRegistry]:
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(settings, client, store or MemoryStore(), clock=clock)
+        registry = site_registry(settings, client, store or MemoryStore(), clock=clock)
         try:
             yield registry
         finally:
@@ -97,7 +97,7 @@ async def test_an_unpublished_site_costs_one_origin_request_per_check_and_a_late
         return [request.path for request in static_origin.requests if request.path.startswith(f"/{site}/")]
 
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(settings, client, MemoryStore(), clock=clock)
+        registry = site_registry(settings, client, MemoryStore(), clock=clock)
         versions = Versions(client, sites=settings.site_map, clock=clock, layouts=registry.layouts)
         try:
             assert await registry.get(site) is None

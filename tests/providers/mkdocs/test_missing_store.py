@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from shared.cache import CopyStat, CopyStore, MemoryStore, StoredCopy, index_name, missing_name
+from shared.compose import site_registry
 from shared.errors import ResolutionError, StoreError
 from shared.fetch import OriginClient
 from shared.models import Reason
@@ -52,7 +53,7 @@ async def instance(
 ) -> AsyncIterator[tuple[MkDocsProvider, SiteRegistry]]:
     """One serving instance: its own origin client, registry and provider over a store it shares."""
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(settings, client, store, clock=clock or Clock())
+        registry = site_registry(settings, client, store, clock=clock or Clock())
         provider = MkDocsProvider(settings, client, registry)
         try:
             yield provider, registry

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import pytest
 
 from shared.cache import MemoryStore
+from shared.compose import site_registry
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.fetching.pagecache import FRESH_SECONDS, KEEP_SECONDS, CachedPage, PageCache
-from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.providers.mkdocs.provider import MkDocsProvider
 from shared.requests import ReadRequest
 from shared.settings import DocumentationSettings
@@ -32,7 +32,7 @@ def settings(static_origin: StaticOrigin) -> DocumentationSettings:
 @asynccontextmanager
 async def provider(settings: DocumentationSettings, clock: Clock) -> AsyncIterator[MkDocsProvider]:
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(settings, client, MemoryStore(), clock=Clock())
+        registry = site_registry(settings, client, MemoryStore(), clock=Clock())
         served = MkDocsProvider(settings, client, registry, pages=PageCache(clock=clock))
         try:
             yield served

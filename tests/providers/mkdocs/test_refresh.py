@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from shared.cache import MemoryStore, index_name
+from shared.compose import site_registry
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.fetching.unserved_store import read_record
 from shared.providers.mkdocs.lifecycle.outcomes import Outcome, RunState, SiteOutcome
@@ -37,7 +38,7 @@ class Released(Refresher):
             self.slept.append(seconds)
             clock.now += seconds
 
-        registry = SiteRegistry(settings, client, store)
+        registry = site_registry(settings, client, store)
         super().__init__(settings, client, store, registry, clock=clock, sleep=sleep, rechecks=())
         self.calls: list[str] = []
         self.gates: list[asyncio.Future[SiteOutcome]] = []
@@ -177,7 +178,7 @@ async def live(
     blob_settings: DocumentationSettings, counting_store: CountingStore
 ) -> AsyncIterator[tuple[Refresher, SiteRegistry]]:
     async with OriginClient(blob_settings.origin, timeout=5, connect_timeout=2) as client:
-        registry = SiteRegistry(blob_settings, client, counting_store)
+        registry = site_registry(blob_settings, client, counting_store)
         refresher = Refresher(blob_settings, client, counting_store, registry, rechecks=(0.0, 0.0))
         try:
             yield refresher, registry
@@ -237,7 +238,7 @@ async def test_an_outcome_the_caller_stopped_waiting_for_is_readable_from_anothe
     await refresher.idle()
 
     async with OriginClient(blob_settings.origin) as client:
-        other = Refresher(blob_settings, client, counting_store, SiteRegistry(blob_settings, client, counting_store))
+        other = Refresher(blob_settings, client, counting_store, site_registry(blob_settings, client, counting_store))
         report = await other.outcome(run.id)
         assert await other.outcome("0" * 32) is None
     assert report is not None and report.recorded and report.status is RunState.DONE

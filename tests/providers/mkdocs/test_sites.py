@@ -19,9 +19,9 @@ from azure.storage.blob import BlobServiceClient
 
 from shared.api import create_app
 from shared.cache import CopyStore, MemoryStore, StoredCopy, store_newest
+from shared.compose import site_registry
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.lifecycle.health import SiteState
-from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
 from tests.support.sites import DEFAULT_SITE, ROOTED_OVERRIDE, UNPUBLISHED_SITE, fixture_settings
@@ -82,7 +82,7 @@ async def test_a_fresh_blob_is_used_without_touching_the_origin(
         datetime.now(UTC),
     )
 
-    loaded = await SiteRegistry(blob_settings, client, counting_store).get(SITE)
+    loaded = await site_registry(blob_settings, client, counting_store).get(SITE)
 
     assert loaded is not None and loaded.source == "cache"
     assert {entry.location for entry in loaded.index.entries} == {"only/", "brand-new/"}
@@ -97,7 +97,7 @@ async def test_a_stale_blob_the_origin_still_vouches_for_costs_a_304_and_a_metad
     blob_payload: Callable[[], bytes],
     published: bytes,
 ) -> None:
-    first = await SiteRegistry(blob_settings, client, counting_store).get(
+    first = await site_registry(blob_settings, client, counting_store).get(
         SITE
     )  # writes the blob with the origin's validators
     assert first is not None and first.source == "origin"
@@ -107,7 +107,7 @@ async def test_a_stale_blob_the_origin_still_vouches_for_costs_a_304_and_a_metad
     static_origin.clear_requests()
     counting_store.calls.clear()
 
-    loaded = await SiteRegistry(blob_settings, client, counting_store).get(SITE)
+    loaded = await site_registry(blob_settings, client, counting_store).get(SITE)
 
     assert loaded is not None and loaded.source == "cache"
     [request] = static_origin.requests_for(INDEX_PATH)
@@ -127,7 +127,7 @@ async def test_a_stale_blob_is_refetched_from_the_origin_and_written_back(
 ) -> None:
     await put(counting_store.inner, with_extra_page(published), LONG_AGO)
 
-    loaded = await SiteRegistry(blob_settings, client, counting_store).get(SITE)
+    loaded = await site_registry(blob_settings, client, counting_store).get(SITE)
 
     assert loaded is not None and loaded.source == "origin"
     assert len(static_origin.requests_for(INDEX_PATH)) == 1
@@ -145,7 +145,7 @@ async def test_a_corrupted_blob_is_ignored_and_replaced_from_the_origin(
 ) -> None:
     await put(counting_store.inner, b'{"docs": [tru', datetime.now(UTC))  # fresh, but not an index
 
-    loaded = await SiteRegistry(blob_settings, client, counting_store).get(SITE)
+    loaded = await site_registry(blob_settings, client, counting_store).get(SITE)
 
     assert loaded is not None and loaded.source == "origin"
     assert blob_payload() == published
@@ -160,7 +160,7 @@ async def test_invalid_origin_content_never_replaces_a_good_blob(
     published: bytes,
 ) -> None:
     await put(counting_store.inner, published, LONG_AGO)
-    registry = SiteRegistry(blob_settings, client, counting_store)
+    registry = site_registry(blob_settings, client, counting_store)
     static_origin.respond(INDEX_PATH, body=b'{"docs": []}', content_type="application/json")  # parses, no entries
 
     loaded = await registry.get(SITE)
@@ -181,7 +181,7 @@ async def test_origin_down_and_a_blob_present_serves_the_blob(
 ) -> None:
     await put(counting_store.inner, published, LONG_AGO)
     static_origin.stop()
-    registry = SiteRegistry(blob_settings, client, counting_store)
+    registry = site_registry(blob_settings, client, counting_store)
 
     loaded = await registry.get(SITE)
 
@@ -196,7 +196,7 @@ async def test_origin_down_and_no_blob_fails_the_site_for_the_process_lifetime(
     static_origin: StaticOrigin,
 ) -> None:
     static_origin.stop()
-    registry = SiteRegistry(blob_settings, client, counting_store)
+    registry = site_registry(blob_settings, client, counting_store)
 
     assert await registry.get(SITE) is None
     health = registry.health()[SITE]
@@ -210,7 +210,7 @@ async def test_origin_down_and_no_blob_fails_the_site_for_the_process_lifetime(
 async def test_an_unpublished_site_fails_and_writes_nothing(
     blob_settings: DocumentationSettings, client: OriginClient, counting_store: CountingStore
 ) -> None:
-    registry = SiteRegistry(blob_settings, client, counting_store)
+    registry = site_registry(blob_settings, client, counting_store)
 
     assert await registry.get(UNPUBLISHED_SITE) is None
     assert "404" in str(registry.health()[UNPUBLISHED_SITE].reason)
@@ -245,7 +245,7 @@ async def test_a_warm_instance_picks_up_a_newer_blob_after_the_check_interval_an
     blob_settings: DocumentationSettings, client: OriginClient, counting_store: CountingStore, published: bytes
 ) -> None:
     clock = Clock()
-    registry = SiteRegistry(blob_settings, client, counting_store, clock=clock)
+    registry = site_registry(blob_settings, client, counting_store, clock=clock)
     first = await registry.get(SITE)
     assert first is not None
     entries_before = len(first.index.entries)
@@ -279,7 +279,7 @@ async def test_a_check_on_a_store_that_never_answers_holds_a_request_no_longer_t
     settings = fixture_settings(static_origin.url, SearchIndexOverrides=ROOTED_OVERRIDE, Search__SiteWaitSeconds="0.2")
     store = StallingStore(MemoryStore())
     clock = Clock()
-    registry = SiteRegistry(settings, client, store, clock=clock)
+    registry = site_registry(settings, client, store, clock=clock)
     first = await registry.get(SITE)
     others = await registry.within(settings.sites, 5)
     store.stalled = True
@@ -296,7 +296,7 @@ async def test_an_unchanged_blob_costs_one_property_check_and_no_download(
     blob_settings: DocumentationSettings, client: OriginClient, counting_store: CountingStore
 ) -> None:
     clock = Clock()
-    registry = SiteRegistry(blob_settings, client, counting_store, clock=clock)
+    registry = site_registry(blob_settings, client, counting_store, clock=clock)
     first = await registry.get(SITE)
     assert first is not None
     counting_store.calls.clear()
@@ -321,7 +321,7 @@ async def test_an_older_blob_never_replaces_the_index_in_hand(
     blob_settings: DocumentationSettings, client: OriginClient, counting_store: CountingStore, published: bytes
 ) -> None:
     clock = Clock()
-    registry = SiteRegistry(blob_settings, client, counting_store, clock=clock)
+    registry = site_registry(blob_settings, client, counting_store, clock=clock)
     first = await registry.get(SITE)
     assert first is not None
     current = await counting_store.inner.stat(BLOB)

@@ -30,7 +30,7 @@ from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.providers.mkdocs.lifecycle.layouts import FIRST_CONTACT, Layout, Layouts
 from shared.providers.mkdocs.scoring import artifact, parameters, postings, ranking, semantics, text
 from shared.providers.mkdocs.scoring.ranking import Ranker
-from shared.settings import DocumentationSettings
+from shared.settings import IndexPolicy
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def validators(cached: StoredCopy | CopyStat | None) -> dict[str, str]:
 
 async def fetch_index(
     client: OriginClient,
-    settings: DocumentationSettings,
+    policy: IndexPolicy,
     site: str,
     *,
     conditional: StoredCopy | CopyStat | None = None,
@@ -119,15 +119,16 @@ async def fetch_index(
     origin copy never gets as far as the cache.
     """
     headers = validators(conditional)
-    url = settings.index_url(site)
+    sites = policy.sites
+    url = sites.index_url(site)
     # Redirects stay inside the site (`{Origin}/{site}/`), or at the index an override names: a site's index must
     # never be served from another site's.
-    overridden = site in settings.search_index_overrides
-    scope = url if overridden else settings.base_url(site) + "/"
-    bound = max_index_bytes(settings)
+    overridden = site in sites.overrides
+    scope = url if overridden else sites.base_url(site) + "/"
+    bound = max_index_bytes(policy)
     # No MkDocs index: a site built with Zensical publishes `search.json` at its root instead (the same copy's
     # validators apply: they came from whichever of the two answered).
-    urls = {Layout.INDEX: url, Layout.ZENSICAL: settings.base_url(site) + ZENSICAL_INDEX_PATH}
+    urls = {Layout.INDEX: url, Layout.ZENSICAL: sites.base_url(site) + ZENSICAL_INDEX_PATH}
     if overridden:
         asked: tuple[Layout, ...] = (Layout.INDEX,)
     else:
@@ -153,7 +154,7 @@ async def fetch_index(
         return None
     if response.status != 200:
         raise OriginError(f"index request answered HTTP {response.status}", status=response.status)
-    check_size(response.body, max_entries=settings.max_index_entries, max_bytes=bound)
+    check_size(response.body, max_entries=policy.max_entries, max_bytes=bound)
     index = await asyncio.to_thread(parse_index, site, response.body)
     entry = StoredCopy(
         response.body, datetime.now(UTC), response.etag, response.last_modified, entries=len(index.entries)
@@ -161,16 +162,16 @@ async def fetch_index(
     return FetchedIndex(entry, index)
 
 
-def max_index_bytes(settings: DocumentationSettings) -> int:
+def max_index_bytes(policy: IndexPolicy) -> int:
     """The largest index a site may publish, in bytes (`MaxIndexMegabytes`, never past `MAX_INDEX_BYTES`)."""
-    return min(int(settings.max_index_megabytes * 2**20), MAX_INDEX_BYTES)
+    return min(int(policy.max_megabytes * 2**20), MAX_INDEX_BYTES)
 
 
-async def try_parse(site: str, cached: StoredCopy, settings: DocumentationSettings) -> SiteIndex | None:
+async def try_parse(site: str, cached: StoredCopy, policy: IndexPolicy) -> SiteIndex | None:
     """The cached copy parsed off the event loop, or None when it is unusable (corrupt, empty, or past the bounds
     it was stored under: they may have been lowered since)."""
     try:
-        check_size(cached.payload, max_entries=settings.max_index_entries, max_bytes=max_index_bytes(settings))
+        check_size(cached.payload, max_entries=policy.max_entries, max_bytes=max_index_bytes(policy))
         return await asyncio.to_thread(parse_index, site, cached.payload)
     except IndexFormatError as exc:
         log.info("site %s: cached index is unusable (%s); ignoring it", site, exc)
@@ -283,10 +284,8 @@ class Newer:
 class SiteLoader:
     """The load policy of one process's sites: which copy a first load serves, and what a store check finds."""
 
-    def __init__(
-        self, settings: DocumentationSettings, client: OriginClient, store: CopyStore, weights: PathWeights
-    ) -> None:
-        self._settings = settings
+    def __init__(self, client: OriginClient, store: CopyStore, *, policy: IndexPolicy, weights: PathWeights) -> None:
+        self._policy = policy
         self._client = client
         self._store = store
         self._weights = weights
@@ -299,7 +298,7 @@ class SiteLoader:
 
     def name(self, site: str) -> str:
         """The store's name for the site's index: the spec's cache file name."""
-        return index_name(self._settings.cache_file_name_template, site)
+        return index_name(self._policy.file_name_template, site)
 
     async def load(self, site: str, *, rank: bool) -> LoadedSite:
         """The copy a first load serves; raises SiteUnavailableError when there is none. `rank=False` leaves the
@@ -310,12 +309,12 @@ class SiteLoader:
             return prebuilt
         cached = await self._read_cache(site, name)
         # Parsing validates the copy; the ranker, the costly part, is built only for the copy actually served.
-        parsed = await try_parse(site, cached, self._settings) if cached is not None else None
-        if parsed is not None and cached is not None and cached.age_hours() < self._settings.cache_duration_hours:
+        parsed = await try_parse(site, cached, self._policy) if cached is not None else None
+        if parsed is not None and cached is not None and cached.age_hours() < self._policy.cache_hours:
             return await build(cached, Source.CACHE, parsed, self._weights, rank=rank)
         try:
             fetched = await fetch_index(
-                self._client, self._settings, site, conditional=cached if parsed else None, layouts=self.layouts
+                self._client, self._policy, site, conditional=cached if parsed else None, layouts=self.layouts
             )
         except (OriginError, IndexFormatError) as exc:
             if parsed is not None and cached is not None:
@@ -368,7 +367,7 @@ class SiteLoader:
         except StoreError as exc:
             log.info("site %s: cache check failed (%s); keeping the loaded index", site, exc)
             return None
-        parsed = await try_parse(site, cached, self._settings) if cached is not None else None
+        parsed = await try_parse(site, cached, self._policy) if cached is not None else None
         if parsed is not None and cached is not None and cached.fetched_at >= known.fetched_at:
             fresh = await build(cached, Source.CACHE, parsed, self._weights, rank=rank)
             log.info("site %s: a newer cached index is in (%d entries)", site, len(fresh.index.entries))
@@ -379,7 +378,7 @@ class SiteLoader:
         """A fresh stored copy's prebuilt ranker (the warm-up's), loaded instead of parsing and building; None when
         there is no fresh copy or no usable prebuilt ranker for it."""
         stat = await self._stat(name)
-        if stat is None or not stat.complete or stat.age_hours() >= self._settings.cache_duration_hours:
+        if stat is None or not stat.complete or stat.age_hours() >= self._policy.cache_hours:
             return None
         return await load_prebuilt(self._store, site, stat, self._weights)
 

@@ -37,13 +37,13 @@ from shared.errors import SiteUnavailableError
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.fetching.unserved_store import MissingPages
 from shared.providers.mkdocs.indexes.index import SiteIndex
-from shared.providers.mkdocs.indexes.kinds import configured
+from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.providers.mkdocs.lifecycle.health import Semantic, SiteFailed, SiteHealth, SiteState, site_loaded
 from shared.providers.mkdocs.lifecycle.layouts import Layouts
 from shared.providers.mkdocs.lifecycle.loading import LoadedSite, SiteLoader, rank
 from shared.providers.mkdocs.lifecycle.slots import Failure, SiteSlot
 from shared.providers.mkdocs.scoring.embeddings import Embedded, EmbeddingJobs
-from shared.settings import DocumentationSettings
+from shared.settings import IndexPolicy, SiteTimings
 
 log = logging.getLogger(__name__)
 
@@ -58,28 +58,26 @@ class SiteRegistry:
 
     def __init__(
         self,
-        settings: DocumentationSettings,
         client: OriginClient,
         store: CopyStore,
         *,
+        policy: IndexPolicy,
+        timings: SiteTimings,
+        weights: PathWeights,
         embedding: EmbeddingModel | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._settings = settings
+        self._timings = timings
+        sites = policy.sites.sites
         self._deferred = False
         """A provider ahead of MkDocs answers searches: build search structures only when a search falls through."""
         self._store = store
         self._jobs = (
-            EmbeddingJobs(store, embedding, retry_seconds=settings.site_retry_seconds, sites=settings.sites)
-            if embedding is not None
-            else None
+            EmbeddingJobs(store, embedding, retry_seconds=timings.retry, sites=sites) if embedding is not None else None
         )
-        self._loader = SiteLoader(
-            settings, client, store, configured(settings.search.path_weights, tuple(settings.sites))
-        )
+        self._loader = SiteLoader(client, store, policy=policy, weights=weights)
         self._clock = clock
-        interval = settings.cache.check_interval_seconds
-        self._sites = {site: SiteSlot(site, interval) for site in settings.sites}
+        self._sites = {site: SiteSlot(site, timings.check_interval) for site in sites}
         self._missing = MissingPages(store, self._loader.name)
 
     @property
@@ -95,7 +93,7 @@ class SiteRegistry:
     def add_version(self, key: str) -> None:
         """A versioned site's version (`shared.site_key.SiteKey`) as a site of its own, loaded on its first use."""
         if key not in self._sites:
-            self._sites[key] = SiteSlot(key, self._settings.cache.check_interval_seconds)
+            self._sites[key] = SiteSlot(key, self._timings.check_interval)
 
     @property
     def embedding(self) -> EmbeddingModel | None:
@@ -149,7 +147,7 @@ class SiteRegistry:
         """
         slot = self._sites[site]
         if slot.served is not None and slot.failure is None and slot.check_due(self._clock()):
-            await asyncio.wait([self._ready(site)], timeout=self._settings.search.site_wait_seconds)
+            await asyncio.wait([self._ready(site)], timeout=self._timings.site_wait)
             return slot.served
         return await self._settle(site)
 
@@ -248,7 +246,7 @@ class SiteRegistry:
         now = self._clock()
         if now >= failure.retry_at:
             return True
-        if now - failure.store_checked < self._settings.cache.check_interval_seconds:
+        if now - failure.store_checked < self._timings.check_interval:
             return False
         slot.store_asked(now)
         return await self._loader.written_since(slot.name, failure.failed_at)
@@ -271,7 +269,7 @@ class SiteRegistry:
         return loaded
 
     def _failure(self, site: str, reason: str, *, unpublished: bool) -> Failure:
-        base = self._settings.unpublished_retry_seconds if unpublished else self._settings.site_retry_seconds
+        base = self._timings.unpublished_retry if unpublished else self._timings.retry
         delay = base * random.uniform(1.0, 1.2)  # noqa: S311  jitter, not cryptography: instances spread out
         now = self._clock()
         if unpublished:

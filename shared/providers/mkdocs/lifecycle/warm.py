@@ -209,7 +209,7 @@ async def _warm_index(
     # Validators are trusted only from a copy this service wrote; anything else is fetched whole and replaced.
     conditional = stat if stat is not None and stat.complete else None
     try:
-        fetched = await fetch_index(client, settings, site, conditional=conditional)
+        fetched = await fetch_index(client, settings.index_policy, site, conditional=conditional)
     except OriginError as exc:
         return SiteOutcome(outcome=Outcome.FAILED, reason=str(exc), status=exc.status or None)
     except IndexFormatError as exc:
