@@ -29,7 +29,15 @@ from shared.graph_sharing import fetch_graph, share_graph
 from shared.graphs import LOCAL_GRAPHS, GraphCache
 from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider, Report, Status, absent, roll_up
-from shared.providers.mkdocs import MkDocsProvider, Refresher, SiteRegistry, blob_events, configured, published_sites
+from shared.providers.mkdocs import (
+    MkDocsProvider,
+    PageCache,
+    Refresher,
+    SiteRegistry,
+    blob_events,
+    configured,
+    published_sites,
+)
 from shared.service import DocumentationService, InChain
 from shared.settings import DocumentationSettings, unresolved
 
@@ -154,6 +162,23 @@ def site_registry(
     )
 
 
+def mkdocs_provider(
+    settings: DocumentationSettings, client: OriginClient, registry: SiteRegistry, *, pages: PageCache | None = None
+) -> MkDocsProvider:
+    """The MkDocs provider over the registry's sites, from the settings: the few values it reads."""
+    return MkDocsProvider(
+        client,
+        registry,
+        sites=settings.site_map,
+        raw_pattern=settings.raw_markdown_url_pattern,
+        version_defaults=settings.version_defaults,
+        min_score=settings.search.min_score,
+        site_wait=settings.search.site_wait_seconds,
+        check_interval=settings.cache.check_interval_seconds,
+        pages=pages,
+    )
+
+
 @asynccontextmanager
 async def compose(
     settings: DocumentationSettings,
@@ -182,7 +207,7 @@ async def compose(
 
         pending = settings.unresolved_secrets()
         registry = site_registry(settings, client, store, embedding=embedding)
-        mkdocs = MkDocsProvider(settings, client, registry)
+        mkdocs = mkdocs_provider(settings, client, registry)
         register(mkdocs)
         refresher = Refresher(settings, client, store, registry, embedding=embedding)
         stack.push_async_callback(refresher.aclose)  # before the provider closes its registry (LIFO)

@@ -3,6 +3,7 @@
 What the rest of the service uses of it is named here; its other modules are its own (`tests/test_architecture.py`).
 """
 
+from shared.providers.mkdocs.fetching.pagecache import PageCache
 from shared.providers.mkdocs.indexes.kinds import configured
 from shared.providers.mkdocs.lifecycle.refresh import Refresher, blob_events, published_sites
 from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
@@ -11,6 +12,7 @@ from shared.providers.mkdocs.provider import MkDocsProvider
 
 __all__ = [
     "MkDocsProvider",
+    "PageCache",
     "Refresher",
     "SiteRegistry",
     "blob_events",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from itertools import chain, zip_longest
@@ -55,7 +55,7 @@ from shared.providers.mkdocs.scoring.ranking import RankedHit, Ranker
 from shared.providers.mkdocs.scoring.semantics import relevance_floor, semantic_say
 from shared.providers.mkdocs.scoring.text import analyze_query
 from shared.requests import ReadRequest, SearchRequest
-from shared.settings import DocumentationSettings
+from shared.settings import SiteMap
 
 if TYPE_CHECKING:
     from shared.encoders import QueryEmbedding
@@ -77,26 +77,35 @@ class MkDocsProvider:
 
     def __init__(
         self,
-        settings: DocumentationSettings,
         client: OriginClient,
         registry: SiteRegistry,
         *,
+        sites: SiteMap,
+        raw_pattern: str | None,
+        version_defaults: Mapping[str, str],
+        min_score: float,
+        site_wait: float,
+        check_interval: float,
         pages: PageCache | None = None,
     ) -> None:
-        self._settings = settings
+        self._map = sites
+        self._min_score = min_score
+        """`Search__MinScore`: the relevance floor a result must clear."""
+        self._check_interval = check_interval
+        """`Cache__CheckIntervalSeconds`: a document is fresh no longer than the index that resolved it is."""
         self._client = client
         self._registry = registry
-        sites, raw = settings.site_map, settings.raw_markdown_url_pattern
-        versions = Versions(client, sites=sites, defaults=settings.version_defaults, layouts=registry.layouts)
-        self._versioned = VersionedSites(registry, versions, sites=sites, wait=settings.search.site_wait_seconds)
-        self._resolver = Resolver(settings.sites, settings.default_site, self._versioned.resolvable)
+        raw = raw_pattern
+        versions = Versions(client, sites=sites, defaults=version_defaults, layouts=registry.layouts)
+        self._versioned = VersionedSites(registry, versions, sites=sites, wait=site_wait)
+        self._resolver = Resolver(sites.sites, sites.default_site, self._versioned.resolvable)
         self._fetcher = PageFetcher(client, pages, sites=sites, raw_pattern=raw)
         self._federations = Federations()
         self._misses = Misses(client, registry, self._resolver, sites=sites)
         self._code = CodeRankers(
             CodeFences(client, registry.store, lambda site, path: raw_markdown_url(sites, raw, site, path))
         )
-        self.sites = settings.sites
+        self.sites = sites.sites
 
     async def search(self, request: SearchRequest) -> Found:
         with self._registry.searching():  # reads that can wait (the rerank's word pieces) wait for it
@@ -139,9 +148,7 @@ class MkDocsProvider:
             raise
         products, pieces = await self._scanned(scanning) or (None, None)
         found = federation.ranked(lexical, say, limit, products, missing, pieces)
-        floor = relevance_floor(
-            self._settings.search.min_score, wanted, federation.parameters, by_meaning=products is not None
-        )
+        floor = relevance_floor(self._min_score, wanted, federation.parameters, by_meaning=products is not None)
         return Found(
             [
                 self._result(loaded[site], scored.hit(number), query)
@@ -177,9 +184,9 @@ class MkDocsProvider:
                 language=language,
                 limit=limit,
                 missing=missing,
-                floor=self._settings.search.min_score,
+                floor=self._min_score,
             )
-        floor = self._settings.search.min_score if query.strip() != LISTING_QUERY else 0.0
+        floor = self._min_score if query.strip() != LISTING_QUERY else 0.0
         results = []
         for site, number, score in found:
             if score < floor:
@@ -237,7 +244,7 @@ class MkDocsProvider:
     async def versions(self, site: str) -> VersionSet | None:
         """A configured site's versions (loading it first), None for an unversioned one; ResolutionError
         (`site_unavailable`, with why) for a `versions.json` the service refuses."""
-        named = self._settings.site_named(site)
+        named = self._map.site_named(site)
         if named is None:
             raise ProviderDeclinedError("not one of this provider's sites")
         await self._registry.get(named)
@@ -283,16 +290,16 @@ class MkDocsProvider:
         named, version, default = self._versioned.shown(site)
         if version is not None:
             site, location = named, location if default else f"{version}/{location}"
-        if site != self._settings.default_site:
+        if site != self._map.default_site:
             return qualify(site, location)
         head = location.strip("/").split("/", 1)[0]
         known = self._versioned.known(site) if version is not None and default else None
         if known is not None and known.concrete(unquote(head)):
             return qualify(site, location)  # bare, a default-version path under a folder named like a version
-        return qualify(site, location) if head and self._settings.site_named(unquote(head)) else location
+        return qualify(site, location) if head and self._map.site_named(unquote(head)) else location
 
     def _url(self, site: str, location: str) -> str:
-        return f"{self._settings.base_url(site)}/{location}"
+        return f"{self._map.base_url(site)}/{location}"
 
     async def get(self, request: ReadRequest) -> Document:
         """The page as Markdown with front matter, and its outline (anchors from the site's index) whether or not
@@ -372,7 +379,7 @@ class MkDocsProvider:
             last_modified=_iso(fetched.page.last_modified) if fetched.page is not None else None,
             indexed_at=loaded.fetched_at if loaded is not None else None,
             outline=reading.outline(content, loaded.index.sections(path) if loaded is not None else []),
-        ).fresh_until(min(fresh, self._settings.cache.check_interval_seconds))
+        ).fresh_until(min(fresh, self._check_interval))
 
     async def _from_index(self, site: str, path: str) -> str:
         """The page rebuilt from its index entries: what can still be served while the origin is down."""
@@ -397,8 +404,8 @@ class MkDocsProvider:
         }
         return MkDocsHealth.of(
             sites,
-            origin=self._settings.origin,
-            default_site=self._settings.default_site,
+            origin=self._map.origin,
+            default_site=self._map.default_site,
             semantic=self._registry.embedding is not None,
         )
 

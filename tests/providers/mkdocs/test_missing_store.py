@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from shared.cache import CopyStat, CopyStore, MemoryStore, StoredCopy, index_name, missing_name
-from shared.compose import site_registry
+from shared.compose import mkdocs_provider, site_registry
 from shared.errors import ResolutionError, StoreError
 from shared.fetch import OriginClient
 from shared.models import Reason
 from shared.providers.mkdocs.fetching.unserved import MissingRecord, Validators
-from shared.providers.mkdocs.fetching.unserved_check import PageCheck
+from shared.providers.mkdocs.fetching.unserved_check import page_check
 from shared.providers.mkdocs.fetching.unserved_store import save
 from shared.providers.mkdocs.lifecycle.outcomes import Outcome
 from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
@@ -54,7 +54,7 @@ async def instance(
     """One serving instance: its own origin client, registry and provider over a store it shares."""
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
         registry = site_registry(settings, client, store, clock=clock or Clock())
-        provider = MkDocsProvider(settings, client, registry)
+        provider = mkdocs_provider(settings, client, registry)
         try:
             yield provider, registry
         finally:
@@ -423,7 +423,7 @@ async def test_an_origin_that_refuses_head_is_asked_with_conditional_gets(
     static_origin.clear_requests()
 
     async with OriginClient(blob_settings.origin) as client:
-        check = PageCheck(client, blob_settings, concurrency=1)
+        check = page_check(client, blob_settings, concurrency=1)
         report = await warm_site(client, blob_settings, counting_store, SITE, check=check)
 
     assert str(report.pages).startswith("partial: ")  # the root answered 405 to both: undecided

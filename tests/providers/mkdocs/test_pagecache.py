@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from shared.cache import MemoryStore
-from shared.compose import site_registry
+from shared.compose import mkdocs_provider, site_registry
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.fetching.pagecache import FRESH_SECONDS, KEEP_SECONDS, CachedPage, PageCache
 from shared.providers.mkdocs.provider import MkDocsProvider
@@ -33,7 +33,7 @@ def settings(static_origin: StaticOrigin) -> DocumentationSettings:
 async def provider(settings: DocumentationSettings, clock: Clock) -> AsyncIterator[MkDocsProvider]:
     async with OriginClient(settings.origin, timeout=5, connect_timeout=2) as client:
         registry = site_registry(settings, client, MemoryStore(), clock=Clock())
-        served = MkDocsProvider(settings, client, registry, pages=PageCache(clock=clock))
+        served = mkdocs_provider(settings, client, registry, pages=PageCache(clock=clock))
         try:
             yield served
         finally:

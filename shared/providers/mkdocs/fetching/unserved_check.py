@@ -24,7 +24,7 @@ from shared.fetch import OriginClient, Response
 from shared.providers.mkdocs.fetching.pages import raw_markdown_url
 from shared.providers.mkdocs.fetching.unserved import MissingRecord, Validators, Verdict, verdict
 from shared.providers.mkdocs.indexes.index import SiteIndex
-from shared.settings import DocumentationSettings
+from shared.settings import DocumentationSettings, SiteMap
 
 _NO_HEAD = frozenset({405, 501})
 
@@ -37,22 +37,35 @@ class Probe:
     validators: Validators | None = None
 
 
+def page_check(client: OriginClient, settings: DocumentationSettings, *, concurrency: int | None = None) -> PageCheck:
+    """A warm-up's page check, from the settings (`Warmup__PageCheck*`): what the warm-up and refresh runners use."""
+    return PageCheck(
+        client,
+        sites=settings.site_map,
+        raw_pattern=settings.raw_markdown_url_pattern,
+        concurrency=concurrency or settings.warmup.page_check_concurrency,
+        seconds=settings.warmup.page_check_seconds,
+    )
+
+
 class PageCheck:
-    """Checks pages against the origin for one warm-up: one lane of requests for every site (`concurrency` and
-    `seconds` default to the settings')."""
+    """Checks pages against the origin for one warm-up: one lane of `concurrency` requests for every site, each
+    site's check bounded to `seconds` (`Warmup__PageCheckConcurrency`, `Warmup__PageCheckSeconds`)."""
 
     def __init__(
         self,
         client: OriginClient,
-        settings: DocumentationSettings,
         *,
-        concurrency: int | None = None,
-        seconds: float | None = None,
+        sites: SiteMap,
+        raw_pattern: str | None,
+        concurrency: int,
+        seconds: float,
     ) -> None:
         self._client = client
-        self._settings = settings
-        self._lane = asyncio.Semaphore(concurrency or settings.warmup.page_check_concurrency)
-        self._seconds = seconds or settings.warmup.page_check_seconds
+        self._sites = sites
+        self._raw_pattern = raw_pattern
+        self._lane = asyncio.Semaphore(concurrency)
+        self._seconds = seconds
         self._head = True
         """HEAD until the origin refuses it; then GET (conditional still) for the rest of the warm-up."""
 
@@ -96,20 +109,18 @@ class PageCheck:
 
     async def _page(self, site: str, path: str, known: Validators | None) -> Probe:
         async with self._lane:
-            html = await self._ask(
-                f"{self._settings.base_url(site)}/{path}", self._settings.base_url(site) + "/", known
-            )
+            html = await self._ask(f"{self._sites.base_url(site)}/{path}", self._sites.base_url(site) + "/", known)
             if html is None:
                 return Probe(Verdict.UNKNOWN)
             found = verdict(html.status)
             if found is Verdict.SERVED:
                 fresh = Validators(html.etag, html.last_modified)
                 return Probe(found, fresh if fresh else known if html.status == 304 else None)
-            raw_url = raw_markdown_url(self._settings.site_map, self._settings.raw_markdown_url_pattern, site, path)
+            raw_url = raw_markdown_url(self._sites, self._raw_pattern, site, path)
             if found is Verdict.UNKNOWN or raw_url is None:
                 return Probe(found)
             # The pattern is configuration and may point anywhere under the origin, not only under the site.
-            raw = await self._ask(raw_url, self._settings.origin, None)
+            raw = await self._ask(raw_url, self._sites.origin, None)
             return Probe(verdict(raw.status) if raw is not None else Verdict.UNKNOWN)
 
     async def _ask(self, url: str, scope: str, known: Validators | None) -> Response | None:

@@ -42,7 +42,7 @@ from shared.cache import CopyStore, StoredCopy, refresh_run_name
 from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.fetch import OriginClient
-from shared.providers.mkdocs.fetching.unserved_check import PageCheck
+from shared.providers.mkdocs.fetching.unserved_check import page_check
 from shared.providers.mkdocs.fetching.unserved_store import read_record
 from shared.providers.mkdocs.lifecycle.loading import ZENSICAL_INDEX_PATH
 from shared.providers.mkdocs.lifecycle.outcomes import Outcome, RunReport, RunState, SiteOutcome
@@ -212,7 +212,7 @@ class Refresher:
                 state.rechecks = asyncio.create_task(self._recheck(site), name=f"recheck {site}")
 
     async def _refresh(self, site: str) -> SiteOutcome:
-        check = PageCheck(self._client, self._settings)
+        check = page_check(self._client, self._settings)
         settings, store = self._settings, self._store
         outcome = await warm_site(self._client, settings, store, site, embedding=self._embedding, check=check)
         if outcome.failed and outcome.status in (404, 410) and SiteKey.parse(site).version is None:
@@ -246,7 +246,7 @@ class Refresher:
             if record is not None and not record.hidden:
                 return
             await self._sleep(delay)
-            pages = await warm_pages(self._settings, self._store, site, PageCheck(self._client, self._settings))
+            pages = await warm_pages(self._settings, self._store, site, page_check(self._client, self._settings))
             log.info("refresh %s: pages checked again: %s", site, pages)
             self._registry.check_soon(site)
 

@@ -36,7 +36,7 @@ from shared.graph_sharing import share_graph
 from shared.providers.mkdocs.codeblocks.languages import fences_stored, keep_fences, read_fences
 from shared.providers.mkdocs.fetching.pages import raw_markdown_url
 from shared.providers.mkdocs.fetching.unserved import MissingRecord, start
-from shared.providers.mkdocs.fetching.unserved_check import PageCheck
+from shared.providers.mkdocs.fetching.unserved_check import PageCheck, page_check
 from shared.providers.mkdocs.fetching.unserved_store import read_record, save
 from shared.providers.mkdocs.indexes.index import parse_index
 from shared.providers.mkdocs.indexes.kinds import configured
@@ -67,7 +67,7 @@ async def warm_site(
     if outcome.failed:
         return outcome
     ranker = await warm_ranker(settings, store, site)
-    pages = await warm_pages(settings, store, site, check or PageCheck(client, settings))
+    pages = await warm_pages(settings, store, site, check or page_check(client, settings))
     code = await warm_fences(client, settings, store, site)
     semantic = await warm_vectors(settings, store, site, embedding) if embedding is not None else None
     return outcome.model_copy(update={"ranker": ranker, "pages": pages, "semantic": semantic, "code": code})
@@ -262,7 +262,7 @@ async def warm_all(
         log.warning("warm-up: no storage is configured, so the refreshed copies are not shared with any instance")
     own_client = client is None
     origin = client or OriginClient(settings.origin)
-    check = PageCheck(origin, settings)
+    check = page_check(origin, settings)
     try:
         outcomes = await asyncio.gather(
             *(warm_site(origin, settings, store, site, embedding=embedding, check=check) for site in settings.sites)
