@@ -1,7 +1,7 @@
 """A location that resolves to nothing: the page it moved to, or the pages near it.
 
-A moved page is found through the origin's redirects (`redirects.py`), resolved with the rule `redirect`; a plain
-miss is answered with suggestions from the indexes in hand (`suggest.py`).
+A moved page is found through the origin's redirects (`redirect_stubs.py`), resolved with the rule `redirect`; a plain
+miss is answered with suggestions from the indexes in hand (`near_pages.py`).
 """
 
 from __future__ import annotations
