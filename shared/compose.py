@@ -20,6 +20,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from shared import memory
 from shared.cache import CopyStore, StoreHealth, open_store
@@ -37,6 +38,7 @@ from shared.providers.mkdocs import (
     blob_events,
     configured,
     published_sites,
+    warming,
 )
 from shared.service import DocumentationService, InChain
 from shared.settings import DocumentationSettings, unresolved
@@ -179,6 +181,27 @@ def mkdocs_provider(
     )
 
 
+def refresher_of(
+    settings: DocumentationSettings,
+    client: OriginClient,
+    store: CopyStore,
+    registry: SiteRegistry,
+    *,
+    embedding: EmbeddingModel | None = None,
+    **timing: Any,
+) -> Refresher:
+    """The publish refreshes of this app's sites: the warm-up's steps bound to what it serves from (`timing`: the
+    refresher's clock, sleep and rechecks, for tests and tools)."""
+    return Refresher(
+        store,
+        registry,
+        sites=settings.sites,
+        site_wait=settings.search.site_wait_seconds,
+        warming=warming(settings, client, store, embedding),
+        **timing,
+    )
+
+
 @asynccontextmanager
 async def compose(
     settings: DocumentationSettings,
@@ -209,7 +232,7 @@ async def compose(
         registry = site_registry(settings, client, store, embedding=embedding)
         mkdocs = mkdocs_provider(settings, client, registry)
         register(mkdocs)
-        refresher = Refresher(settings, client, store, registry, embedding=embedding)
+        refresher = refresher_of(settings, client, store, registry, embedding=embedding)
         stack.push_async_callback(refresher.aclose)  # before the provider closes its registry (LIFO)
         for given in providers:
             register(given)

@@ -84,3 +84,16 @@ def test_no_folder_holds_more_modules_than_a_reader_can_take_in() -> None:
         if (count := len(list(folder.glob("*.py")))) > MAX_MODULES_PER_FOLDER
     }
     assert crowded == {}
+
+
+def test_no_provider_class_takes_the_whole_settings() -> None:
+    """A provider's classes take the few values they read (keyword-only); `shared/compose.py` (and a runner's own
+    function, such as the warm-up's) is where the settings turn into them."""
+    taking = []
+    for path in (ROOT / "shared" / "providers").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                for argument in [*node.args.args, *node.args.kwonlyargs]:
+                    if argument.annotation is not None and "DocumentationSettings" in ast.unparse(argument.annotation):
+                        taking.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert taking == []

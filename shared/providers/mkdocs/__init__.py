@@ -5,7 +5,7 @@ What the rest of the service uses of it is named here; its other modules are its
 
 from shared.providers.mkdocs.fetching.pagecache import PageCache
 from shared.providers.mkdocs.indexes.kinds import configured
-from shared.providers.mkdocs.lifecycle.refresh import Refresher, blob_events, published_sites
+from shared.providers.mkdocs.lifecycle.refresh import Refresher, blob_events, published_sites, warming
 from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.providers.mkdocs.lifecycle.warm import run_warmup
 from shared.providers.mkdocs.provider import MkDocsProvider
@@ -19,4 +19,5 @@ __all__ = [
     "configured",
     "published_sites",
     "run_warmup",
+    "warming",
 ]

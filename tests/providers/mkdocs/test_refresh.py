@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from shared.cache import MemoryStore, index_name
-from shared.compose import site_registry
+from shared.compose import refresher_of, site_registry
 from shared.fetch import OriginClient
 from shared.providers.mkdocs.fetching.unserved_store import read_record
 from shared.providers.mkdocs.lifecycle.outcomes import Outcome, RunState, SiteOutcome
-from shared.providers.mkdocs.lifecycle.refresh import MIN_GAP, Refresher, blob_events, published_sites
+from shared.providers.mkdocs.lifecycle.refresh import MIN_GAP, Refresher, blob_events, published_sites, warming
 from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.settings import DocumentationSettings
 from tests.support.clock import Clock
@@ -39,7 +39,16 @@ class Released(Refresher):
             clock.now += seconds
 
         registry = site_registry(settings, client, store)
-        super().__init__(settings, client, store, registry, clock=clock, sleep=sleep, rechecks=())
+        super().__init__(
+            store,
+            registry,
+            sites=settings.sites,
+            site_wait=settings.search.site_wait_seconds,
+            warming=warming(settings, client, store, None),
+            clock=clock,
+            sleep=sleep,
+            rechecks=(),
+        )
         self.calls: list[str] = []
         self.gates: list[asyncio.Future[SiteOutcome]] = []
 
@@ -179,7 +188,7 @@ async def live(
 ) -> AsyncIterator[tuple[Refresher, SiteRegistry]]:
     async with OriginClient(blob_settings.origin, timeout=5, connect_timeout=2) as client:
         registry = site_registry(blob_settings, client, counting_store)
-        refresher = Refresher(blob_settings, client, counting_store, registry, rechecks=(0.0, 0.0))
+        refresher = refresher_of(blob_settings, client, counting_store, registry, rechecks=(0.0, 0.0))
         try:
             yield refresher, registry
         finally:
@@ -188,7 +197,11 @@ async def live(
 
 
 async def test_a_refresh_is_the_warm_ups_and_the_instance_serves_the_new_version_at_once(
-    live: tuple[Refresher, SiteRegistry], static_origin: StaticOrigin, built_origin: Any, counting_store: CountingStore
+    live: tuple[Refresher, SiteRegistry],
+    static_origin: StaticOrigin,
+    built_origin: Any,
+    counting_store: CountingStore,
+    blob_settings: DocumentationSettings,
 ) -> None:
     refresher, registry = live
     before = await registry.get(SITE)
@@ -201,7 +214,7 @@ async def test_a_refresh_is_the_warm_ups_and_the_instance_serves_the_new_version
     await asyncio.wait(list(run.outcomes.values()))
     outcome = run.report().sites[SITE]
     assert outcome.outcome == Outcome.CHANGED and str(outcome.pages) == "checked: 0 missing"
-    stat = await counting_store.inner.stat(index_name(refresher._settings.cache_file_name_template, SITE))
+    stat = await counting_store.inner.stat(index_name(blob_settings.cache_file_name_template, SITE))
     assert stat is not None and outcome.fetched_at == stat.fetched_at.replace(microsecond=0)
 
     current = registry.current(SITE)  # as the refresh is reported done, before anything else runs
@@ -238,7 +251,9 @@ async def test_an_outcome_the_caller_stopped_waiting_for_is_readable_from_anothe
     await refresher.idle()
 
     async with OriginClient(blob_settings.origin) as client:
-        other = Refresher(blob_settings, client, counting_store, site_registry(blob_settings, client, counting_store))
+        other = refresher_of(
+            blob_settings, client, counting_store, site_registry(blob_settings, client, counting_store)
+        )
         report = await other.outcome(run.id)
         assert await other.outcome("0" * 32) is None
     assert report is not None and report.recorded and report.status is RunState.DONE

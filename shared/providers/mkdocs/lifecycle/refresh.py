@@ -45,7 +45,7 @@ from shared.fetch import OriginClient
 from shared.providers.mkdocs.fetching.unserved_check import page_check
 from shared.providers.mkdocs.fetching.unserved_store import read_record
 from shared.providers.mkdocs.lifecycle.loading import ZENSICAL_INDEX_PATH
-from shared.providers.mkdocs.lifecycle.outcomes import Outcome, RunReport, RunState, SiteOutcome
+from shared.providers.mkdocs.lifecycle.outcomes import Outcome, RunReport, RunState, SiteOutcome, Step
 from shared.providers.mkdocs.lifecycle.sites import SiteRegistry
 from shared.providers.mkdocs.lifecycle.versions import VERSIONS_PATH
 from shared.providers.mkdocs.lifecycle.warm import warm_pages, warm_site, warmed_versions
@@ -105,30 +105,61 @@ def _outcome(future: asyncio.Future[SiteOutcome]) -> SiteOutcome:
     return future.result()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Warming:
+    """What a refresh runs for one site, bound by the composition root to the warm-up's settings, origin client,
+    store and model (`warm.warming`): the same steps as the warm-up timer's."""
+
+    site: Callable[[str], Awaitable[SiteOutcome]]
+    """The site's (or a version's) index brought up to date in the store: `warm.warm_site`."""
+    versions: Callable[[str], Awaitable[list[str]]]
+    """A versioned site's warm versions' keys: `warm.warmed_versions`."""
+    pages: Callable[[str], Awaitable[Step]]
+    """The stored index's pages checked against the origin again: `warm.warm_pages`."""
+
+
+def warming(
+    settings: DocumentationSettings, client: OriginClient, store: CopyStore, embedding: EmbeddingModel | None
+) -> Warming:
+    """The warm-up's steps for one site, bound to what this app serves from (`Warming`)."""
+
+    async def site(name: str) -> SiteOutcome:
+        check = page_check(client, settings)
+        return await warm_site(client, settings, store, name, embedding=embedding, check=check)
+
+    async def versions(name: str) -> list[str]:
+        return await warmed_versions(client, settings, name)
+
+    async def pages(name: str) -> Step:
+        return await warm_pages(settings, store, name, page_check(client, settings))
+
+    return Warming(site=site, versions=versions, pages=pages)
+
+
 class Refresher:
-    """Coalesced refreshes of this app's sites, on the store and origin client the app serves from."""
+    """Coalesced refreshes of this app's sites, on the store the app serves from."""
 
     def __init__(
         self,
-        settings: DocumentationSettings,
-        client: OriginClient,
         store: CopyStore,
         registry: SiteRegistry,
         *,
-        embedding: EmbeddingModel | None = None,
+        sites: Sequence[str],
+        site_wait: float,
+        warming: Warming,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rechecks: Sequence[float] = RECHECKS,
     ) -> None:
-        self._settings = settings
-        self._client = client
+        self._site_wait = site_wait
+        """`Search__SiteWaitSeconds`: how long a refresh waits for this instance to serve the new copy."""
+        self._warming = warming
         self._store = store
         self._registry = registry
-        self._embedding = embedding
         self._clock = clock
         self._sleep = sleep
         self._rechecks = tuple(rechecks)
-        self._sites = {site: _Site() for site in settings.sites}
+        self._sites = {site: _Site() for site in sites}
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self.started = 0
         """Refreshes started (tests and tools read it)."""
@@ -212,12 +243,10 @@ class Refresher:
                 state.rechecks = asyncio.create_task(self._recheck(site), name=f"recheck {site}")
 
     async def _refresh(self, site: str) -> SiteOutcome:
-        check = page_check(self._client, self._settings)
-        settings, store = self._settings, self._store
-        outcome = await warm_site(self._client, settings, store, site, embedding=self._embedding, check=check)
+        outcome = await self._warming.site(site)
         if outcome.failed and outcome.status in (404, 410) and SiteKey.parse(site).version is None:
             # A versioned site has no index of its own: its warm versions are refreshed, the default's outcome kept.
-            keys = await warmed_versions(self._client, settings, site)
+            keys = await self._warming.versions(site)
             if keys:
                 versions = [await self._refresh(key) for key in keys]
                 said = ", ".join(
@@ -232,7 +261,7 @@ class Refresher:
             # background, as any request's would.
             self._registry.check_soon(site)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._registry.checked(site), settings.search.site_wait_seconds)
+                await asyncio.wait_for(self._registry.checked(site), self._site_wait)
         log.info("refresh %s: %s", site, outcome.outcome)
         return outcome
 
@@ -246,7 +275,7 @@ class Refresher:
             if record is not None and not record.hidden:
                 return
             await self._sleep(delay)
-            pages = await warm_pages(self._settings, self._store, site, page_check(self._client, self._settings))
+            pages = await self._warming.pages(site)
             log.info("refresh %s: pages checked again: %s", site, pages)
             self._registry.check_soon(site)
 
