@@ -240,18 +240,25 @@ async def compose(
         for key in pending:
             log.warning("%s is an unresolved Key Vault reference: what it guards stays off until it resolves", key)
         if search is not None and search.endpoint and not unresolved(search.api_key):
-            credential = ai_search.credential(settings)  # the provider owns it from here and closes it
-            stack.push_async_callback(_close_quietly, credential)  # only matters if the constructor raises
-            register(ai_search.AiSearchProvider(search, sites=settings.sites, credential=credential))
+            credential = ai_search.credential(settings)
+            try:
+                searcher = ai_search.AiSearchProvider(search, sites=settings.sites, credential=credential)
+            except BaseException:
+                await _close_quietly(credential)  # no provider owns it yet
+                raise
+            register(searcher)  # the provider owns the credential from here, and is its one closer
         configured_remote = settings.remote
         remote_pending = configured_remote is not None and (
             unresolved(configured_remote.token) or unresolved(configured_remote.functions_key)
         )
         if settings.remote is not None and settings.remote.endpoint and not remote_pending:
-            token_source = remote.credential(settings)  # None with a static token; the provider closes it
-            if token_source is not None:
-                stack.push_async_callback(_close_quietly, token_source)
-            register(remote.RemoteProvider(settings.remote, sites=settings.sites, credential=token_source))
+            token_source = remote.credential(settings)  # None with a static token
+            try:
+                forwarder = remote.RemoteProvider(settings.remote, sites=settings.sites, credential=token_source)
+            except BaseException:
+                await _close_quietly(token_source)  # no provider owns it yet
+                raise
+            register(forwarder)  # the provider owns the credential from here, and is its one closer
         if any(provider.order < mkdocs.order for provider in registered if provider is not mkdocs):
             # A provider answers searches ahead of MkDocs: MkDocs builds its search structures (and embeds) only
             # for searches that fall through to it; resolution and get need the index alone.
@@ -289,7 +296,7 @@ async def _settle(task: asyncio.Task[None]) -> None:
 
 
 async def _close_quietly(credential: object) -> None:
-    """Close an async credential a second time harmlessly (its provider normally closed it first)."""
+    """Close an async credential no provider took over (its constructor raised), whatever closing it raises."""
     close = getattr(credential, "close", None)
     if close is not None:
         with contextlib.suppress(Exception):
