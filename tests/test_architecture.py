@@ -64,6 +64,7 @@ PURE = {
     "shared.model_graph",
     "shared.error_body",
     "shared.paths",
+    "shared.scrubbing",
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 
