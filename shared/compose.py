@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -150,7 +151,7 @@ def site_registry(
     store: CopyStore,
     *,
     embedding: EmbeddingModel | None = None,
-    clock: Callable[[], float] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> SiteRegistry:
     """The process's sites, from the settings: what the registry takes of them, and nothing else."""
     return SiteRegistry(
@@ -160,7 +161,7 @@ def site_registry(
         timings=settings.site_timings,
         weights=configured(settings.search.path_weights, tuple(settings.sites)),
         embedding=embedding,
-        **({"clock": clock} if clock is not None else {}),
+        clock=clock,
     )
 
 

@@ -40,6 +40,7 @@ PURE = {
     "shared.validation",
     "shared.code_samples",
     "shared.providers.mkdocs.scoring.artifact",
+    "shared.providers.mkdocs.scoring.blend",
     "shared.providers.mkdocs.codeblocks.code",
     "shared.providers.mkdocs.codeblocks.coderank",
     "shared.providers.mkdocs.fetching.convert",

@@ -37,7 +37,8 @@ sys.path.insert(0, str(REPO))
 from shared.providers.mkdocs.indexes.index import SiteIndex, parse_index  # noqa: E402
 from shared.providers.mkdocs.indexes.kinds import DEFAULT as DEFAULT_KINDS  # noqa: E402
 from shared.providers.mkdocs.indexes.kinds import PathWeights  # noqa: E402
-from shared.providers.mkdocs.scoring.federation import Federation, lexical_score, semantic_credit, similarity  # noqa: E402
+from shared.providers.mkdocs.scoring.blend import lexical_score, section_blend, semantic_credit, similarity  # noqa: E402
+from shared.providers.mkdocs.scoring.federation import Federation  # noqa: E402
 from shared.providers.mkdocs.scoring.ranking import Ranker  # noqa: E402
 from shared.providers.mkdocs.scoring.semantics import semantic_say  # noqa: E402
 from shared.providers.mkdocs.scoring.text import analyze_query  # noqa: E402
@@ -141,7 +142,7 @@ def signals(federation: Federation, query: str, vector: Any) -> tuple[npt.NDArra
     blended, _ = similarity(raw, outlines, federation.correction, federation.order, federation.starts, parameters)
     fit = fits[federation.site_of_page] if len(fits) else np.zeros(pages)
     prior_all = boosts * (1 + coverage)
-    lexical_core = lexical_score(best, scores, np.ones(pages), np.ones(pages), parameters)
+    lexical_core = section_blend(best, scores, parameters)
     credit = semantic_credit(blended, max(say, 0.0), boosts, federation.credit_scale, parameters)
     today = lexical_score(best, scores, fit, prior_all, parameters) + credit
     chosen = scores != 0

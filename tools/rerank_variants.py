@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from shared.embedding import MAX_TOKENS, QUERY_TOKENS, MiniLM, _clipped  # noqa: E402
-from shared.providers.mkdocs.scoring.federation import lexical_score, similarity  # noqa: E402
+from shared.providers.mkdocs.scoring.blend import section_blend, similarity  # noqa: E402
 from shared.providers.mkdocs.scoring.parameters import DEFAULT  # noqa: E402
 from shared.providers.mkdocs.scoring.pieces import PIECES  # noqa: E402
 from shared.providers.mkdocs.scoring.ranking import site_fit  # noqa: E402
@@ -107,7 +107,7 @@ def rows(corpus: Corpus, encoder: MiniLM, splade: Callable[[str, int], Floats] |
         score = scores(corpus, q, p)
         top = [int(page) for page in np.argsort(-score)[:PAGES] if np.isfinite(score[page])]
         fits = np.array([site_fit(h.tolist(), n, p) if len(h) else 0.0 for h, n in q.frequencies])
-        words = lexical_score(q.best, q.page, np.ones_like(q.page), q.prior, p)
+        words = section_blend(q.best, q.page, p) * q.prior
         _, corrected = similarity(
             q.raw, np.zeros_like(q.outlines), p.hub_weight * corpus.hub, federation.order, federation.starts, p
         )

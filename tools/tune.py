@@ -33,7 +33,8 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shared.providers.mkdocs.scoring.federation import Federation, lexical_score, semantic_credit, similarity  # noqa: E402
+from shared.providers.mkdocs.scoring.blend import lexical_score, semantic_credit, similarity  # noqa: E402
+from shared.providers.mkdocs.scoring.federation import Federation  # noqa: E402
 from shared.providers.mkdocs.scoring.parameters import DEFAULT, RankingParameters  # noqa: E402
 from shared.providers.mkdocs.scoring.ranking import site_fit  # noqa: E402
 from shared.providers.mkdocs.scoring.text import analyze_query, identifier_share  # noqa: E402
