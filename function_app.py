@@ -76,6 +76,7 @@ async def warm_index_caches(timer: func.TimerRequest) -> None:
         log.info("warm-up timer is past due; running now")
     composition = await _started()  # the service's own store and origin session, not a second of each
     await run_warmup(settings, embedding=embedding, store=composition.store, client=composition.client)
+    await composition.purge_usage()  # usage events past Insights__RetentionDays, with insights on
 
 
 async def refresh_on_publish(message: func.QueueMessage) -> None:

@@ -223,6 +223,9 @@ param alertDeliveryFailures int = 5
 @minValue(1)
 param alertDeadLetteredEvents int = 1
 
+@description('A shared workbook on Application Insights charting usage insights for the documentation\'s owners: searches by outcome, unanswered shares per site and version, reads, feedback and dropped events, as counts only, never any text (docs/operations.md, "Usage insights workbook"). Deployed only with insightsEnabled true; false: none.')
+param usageWorkbook bool = true
+
 // ---------------------------------------------------------------------------------------------------------------
 // The service's settings (Forge__Documentation__*): one parameter each, named after the setting, with its default
 // ---------------------------------------------------------------------------------------------------------------
@@ -404,6 +407,29 @@ param refreshWaitSeconds string = '100'
 @description('Forge__Documentation__Refresh__AppRoles: app roles whose app-only Entra tokens may call the publish hook (comma-separated); entraAuth sets Docs.Refresh.')
 param refreshAppRoles string = ''
 
+@description('Forge__Documentation__Insights__Enabled: Keep usage events (scrubbed questions, pages read after a search, agents\' feedback) for the documentation\'s owners, in the index cache\'s storage account, read through GET /api/admin/insights. Off: nothing is kept and submit_feedback answers that feedback is off.')
+@allowed([
+  'true'
+  'false'
+])
+param insightsEnabled string = 'false'
+
+@description('Forge__Documentation__Insights__MinCallers: A question appears in a report (and in an evaluation set made from it) only when at least this many distinct callers asked it (1 shows every question).')
+param insightsMinCallers string = '2'
+
+@description('Forge__Documentation__Insights__RetentionDays: Days usage events are kept: the warm-up deletes older ones. Callers\' pseudonyms change once per this many days, so one caller cannot be followed past it.')
+param insightsRetentionDays string = '30'
+
+@secure()
+@description('Forge__Documentation__Insights__Tokens: Bearer tokens that may read the insights report (GET /api/admin/insights), comma-separated (a secret: a Key Vault reference in Azure). Apart from Inbound__Tokens and Refresh__Tokens: the docs team holds one, never the docs pipeline. Unset (and no Insights__AppRoles): the report answers 401 to every caller.')
+param insightsTokens string = ''
+
+@description('Forge__Documentation__Insights__AppRoles: With Entra sign-in: app roles, comma-separated, whose tokens may also read the insights report, such as Docs.Insights.Read for the documentation team\'s group. Such a role grants no reading of pages.')
+param insightsAppRoles string = ''
+
+@description('Forge__Documentation__Insights__Container: Blob container of the usage events, in the index cache\'s storage account (created if missing); apart from the cache\'s container so its access can be granted apart.')
+param insightsContainer string = 'docs-insights'
+
 @description('Forge__Documentation__Auth__TenantId: the tenant whose access tokens are accepted; with authAudience it turns sign-in on. entraAuth sets this deployment\'s tenant.')
 param authTenantId string = ''
 
@@ -459,6 +485,11 @@ var coreSettings = {
   // Empty (no queue trigger) unless refreshOnPublish creates the queue and the events that fill it.
   Forge__Documentation__Refresh__QueueName: refreshOnPublish ? refreshOnPublishQueue : ''
   Forge__Documentation__Refresh__AppRoles: entraAuth ? docsRefreshRole : refreshAppRoles
+  Forge__Documentation__Insights__Enabled: insightsEnabled
+  Forge__Documentation__Insights__MinCallers: insightsMinCallers
+  Forge__Documentation__Insights__RetentionDays: insightsRetentionDays
+  Forge__Documentation__Insights__AppRoles: insightsAppRoles
+  Forge__Documentation__Insights__Container: insightsContainer
   // With entraAuth, sign-in points at the app registration; without it, the parameters pass through (empty: off).
   Forge__Documentation__Auth__TenantId: entraAuth ? tenant().tenantId : authTenantId
   Forge__Documentation__Auth__Audience: entraAuth ? entraAudience : authAudience
@@ -512,14 +543,20 @@ var refreshTokensGiven = !empty(refreshTokens)
 var refreshTokensSettings = refreshTokensGiven ? {
   Forge__Documentation__Refresh__Tokens: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${refreshTokensSecretName})'
 } : {}
-var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven || refreshTokensGiven
+var insightsTokensSecretName = 'insights-tokens'
+var insightsTokensGiven = !empty(insightsTokens)
+var insightsTokensSettings = insightsTokensGiven ? {
+  Forge__Documentation__Insights__Tokens: '@Microsoft.KeyVault(SecretUri=https://${keyVaultName}${environment().suffixes.keyvaultDns}/secrets/${insightsTokensSecretName})'
+} : {}
+var anySecretGiven = remoteTokenGiven || remoteFunctionsKeyGiven || inboundTokensGiven || refreshTokensGiven || insightsTokensGiven
 var keyVaultSecrets = {
   '${remoteTokenSecretName}': remoteToken
   '${remoteFunctionsKeySecretName}': remoteFunctionsKey
   '${inboundTokensSecretName}': inboundTokens
   '${refreshTokensSecretName}': refreshTokens
+  '${insightsTokensSecretName}': insightsTokens
 }
-var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings, remoteTokenSettings, remoteFunctionsKeySettings, inboundTokensSettings, refreshTokensSettings)
+var documentationSettings = union(coreSettings, aiSearchSettings, remoteSettings, remoteTokenSettings, remoteFunctionsKeySettings, inboundTokensSettings, refreshTokensSettings, insightsTokensSettings)
 // END generated settings
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -609,6 +646,18 @@ module monitoring 'app/monitoring.bicep' = {
     tags: tags
     retentionInDays: logRetentionDays
     dailyCapGb: logDailyCapGb
+  }
+}
+
+// The documentation owners' view of usage insights, on the component the app's counters go to: only while the app
+// counts usage (insightsEnabled), since otherwise it has nothing to show.
+module insightsWorkbook 'app/insights-workbook.bicep' = if (usageWorkbook && insightsEnabled == 'true') {
+  name: 'insights-workbook-${resourceToken}'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
   }
 }
 

@@ -9,7 +9,10 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared.cache import CopyStore, open_store
@@ -17,6 +20,7 @@ from shared.code_samples import GUESSED, PENDING
 from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
 from shared.errors import ConfigurationError, DocsError, EmbeddingUnavailableError, InvalidRequestError, ResolutionError
+from shared.insights.text import insights_text
 from shared.models import Document, SearchResponse, VersionListing, View
 from shared.reading import UnknownSectionError, check_read
 from shared.requests import ReadRequest, SearchRequest
@@ -65,6 +69,14 @@ def _parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list pages (at most 25, interleaved across sites)")
     listing.add_argument("--format", choices=("text", "json"), default="text")
     commands.add_parser("warm", help="refresh every site's cached index once")
+    insights = commands.add_parser("insights", help="what agents asked and read, for the documentation's owners")
+    insights.add_argument("--days", type=_whole("days"), default=7, help="the last this many days (default 7)")
+    insights.add_argument("--site", help="only this site (and questions asked of every site)")
+    insights.add_argument("--version", help="only this version")
+    insights.add_argument("--format", choices=("text", "json"), default="text")
+    insights.add_argument(
+        "--as-eval", type=Path, metavar="FILE", help="write an eval set (tools/eval.py) from searches then reads"
+    )
     return parser
 
 
@@ -127,6 +139,45 @@ async def _warm(settings: DocumentationSettings) -> int:
     return EXIT_FAILED if broken else EXIT_OK
 
 
+async def _insights(settings: DocumentationSettings, args: argparse.Namespace) -> int:
+    """The insights report (or, with --as-eval, the evaluation set) from the usage store, whether or not this
+    deployment keeps usage now; the pages no search returned come from the sites' indexes (lexical, no model)."""
+    from shared.insights.report import Scope, as_eval, build
+    from shared.insights.store import open_usage_store
+
+    store = open_usage_store(settings)
+    if store is None:
+        print("error: no storage account is configured, so no usage is kept (docs/insights.md)", file=sys.stderr)
+        return EXIT_FAILED
+    until = datetime.now(UTC)
+    scope = Scope(int(until.timestamp() * 1000), args.days, args.site, args.version, settings.insights.min_callers)
+    try:
+        events = await store.events(until - timedelta(days=args.days), until)
+    except Exception as exc:
+        print(f"error: the usage store cannot be read ({type(exc).__name__})", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        await store.aclose()
+    if args.as_eval is not None:
+        written = as_eval(events, scope, corpus=settings.origin)
+        args.as_eval.write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
+        print(f"{len(written['cases'])} cases written to {args.as_eval}", file=sys.stderr)  # type: ignore[arg-type]
+        return EXIT_OK
+    lexical = settings.model_copy(update={"search": settings.search.model_copy(update={"semantic": False})})
+    async with compose(lexical) as composed:
+        try:
+            site = composed.service.check_site(args.site)
+        except InvalidRequestError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        sites = [site] if site is not None else list(composed.service.sites)
+        listed = await asyncio.gather(*(composed.service.pages(one) for one in sites))
+    pages = {one: found for one, found in zip(sites, listed, strict=True) if found is not None}
+    report = build(events, replace(scope, site=site), pages)
+    print(report.model_dump_json(by_alias=True, indent=2) if args.format == "json" else insights_text(report))
+    return EXIT_OK
+
+
 def _needs_attention(outcome: SiteOutcome) -> bool:
     failed = outcome.failed and outcome.status != HTTPStatus.NOT_FOUND
     return failed or (outcome.semantic is not None and outcome.semantic.failed)
@@ -146,6 +197,8 @@ def _one_shot(settings: DocumentationSettings, store: CopyStore) -> Documentatio
 async def _run(settings: DocumentationSettings, args: argparse.Namespace) -> int:
     if args.command == "warm":
         return await _warm(settings)
+    if args.command == "insights":
+        return await _insights(settings, args)
     store = open_store(settings)
     settings = _one_shot(settings, store)
     embedding = process_embedding(settings)

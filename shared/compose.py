@@ -29,6 +29,8 @@ from shared.embedding import MINILM, EmbeddingModel, EncoderHealth, EncoderState
 from shared.fetch import OriginClient
 from shared.graph_sharing import fetch_graph, share_graph
 from shared.graphs import LOCAL_GRAPHS, GraphCache
+from shared.insights.recorder import InsightsHealth, Recorder
+from shared.insights.store import open_usage_store
 from shared.providers import ai_search, remote
 from shared.providers.base import DocumentationProvider, Report, Status, absent, roll_up
 from shared.providers.mkdocs import (
@@ -43,6 +45,7 @@ from shared.providers.mkdocs import (
 )
 from shared.service import DocumentationService, InChain
 from shared.settings import DocumentationSettings, unresolved
+from shared.usage import NO_USAGE
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,8 @@ class Health(Report):
     cache: StoreHealth
     embedding: EncoderHealth
     unresolved_secrets: UnresolvedSecrets | None = absent()
+    insights: InsightsHealth | None = absent()
+    """With usage insights on: events queued, written and dropped (never a question)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +116,27 @@ class Composition:
     """Publish refreshes of the MkDocs sites' cached indexes (the hook and the queue)."""
     client: OriginClient
     """The one origin session (the warm-up timer uses it too, rather than opening its own)."""
+    insights: Recorder | None = None
+    """Usage insights (`Insights__Enabled`): the service's usage sink, the report's store."""
 
     def published(self, message: bytes | str) -> list[str]:
         """The sites whose index an Event Grid `BlobCreated` queue message reports written (none for anything else);
         raises ValueError when the message is not JSON."""
         blobs = blob_events(message)
         return sorted({site for blob in blobs for site in published_sites(self.settings, blob)})
+
+    async def purge_usage(self) -> int:
+        """Delete the usage events past `Insights__RetentionDays` and earlier periods' pseudonym keys (the warm-up's
+        last step); how many blobs. A store that does not answer is logged, and tried again next warm-up."""
+        if self.insights is None:
+            return 0
+        try:
+            deleted = await self.insights.purge(self.settings.insights.retention_days)
+        except Exception as exc:
+            log.warning("usage insights: deleting what is past retention failed (%s)", type(exc).__name__)
+            return 0
+        log.info("usage insights: %d blobs past retention deleted", deleted)
+        return deleted
 
     def health(self) -> Health:
         """Overall status, providers in chain order, the cache store and the embedding model, without waiting on I/O.
@@ -138,7 +158,18 @@ class Composition:
             cache=cache,
             embedding=self.embedding.describe() if self.embedding is not None else _off(self.settings),
             unresolved_secrets=UnresolvedSecrets(keys=pending) if pending else None,
+            insights=self.insights.health() if self.insights is not None else None,
         )
+
+
+def recorder_of(settings: DocumentationSettings) -> Recorder | None:
+    """The usage recorder when `Insights__Enabled` is on and a storage account is configured; else None."""
+    if not settings.insights.enabled:
+        return None
+    store = open_usage_store(settings)
+    if store is None:
+        return None
+    return Recorder(store, retention_days=settings.insights.retention_days)
 
 
 def _off(settings: DocumentationSettings) -> EncoderHealth:
@@ -271,8 +302,11 @@ async def compose(
                 embedding.start_loading(fetch_graph(store, MINILM))
             preload = asyncio.create_task(_preload(embedding, store), name="load the query encoder")
             stack.push_async_callback(_settle, preload)
-        service = DocumentationService(registered, origin=settings.origin)
-        yield Composition(settings, service, store, embedding, refresher, client)
+        insights = recorder_of(settings)
+        if insights is not None:
+            stack.push_async_callback(insights.aclose)
+        service = DocumentationService(registered, origin=settings.origin, usage=insights or NO_USAGE)
+        yield Composition(settings, service, store, embedding, refresher, client, insights)
 
 
 async def _preload(

@@ -192,6 +192,8 @@ class Found:
 
     results: list[SearchResult]
     sites: dict[str, SiteSearched] | None = None
+    floored: bool = False
+    """Results were found and the relevance floor removed every one (usage insights tell it from "no match")."""
 
 
 class SearchResponse(_Wire):
@@ -357,3 +359,12 @@ class VersionListing(_Wire):
             for version in found.versions
         ]
         return cls(site=found.site, versioned=True, default=found.default, versions=listed)
+
+
+class FeedbackAccepted(_Versioned):
+    """Feedback kept for the documentation's owners, on the page its location resolved to."""
+
+    accepted: bool = True
+    site: str
+    location: str
+    kind: str

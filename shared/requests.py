@@ -10,6 +10,9 @@ spelling with `scoped`; providers never change one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 from shared.models import SearchKind
@@ -18,10 +21,35 @@ from shared.reading import WHOLE, Read
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who asks: nothing yet beyond that a caller exists (audiences and usage attribution ride here)."""
+    """Who asks, as the edge's gate knows it (audiences ride here too).
+
+    `identity` names the credential or the client, never holding a secret: `token:<SHA-256 of the bearer token>`,
+    `entra:<object id>`, `address:<client address>`; None for the command line and the timer. It is never logged or
+    stored as it is: usage insights keep only a keyed hash of it (`shared.insights`).
+    """
+
+    identity: str | None = field(default=None, repr=False)
 
 
 ANONYMOUS = Caller()
+
+_CALLER: ContextVar[Caller] = ContextVar("docs_caller", default=ANONYMOUS)
+
+
+@contextmanager
+def calling(caller: Caller) -> Iterator[None]:
+    """Inside, the request being answered is `caller`'s (set by the inbound gate, read by the edges that build
+    requests: `current_caller`)."""
+    token = _CALLER.set(caller)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+def current_caller() -> Caller:
+    """Who the request being answered comes from (ANONYMOUS outside one)."""
+    return _CALLER.get()
 
 
 @dataclass(frozen=True, slots=True)

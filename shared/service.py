@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeGuard
 
@@ -58,6 +58,7 @@ from shared.paths import escapes
 from shared.providers.base import DocumentationProvider, ProviderHealth, Report
 from shared.requests import ReadRequest, SearchRequest
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
+from shared.usage import NO_USAGE, UsageSink
 from shared.validation import (
     check_kind,
     check_language,
@@ -69,6 +70,10 @@ from shared.validation import (
 )
 
 log = logging.getLogger(__name__)
+
+LISTING = "*"
+MAX_LISTED = 20_000
+"""The most pages `pages` lists of one site."""
 
 MISS_PRECEDENCE = (
     Reason.AMBIGUOUS,
@@ -96,9 +101,11 @@ class InChain(Report):
 class DocumentationService:
     """Runs search and get through the providers in ascending `order`."""
 
-    def __init__(self, providers: Sequence[DocumentationProvider], *, origin: str) -> None:
+    def __init__(self, providers: Sequence[DocumentationProvider], *, origin: str, usage: UsageSink = NO_USAGE) -> None:
         self.providers = sorted(providers, key=lambda provider: provider.order)
         self.origin = origin
+        self.usage = usage
+        """Told of every search that answered and every page read (`shared.usage`): usage insights, when on."""
         declared: dict[str, str] = {}
         for provider in self.providers:
             for site in provider.sites:
@@ -114,16 +121,19 @@ class DocumentationService:
             request,
             query=check_query(request.query),
             limit=min(check_limit(request.limit), MAX_RESULTS),
-            site=self._check_site(request.site),
+            site=self.check_site(request.site),
             version=check_version(request.version),
             kind=kind,
             language=check_language(request.language, kind),
         )
         with telemetry.operation("search"):
-            return await self._search(checked)
+            response, floored = await self._search(checked)
+        _told(self.usage.searched, checked, response, floored=floored)
+        return response
 
-    async def _search(self, request: SearchRequest) -> SearchResponse:
-        searched, failures, timed_out = False, {}, set()
+    async def _search(self, request: SearchRequest) -> tuple[SearchResponse, bool]:
+        """The answer, and whether the relevance floor emptied it (some provider's results all fell below it)."""
+        searched, floored, failures, timed_out = False, False, {}, set()
         refused: InvalidRequestError | None = None
         sites: dict[str, SiteSearched] | None = None
         code = request.kind is SearchKind.CODE
@@ -153,13 +163,14 @@ class DocumentationService:
                     timed_out.add(provider.name)
                 continue
             searched = True
-            sites, results = found.sites or sites, found.results
+            sites, results, floored = found.sites or sites, found.results, floored or found.floored
             if results:
                 attribute(SEARCH_PROVIDER, provider.name)
                 telemetry.searched(provider.name, results[: request.limit])
-                return SearchResponse(
+                answer = SearchResponse(
                     query=request.query, provider=provider.name, results=results[: request.limit], sites=sites
                 )
+                return answer, False
         attribute(SEARCH_PROVIDER, NO_PROVIDER)
         if refused is not None and not searched:
             raise refused  # every provider that could answer refused the version: the caller's to correct
@@ -170,7 +181,7 @@ class DocumentationService:
         telemetry.searched(NO_PROVIDER, [])
         shape = query_shape(request.query)
         log.info("search matched nothing (query length %d, %d terms)", shape["length"], shape["terms"])
-        return SearchResponse(query=request.query, provider=NO_PROVIDER, results=[], sites=sites)
+        return SearchResponse(query=request.query, provider=NO_PROVIDER, results=[], sites=sites), floored
 
     async def get(self, request: ReadRequest) -> Document:
         """The whole page at `request.location` as the first fetch-capable provider serves it (with its outline when
@@ -188,16 +199,38 @@ class DocumentationService:
 
     async def select(self, request: ReadRequest) -> reading.Selection:
         """The page, or the section, `request.read` names: the one place a read is composed, for every interface
-        (REST and the command line shape it with `reading.shaped`, MCP fits it to its budget)."""
-        return reading.select(await self.get(request), request.read)
+        (REST and the command line shape it with `reading.shaped`, MCP fits it to its budget). A read, for usage
+        insights (`get` alone is not: the chain's own look-ups, such as feedback's, are nobody's read)."""
+        document = await self.get(request)
+        _told(self.usage.read, request, document)
+        return reading.select(document, request.read)
 
     async def read(self, request: ReadRequest) -> Document:
         """The page as `request.read` asks: whole, a section, a part or its outline (`shared.reading`)."""
         return reading.shaped(await self.select(request), request.read)
 
+    async def pages(self, site: str) -> list[str] | None:
+        """Every page of a site (its default version), as the first fetching provider that lists it gives them (the
+        listing query `*`, uncapped); None when none lists it. For the insights report's pages no search returned."""
+        named = self.check_site(site) or site
+        for provider in self.providers:
+            scoped = _declared(provider, named)
+            if scoped is None or not provider.capabilities.fetch:
+                continue
+            try:
+                found = await provider.search(SearchRequest(LISTING, limit=MAX_LISTED, site=scoped))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("listing provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
+                continue
+            if found.results:
+                return [result.location for result in found.results]
+        return None
+
     async def versions(self, site: str) -> VersionSet | None:
         """A site's versions (None: not versioned), from the first provider that knows versions and serves it."""
-        named = self._check_site(site) or site
+        named = self.check_site(site) or site
         for provider in self.providers:
             scoped = _declared(provider, named)
             if scoped is None or not provider.capabilities.versions:
@@ -262,7 +295,9 @@ class DocumentationService:
             for provider in self.providers
         }
 
-    def _check_site(self, site: str | None) -> str | None:
+    def check_site(self, site: str | None) -> str | None:
+        """`site` in the spelling of the first provider that declares it; InvalidRequestError naming the sites
+        (nearest first) when none does."""
         if site is None:
             return None
         lowered = site.strip().lower()
@@ -270,6 +305,14 @@ class DocumentationService:
             if known.lower() == lowered:
                 return known
         raise InvalidRequestError(f"site must be one of: {', '.join(by_nearness(site, self.sites))}")
+
+
+def _told(tell: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """The usage sink told of an answer; whatever it raises is logged by type and never reaches the caller."""
+    try:
+        tell(*args, **kwargs)
+    except Exception as exc:
+        log.warning("usage sink failed (%s); the answer stands", type(exc).__name__)
 
 
 def _details(exc: Exception) -> dict[str, str]:

@@ -66,6 +66,10 @@ PURE = {
     "shared.error_body",
     "shared.paths",
     "shared.scrubbing",
+    "shared.usage",
+    "shared.insights.events",
+    "shared.insights.report",
+    "shared.insights.text",
 }
 """Modules that compute and never reach a network, a disk or a clock of their own."""
 
@@ -117,13 +121,17 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("function_app", {"*"}),
     ("shared.__main__", {"shared.cli"}),
     ("shared.cli", {"*"}),
-    ("shared.api", {"shared.compose", "shared.service", "shared.embedding", "shared.entra", *CONTRACT, *BASE}),
+    (
+        "shared.api",
+        {"shared.compose", "shared.service", "shared.embedding", "shared.entra", "shared.insights", *CONTRACT, *BASE},
+    ),
     ("shared.compose", {"*"}),
     ("shared.service", {*CONTRACT, *BASE}),
     ("shared.providers.base", BASE),
     ("shared.providers.", {*CONTRACT, *SERVICES, *BASE}),  # each provider: never another provider
     ("shared.providers", BASE),
     ("shared.cache", {"shared.fetch", "shared.identity", *BASE}),
+    ("shared.insights", {"shared.cache", "shared.identity", *CONTRACT, *BASE}),  # kept beside the index cache
     ("shared.fetch", BASE),
     ("shared.entra", {"shared.fetch", *BASE}),  # the tenant's signing keys, fetched like everything else
     ("shared.embedding", {"shared.graphs", "shared.model_record", *BASE}),

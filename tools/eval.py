@@ -1,6 +1,6 @@
 """Replay an eval set against the documentation service and write the spec's run record (schemaVersion 2).
 
-    # against a running API
+    # against a running API (one that takes a bearer token: DOCS_TOKEN=... in the environment)
     python tools/eval.py --eval-set ../shared/evals/dev-set.json --base-url http://127.0.0.1:8000 --label pre-fix
     # in-process, over an origin (other settings come from the usual Forge__Documentation__* environment)
     python tools/eval.py --eval-set ../shared/evals/dev-set.json --origin http://127.0.0.1:8000
@@ -38,6 +38,9 @@ HIT_AT_N_DEPTH = 5
 MRR_DEPTH = 10
 MIN_LIMIT, MAX_LIMIT = 5, 50
 REPO = Path(__file__).resolve().parents[1]
+TOKEN_VARIABLE = "DOCS_TOKEN"
+"""The bearer token a running API is called with (`Inbound__Tokens`), from the environment: never an argument,
+which the process list shows."""
 DEFAULT_EVAL_SET = REPO / "tools" / "evals" / "holdout-set.json"
 """The set beside the harness, used when `--eval-set` is not given (the spec's eval-set.json beside the script)."""
 RUNS_DIR = REPO / "tools" / "runs"
@@ -274,10 +277,11 @@ def resolved_target(args: argparse.Namespace) -> str:
 class HttpBackend:
     """A running API: GET /api/docs/search, /api/docs/get and /api/health."""
 
-    def __init__(self, base_url: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 60.0, token: str | None = None) -> None:
         import httpx  # a dev dependency: only measurement runs against HTTP need it
 
-        self._client = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._client = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout, headers=headers)
         self._errors: tuple[type[Exception], ...] = (httpx.HTTPError,)
 
     async def _call(self, path: str, params: dict[str, Any]) -> Reply:
@@ -353,7 +357,7 @@ class ServiceBackend:
 
 async def measure_target(args: argparse.Namespace, eval_set: EvalSet) -> tuple[list[dict[str, Any]], str | None]:
     if args.base_url:
-        backend = HttpBackend(args.base_url)
+        backend = HttpBackend(args.base_url, token=os.environ.get(TOKEN_VARIABLE) or None)
         try:
             await wait_until_ranked(backend, args.ready_timeout)
             return await measure(backend, eval_set, args.search_limit)
@@ -483,7 +487,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--eval-set", type=Path, help=f"eval set JSON (the spec's shape; default {DEFAULT_EVAL_SET.relative_to(REPO)})"
     )
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--base-url", help="a running API, e.g. http://127.0.0.1:8000")
+    target.add_argument(
+        "--base-url", help=f"a running API, e.g. http://127.0.0.1:8000 (a bearer token from ${TOKEN_VARIABLE})"
+    )
     target.add_argument("--origin", help="measure the service in-process over this documentation origin")
     parser.add_argument("--label", default="unlabeled", help="free-form tag stamped into the record")
     parser.add_argument("--output", type=Path, help="record path (default tools/runs/<yyyyMMdd-HHmmss>-<label>.json)")

@@ -12,8 +12,8 @@ Its own credential, apart from reads: `Authorization: Bearer <one of Refresh__To
 when the tenant's keys are out of reach); nothing configured, every call is `401`; only unresolved Key Vault
 references set, `503`. Each caller (the token it presents) may start `BURST` calls at once and one more every
 `REFILL_SECONDS`, past that `429` with `Retry-After`; refused calls are limited the same way per client address
-(`shared.api.gate.limits.client_of`) before any token is looked at, so guessing tokens meets `429` after `BURST` wrong
-ones, whatever `X-Forwarded-For` they send, a valid token included (`RefreshGate.caller`). Refreshes coalesce per site
+(`shared.api.gate.clients.client_of`) before any token is looked at, so guessing tokens meets `429` after `BURST` wrong
+ones, whatever `X-Forwarded-For` they send, a valid token included (`AdminGate.caller`). Refreshes coalesce per site
 (`shared.providers.mkdocs.lifecycle.refresh`): calling again while one runs queues exactly one more.
 Neither the token nor the body is logged.
 
@@ -32,15 +32,17 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Path, Request
 from fastapi.responses import JSONResponse
+from pydantic import SecretStr
 
 from shared.api.errors import error
-from shared.api.gate.bodies import nested_too_deeply
+from shared.api.gate.bodies import nested_too_deeply, read_body
+from shared.api.gate.clients import client_of
 from shared.api.gate.inbound import BEARER, BearerTokens
-from shared.api.gate.limits import client_of
 from shared.api.rest import composition, known
 from shared.compose import Composition
 from shared.deadline import budget
@@ -121,20 +123,44 @@ class RateLimit:
             self._buckets.popitem(last=False)
 
 
-class RefreshGate:
-    """Who may call the hook: one of `Refresh__Tokens`, within its rate."""
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """An admin credential's settings: its tokens, its Entra app roles, and the names its refusals say."""
+
+    section: str
+    """The settings section, as refusals name it (`Refresh`: `Refresh__Tokens`, `Refresh__AppRoles`)."""
+    tokens: tuple[SecretStr, ...]
+    roles: tuple[str, ...]
+    what: str
+    """What the credential opens, in a refusal: "the refresh hook", "the insights report"."""
+
+
+class AdminGate:
+    """Who may call an admin route: one of its credential's tokens (or, with Entra sign-in, an app role), within
+    its rate (`admit`)."""
 
     def __init__(
-        self, settings: DocumentationSettings, verifier: EntraVerifier | None = None, limit: RateLimit | None = None
+        self,
+        settings: DocumentationSettings,
+        credential: Credential,
+        verifier: EntraVerifier | None = None,
+        limit: RateLimit | None = None,
     ) -> None:
         self._settings = settings
-        self._tokens = BearerTokens(settings.refresh.tokens)
-        roles = frozenset(settings.refresh.app_roles)
+        self._credential = credential
+        self._tokens = BearerTokens(credential.tokens)
+        roles = frozenset(credential.roles)
         self._verifier = verifier if roles else None
         self._grant = Grant(frozenset(), roles)
         self._limit = limit or RateLimit()
         self._refused = RateLimit()
         """Refused calls per client address: past their burst, no token is even looked at."""
+
+    @classmethod
+    def refresh(cls, settings: DocumentationSettings, verifier: EntraVerifier | None = None) -> "AdminGate":
+        """The publish hook's: `Refresh__Tokens` and `Refresh__AppRoles`."""
+        given = settings.refresh
+        return cls(settings, Credential("Refresh", given.tokens, given.app_roles, "the refresh hook"), verifier)
 
     async def caller(self, request: Request) -> str:
         """Who calls (a token's position, or an Entra caller's object id); raises the refusal (`AccessRefused`),
@@ -153,19 +179,20 @@ class RefreshGate:
 
     async def _checked(self, request: Request) -> str:
         authorization = request.headers.get("authorization", "")
+        section, what = self._credential.section, self._credential.what
         matched = self._tokens.match(authorization)
         if matched is not None:
             return f"token {matched}"
         if self._verifier is not None and authorization[: len(BEARER)].lower() == BEARER:
             return await self._entra(authorization[len(BEARER) :].strip())
         if self._tokens.shut:
-            message = f"{PREFIX}Refresh__Tokens is an unresolved Key Vault reference: no caller is accepted"
+            message = f"{PREFIX}{section}__Tokens is an unresolved Key Vault reference: no caller is accepted"
             raise CredentialsUnavailable(message)
         if not self._tokens.configured and self._verifier is None:
-            message = f"the refresh hook is off: set {PREFIX}Refresh__Tokens (or Refresh__AppRoles with Entra sign-in)"
+            message = f"{what} is off: set {PREFIX}{section}__Tokens (or {section}__AppRoles with Entra sign-in)"
             raise Unauthorized(message, challenge=CHALLENGE)
-        log.info("refused a refresh hook call without an accepted token")
-        raise Unauthorized("send Authorization: Bearer <one of Refresh__Tokens>", challenge=CHALLENGE)
+        log.info("refused an admin call without an accepted token")
+        raise Unauthorized(f"send Authorization: Bearer <one of {section}__Tokens>", challenge=CHALLENGE)
 
     async def _entra(self, token: str) -> str:
         assert self._verifier is not None
@@ -177,22 +204,23 @@ class RefreshGate:
                 "tokens cannot be checked right now: the tenant's signing keys are out of reach"
             ) from None
         if checked.verdict is Verdict.NOT_GRANTED:
+            section = self._credential.section
             raise Forbidden(
-                "the token carries none of the app roles that may refresh (Refresh__AppRoles)",
+                f"the token carries none of the app roles that open {self._credential.what} ({section}__AppRoles)",
                 challenge='Bearer error="insufficient_scope"',
             )
         if checked.verdict is not Verdict.ACCEPTED:
-            log.info("refused a refresh hook call with an invalid token")
+            log.info("refused an admin call with an invalid token")
             raise Unauthorized("the access token is not valid for this app: sign in again", challenge=CHALLENGE)
         return f"entra {checked.caller}"
 
     def admit(self, caller: str) -> float:
-        """0 when the caller may start a refresh now, else the seconds until it may."""
+        """0 when the caller may go on now (one call taken from its rate), else the seconds until it may."""
         return self._limit.take(caller)
 
 
 def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier: EntraVerifier | None = None) -> None:
-    gate = RefreshGate(settings, verifier)
+    gate = AdminGate.refresh(settings, verifier)
 
     async def checked(request: Request) -> str:
         return await gate.caller(request)
@@ -220,7 +248,7 @@ def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier
         """Refresh the named sites' cached indexes from the origin now (every site without `sites`), as the warm-up
         timer does, and answer each site's outcome and its index's `fetchedAt`. Needs `Authorization: Bearer <one
         of Refresh__Tokens>`; `Prefer: respond-async` answers `202` at once."""
-        sites = _sites(composed.settings, _parsed(await _read(request)))
+        sites = _sites(composed.settings, _parsed(await read_body(request, MAX_BODY_BYTES)))
         wait = gate.admit(caller)
         if wait > 0:
             retry = max(1, math.ceil(wait))
@@ -252,21 +280,6 @@ def install_admin_routes(app: FastAPI, settings: DocumentationSettings, verifier
         body = report.model_dump(mode="json", by_alias=True)
         # A recorded run answers as the store holds it: its keys sorted.
         return JSONResponse(json.loads(json.dumps(body, sort_keys=True)) if report.recorded else body)
-
-
-async def _read(request: Request) -> bytes:
-    """The body, refused as soon as it is known to be larger than MAX_BODY_BYTES: from `Content-Length` before any
-    of it is read, else while it streams in."""
-    too_large = InvalidRequestError(f"the body is larger than {MAX_BODY_BYTES:,} bytes")
-    declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise too_large
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise too_large
-    return bytes(body)
 
 
 def _parsed(raw: bytes) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from shared.api.gate.inbound import InboundCheck
 from shared.api.gate.limits import ConcurrencyLimit
 from shared.api.gate.named import NamedRoute
 from shared.api.gate.signin import metadata_routes
+from shared.api.insights import FeedbackDesk, install_insights_routes
 from shared.api.mcp.server import build_server
 from shared.api.mcp.transport import MCP_PATH, McpEndpoint, transport_security
 from shared.api.rest import install_routes
@@ -62,6 +63,7 @@ def create_app(
     endpoint = McpEndpoint(seconds=settings.request_timeout_seconds)
     gated = gated_by_host or bool(settings.inbound.tokens) or settings.auth.enabled
     verifier = EntraVerifier(settings.auth) if settings.auth.enabled else None
+    desk = FeedbackDesk()
     own_hosts = (*((settings.website_hostname,) if settings.website_hostname else ()), *settings.mcp.allowed_hosts)
 
     @asynccontextmanager
@@ -77,6 +79,7 @@ def create_app(
                     budget_chars=settings.mcp.answer_budget_chars,
                     seconds=settings.request_timeout_seconds,
                     gated=gated,
+                    desk=desk,
                 )
                 server.streamable_http_app(
                     streamable_http_path=MCP_PATH,
@@ -122,6 +125,7 @@ def create_app(
         gated=gated,
     )
     install_admin_routes(app, settings, verifier)
+    install_insights_routes(app, settings, desk, verifier)
     app.router.routes.extend(metadata_routes(settings))
     app.router.routes.extend(front_routes(title=TITLE, summary=SUMMARY, openapi_url=OPENAPI_URL, gated=gated))
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.

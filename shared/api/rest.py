@@ -20,7 +20,7 @@ from shared.errors import InvalidRequestError
 from shared.models import Document, SearchKind, SearchResponse, VersionListing, View
 from shared.providers.base import Status
 from shared.reading import MAX_OFFSET, MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
-from shared.requests import ReadRequest, SearchRequest
+from shared.requests import ReadRequest, SearchRequest, current_caller
 from shared.validation import (
     MAX_LIMIT,
     MAX_LOCATION_LENGTH,
@@ -184,7 +184,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         ] = None,
     ) -> SearchResponse:
         """Search every configured site; the first provider with results answers."""
-        asked = SearchRequest(q, limit=limit, site=site, version=version, kind=check_kind(kind), language=language)
+        asked = SearchRequest(q, limit, site, version, check_kind(kind), language, caller=current_caller())
         work = composed.service.search(asked)
         return await within(work, composed.settings.request_timeout_seconds)
 
@@ -250,7 +250,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         `contentHash` and what was asked; `If-None-Match` with it is answered `304`) and a `Cache-Control` `max-age`
         no longer than the service's own freshness for the page (`private` when callers are checked)."""
         read = check_read(section=section, offset=offset, max_chars=max_chars, view=view)
-        work = composed.service.read(ReadRequest(location, read, version))
+        work = composed.service.read(ReadRequest(location, read, version, current_caller()))
         document = await within(work, composed.settings.request_timeout_seconds)
         headers = {"ETag": caching.etag(document, read), "Cache-Control": caching.cache_control(document, gated=gated)}
         if caching.matches(request.headers.get("if-none-match"), headers["ETag"]):

@@ -21,6 +21,24 @@ def open_store(settings: DocumentationSettings) -> CopyStore:
 
     No I/O happens here; the container is created on the first write that finds it missing.
     """
+    chosen = account(settings)
+    if chosen is None:
+        return MemoryStore()
+    source, connection_string, service_uri = chosen
+    if connection_string:
+        try:
+            return BlobStore.from_connection_string(
+                connection_string, settings.cache.container, source=source, proxy=settings.proxy_configured
+            )
+        except ValueError as exc:
+            return _unusable(source, type(exc).__name__)
+    return _identity_store(settings, source, service_uri or "")
+
+
+def account(settings: DocumentationSettings) -> tuple[str, str | None, str | None] | None:
+    """The storage account the cache (and what is kept beside it: usage insights) lives in, as the setting that
+    names it and its connection string or blob service URI: the cache's own, else the Functions host's storage;
+    None when nothing names one."""
     cache = settings.cache
     candidates: list[tuple[str, str | None, str | None]] = [
         (PREFIX + "Cache__ConnectionString", _secret(cache.connection_string), None),
@@ -30,15 +48,10 @@ def open_store(settings: DocumentationSettings) -> CopyStore:
     ]
     for source, connection_string, service_uri in candidates:
         if connection_string:
-            try:
-                return BlobStore.from_connection_string(
-                    connection_string, cache.container, source=source, proxy=settings.proxy_configured
-                )
-            except ValueError as exc:
-                return _unusable(source, type(exc).__name__)
+            return source, connection_string, None
         if service_uri and service_uri.strip():
-            return _identity_store(settings, source, service_uri.strip())
-    return MemoryStore()
+            return source, None, service_uri.strip()
+    return None
 
 
 def _identity_store(settings: DocumentationSettings, source: str, service_uri: str) -> CopyStore:

@@ -29,6 +29,7 @@ from shared.settings.documentation import (
     RESERVED_PREFIXES,
     DocumentationSettings,
 )
+from shared.settings.insights import InsightsSettings
 from shared.settings.secrets import KEY_VAULT_REFERENCE, Secret, unresolved
 from shared.settings.sections import (
     AiSearchSettings,
@@ -65,6 +66,7 @@ __all__ = [
     "IdentitySettings",
     "InboundSettings",
     "IndexPolicy",
+    "InsightsSettings",
     "McpSettings",
     "RefreshSettings",
     "RemoteSettings",

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from shared.settings.insights import InsightsSettings
 from shared.settings.secrets import unresolved_keys
 from shared.settings.sections import (
     AiSearchSettings,
@@ -107,6 +108,7 @@ class DocumentationSettings(BaseSettings):
     remote: RemoteSettings | None = Field(None, alias="Remote")
     inbound: InboundSettings = Field(default_factory=InboundSettings, alias="Inbound")
     refresh: RefreshSettings = Field(default_factory=RefreshSettings, alias="Refresh")
+    insights: InsightsSettings = Field(default_factory=InsightsSettings, alias="Insights")
     auth: AuthSettings = Field(default_factory=AuthSettings, alias="Auth")
     host_storage: SecretStr | None = Field(None, alias="AzureWebJobsStorage")
     host_storage_blob_service_uri: str | None = Field(None, alias="AzureWebJobsStorageBlobServiceUri")

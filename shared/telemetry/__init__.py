@@ -12,7 +12,7 @@ import logging
 
 from opentelemetry import trace
 
-from shared.telemetry.signals import fetched, operation, provider_call, searched, use
+from shared.telemetry.signals import fetched, operation, provider_call, searched, use, used
 
 __all__ = [
     "FETCH_PROVIDER",
@@ -25,6 +25,7 @@ __all__ = [
     "query_shape",
     "searched",
     "use",
+    "used",
 ]
 
 log = logging.getLogger(__name__)

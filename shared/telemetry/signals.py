@@ -33,6 +33,17 @@ SOURCE = "smithy.docs.source"
 OUTCOME = "smithy.docs.outcome"
 RESULT_COUNT = "smithy.docs.result_count"
 MIN_PREVIEW_CHARS = "smithy.docs.min_preview_chars"
+USAGE_SEARCHES = "smithy.docs.usage.searches"
+USAGE_READS = "smithy.docs.usage.reads"
+USAGE_FEEDBACK = "smithy.docs.usage.feedback"
+USAGE_DROPPED = "smithy.docs.usage.dropped"
+SITE = "smithy.docs.site"
+VERSION = "smithy.docs.version"
+KIND = "smithy.docs.kind"
+FEEDBACK_KIND = "smithy.docs.feedback.kind"
+REASON = "smithy.docs.reason"
+"""The usage counts doc owners' workbook reads (`infra/app/insights-workbook.bicep`): counts by configured site,
+version and outcome, never a question or a location."""
 
 PROVIDER_NAME = "smithy.docs.provider.name"
 PROVIDER_OUTCOME = "smithy.docs.provider.outcome"
@@ -57,6 +68,20 @@ class _Instruments:
         self.cut = meter.create_counter(
             CUT, unit="{request}", description="Requests cut off before they were whole, by reason (slow_body)"
         )
+        self.usage = {
+            USAGE_SEARCHES: meter.create_counter(
+                USAGE_SEARCHES, unit="{search}", description="Searches kept for usage insights, by site and outcome"
+            ),
+            USAGE_READS: meter.create_counter(
+                USAGE_READS, unit="{read}", description="Page reads kept for usage insights, by site"
+            ),
+            USAGE_FEEDBACK: meter.create_counter(
+                USAGE_FEEDBACK, unit="{feedback}", description="Agents' feedback on pages, by site and kind"
+            ),
+            USAGE_DROPPED: meter.create_counter(
+                USAGE_DROPPED, unit="{event}", description="Usage events not kept, by reason (queue_full, store_failed)"
+            ),
+        }
 
     def tracing(self) -> bool:
         """Whether an SDK records spans: without one the service starts none and sets no result-set tags."""
@@ -125,6 +150,14 @@ def fetched(source: str, found: bool) -> None:
 def cut(reason: str) -> None:
     """Count a request the service cut off before it was whole (`slow_body`)."""
     _instruments.cut.add(1, {OUTCOME: reason})
+
+
+def used(name: str, count: int = 1, **attributes: str) -> None:
+    """Count usage for the insights workbook: `name` one of the `USAGE_*` counters, `attributes` by their short
+    names (`site`, `version`, `outcome`, `kind`, `feedback_kind`, `reason`), all from closed sets."""
+    names = {"site": SITE, "version": VERSION, "outcome": OUTCOME, "kind": KIND, "feedback_kind": FEEDBACK_KIND}
+    names["reason"] = REASON
+    _instruments.usage[name].add(count, {names[key]: value for key, value in attributes.items()})
 
 
 def visible_chars(preview: str) -> int:

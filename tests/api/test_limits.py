@@ -12,7 +12,7 @@ import pytest
 
 from shared.api import create_app
 from shared.api.admin import RateLimit
-from shared.api.gate.limits import client_of
+from shared.api.gate.clients import client_of
 from shared.models import Found
 from shared.requests import SearchRequest
 from tests.support.providers import FakeProvider, result

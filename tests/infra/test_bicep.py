@@ -30,6 +30,7 @@ MAIN = INFRA / "main.bicep"
 BICEP_FILES = sorted(INFRA.rglob("*.bicep"))
 
 ALLOWED_API_VERSIONS = {
+    "Microsoft.Insights/workbooks": "2023-06-01",
     "Microsoft.Authorization/roleAssignments": "2022-04-01",
     "Microsoft.EventGrid/systemTopics": "2025-02-15",
     "Microsoft.EventGrid/systemTopics/eventSubscriptions": "2025-02-15",

@@ -121,4 +121,4 @@ def test_every_setting_holding_a_secret_is_marked_one() -> None:
         setting.key for setting in settings() if SecretStr in (field := setting.field.annotation, *get_args(field))
     }
     marked = {setting.key for setting in settings() if setting.secret}
-    assert holding == marked and len(marked) == 6
+    assert holding == marked and len(marked) == 7

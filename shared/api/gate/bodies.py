@@ -18,10 +18,11 @@ import asyncio
 import logging
 import time
 
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.api.errors import error
+from shared.errors import InvalidRequestError
 from shared.telemetry import signals
 
 log = logging.getLogger(__name__)
@@ -128,3 +129,18 @@ def nested_too_deeply(raw: bytes | str, limit: int = MAX_JSON_DEPTH) -> bool:
         elif byte in (0x5D, 0x7D):  # ] }
             depth -= 1
     return False
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The body, refused (`InvalidRequestError`) as soon as it is known to be larger than `max_bytes`: from
+    `Content-Length` before any of it is read, else while it streams in."""
+    too_large = InvalidRequestError(f"the body is larger than {max_bytes:,} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
+        raise too_large
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise too_large
+    return bytes(body)

@@ -14,17 +14,19 @@ An ASGI middleware over the whole app:
   `WWW-Authenticate: Bearer`. Without the setting nothing is checked: in Azure the Functions key (or App Service
   Authentication) is the gate. A token that is an unresolved Key Vault reference (its `@Microsoft.KeyVault(...)`
   text) is never accepted; when every token is one, every guarded route answers `503` naming the setting.
-- `/api/admin/*` (the publish hook) is not read access: it has its own tokens (`Refresh__Tokens`, checked by
-  `shared.api.admin` with the same `BearerTokens`), so `Inbound__Tokens` neither guards nor opens it.
+- `/api/admin/*` (the publish hook, the insights report) is not read access: each route has its own tokens
+  (`shared.api.admin.AdminGate`), so `Inbound__Tokens` neither guards nor opens them.
 - A request carrying the remote provider's forwarding marker (`x-docs-forwarded`) is answered with this app's
   remote provider declining (`shared.forwarding`), so a request from A to B never comes back to A.
 
-Neither the token, the method nor the path is ever logged here: the access log (`shared.api.gate.access`) records each
-refusal with its route and status.
+Who calls rides the request as its `Caller` (`shared.requests.calling`): the token's SHA-256, the Entra object id,
+or else the client's address (`shared.api.gate.clients.client_of`); usage insights keep only a keyed hash of it.
+Neither the token, the method nor the path is ever logged here (`shared.api.gate.access` logs each refusal).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 from collections.abc import Sequence
@@ -34,11 +36,13 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.api.errors import respond
+from shared.api.gate.clients import client_of
 from shared.api.gate.signin import challenge
 from shared.deadline import budget
 from shared.entra import EntraVerifier, Verdict
 from shared.errors import AccessRefused, CredentialsUnavailable, Forbidden, KeysUnavailable, Unauthorized
 from shared.forwarding import FORWARDED_HEADER, forwarded_request
+from shared.requests import Caller, calling
 from shared.settings import PREFIX, DocumentationSettings, unresolved
 
 log = logging.getLogger(__name__)
@@ -93,30 +97,38 @@ class InboundCheck:
             return
         headers = Headers(scope=scope)
         try:
-            await self._admitted(scope, headers.get("authorization", ""))
+            identity = await self._admitted(scope, headers.get("authorization", ""))
         except AccessRefused as refused:
             await respond(refused)(scope, receive, send)
             return
-        if headers.get(FORWARDED_HEADER):
-            with forwarded_request():
-                await self._app(scope, receive, send)
-            return
-        await self._app(scope, receive, send)
+        with calling(Caller(identity or f"address:{client_of(scope, hops=self._settings.inbound.forwarded_hops)}")):
+            if headers.get(FORWARDED_HEADER):
+                with forwarded_request():
+                    await self._app(scope, receive, send)
+                return
+            await self._app(scope, receive, send)
 
-    async def _admitted(self, scope: Scope, offered: str) -> None:
-        """Returns when the request may go on; raises the refusal to answer otherwise."""
+    async def _admitted(self, scope: Scope, offered: str) -> str | None:
+        """Who the accepted credential names (None: none was checked) when the request may go on; raises the
+        refusal to answer otherwise."""
         guarded = self._guarded(scope["path"])
         if self._shut and guarded:
             message = f"{PREFIX}Inbound__Tokens is an unresolved Key Vault reference: no caller is accepted until it is"
             raise CredentialsUnavailable(message)
-        if guarded and self._verifier is not None and self._tokens.match(offered) is None:
-            await self._signed_in(scope, offered)
-        elif guarded and self._tokens and self._tokens.match(offered) is None:
+        if not guarded:
+            return None
+        if self._tokens.match(offered) is not None:
+            token = offered[len(BEARER) :].strip().encode("utf-8")
+            return f"token:{hashlib.sha256(token).hexdigest()[:32]}"
+        if self._verifier is not None:
+            return await self._signed_in(scope, offered)
+        if self._tokens:
             log.info("refused a request without an accepted bearer token")
             raise Unauthorized("send Authorization: Bearer <an accepted token>", challenge="Bearer")
+        return None
 
-    async def _signed_in(self, scope: Scope, authorization: str) -> None:
-        """Returns when the bearer is an accepted Entra token; raises the refusal to answer otherwise."""
+    async def _signed_in(self, scope: Scope, authorization: str) -> str:
+        """The Entra caller when the bearer is an accepted Entra token; raises the refusal to answer otherwise."""
         assert self._verifier is not None
         token = authorization[len(BEARER) :].strip() if authorization[: len(BEARER)].lower() == BEARER else ""
         if not token:
@@ -132,7 +144,7 @@ class InboundCheck:
                 "tokens cannot be checked right now: the tenant's signing keys are out of reach; try again shortly"
             ) from None
         if checked.verdict is Verdict.ACCEPTED:
-            return
+            return f"entra:{checked.caller}"
         if checked.verdict is Verdict.NOT_GRANTED:
             log.info("refused a token without a required scope or role")
             raise Forbidden(

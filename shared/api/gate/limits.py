@@ -1,21 +1,21 @@
 """How many requests one client may have in flight at once: past the bound, `429` with `Retry-After`.
 
-An ASGI middleware over `/api/*` (health excepted). The client is what the caller cannot choose (`client_of`): the
-connection's peer address, or, under the Functions host, which hands the app no peer, the `X-Forwarded-For` entry
-the platform's front end appended. A client that opens requests and keeps them open (slow reads, held streams)
-holds at most `Inbound__MaxConcurrentPerClient` of this instance's workers; everyone else keeps being answered.
-Nothing about the request but its client's address is kept, and only while it is in flight; the address is never
-logged.
+An ASGI middleware over `/api/*` (health excepted). The client is what the caller cannot choose
+(`shared.api.gate.clients.client_of`): the connection's peer address, or, under the Functions host, which hands the
+app no peer, the `X-Forwarded-For` entry the platform's front end appended. A client that opens requests and keeps
+them open (slow reads, held streams) holds at most `Inbound__MaxConcurrentPerClient` of this instance's workers;
+everyone else keeps being answered. Nothing about the request but its client's address is kept, and only while it
+is in flight; the address is never logged.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.api.errors import respond
+from shared.api.gate.clients import client_of
 from shared.api.gate.inbound import GUARDED_PREFIX, OPEN_PATHS
 from shared.errors import Throttled
 
@@ -62,32 +62,3 @@ class ConcurrencyLimit:
             await self._app(scope, receive, sending)
         finally:
             release()
-
-
-def client_of(scope: Scope, *, hops: int = 1) -> str:
-    """Who a request comes from, as far as the caller cannot choose it: the connection's peer address; without one
-    (the Functions host's ASGI scope has `client: None`), the `hops`-th `X-Forwarded-For` entry from the right.
-
-    App Service's front ends, which Flex Consumption apps sit behind too, append the address that connected to them
-    to `X-Forwarded-For` (as `ip:port`), after whatever the caller sent: the rightmost entry is the platform's, every
-    entry left of it the caller's own text. With another proxy of yours in front (Front Door, Application Gateway),
-    the platform's entry is that proxy's address and the client's is one further left (`Inbound__ForwardedHops=2`).
-    Under uvicorn the peer is the connection's (`python -m shared serve` does not let uvicorn rewrite it from
-    headers)."""
-    peer = scope.get("client")
-    if peer:
-        return str(peer[0])
-    entries = [entry.strip() for entry in Headers(scope=scope).getlist("x-forwarded-for")]
-    chain = [part.strip() for entry in entries for part in entry.split(",") if part.strip()]
-    if len(chain) < hops:
-        return "unknown"
-    return _address(chain[-hops][:64])
-
-
-def _address(entry: str) -> str:
-    """An address without its port: `[v6]:port`, `v4:port`, or a bare address."""
-    if entry.startswith("["):
-        return entry[1:].split("]", 1)[0]
-    if entry.count(":") == 1:  # IPv4:port: the port is the connection, not the client
-        return entry.split(":", 1)[0]
-    return entry

@@ -27,7 +27,7 @@ from shared.api.mcp.envelope import MODERN
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import Document, SearchResult
 from shared.reading import check_read
-from shared.requests import ReadRequest
+from shared.requests import ReadRequest, current_caller
 from shared.service import DocumentationService
 from shared.validation import whole_number
 
@@ -113,7 +113,7 @@ async def _read(service: DocumentationService, uri: str, *, budget_chars: int, s
     if site.lower() not in {known.lower() for known in service.sites}:
         raise InvalidRequestError(f"site must be one of: {', '.join(service.sites)}")
     read = check_read(offset=_number(matched, "offset"), max_chars=_number(matched, "maxChars"))
-    asked = ReadRequest(f"{site}/{matched.get('path') or ''}", read)
+    asked = ReadRequest(f"{site}/{matched.get('path') or ''}", read, caller=current_caller())
     selection = await within(service.select(asked), seconds)
     result = budget.read_answer(selection, read, budget_chars)
     part = Document.model_validate(result.structured_content)

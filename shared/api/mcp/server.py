@@ -43,14 +43,16 @@ from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 from shared import __version__
 from shared.api import caching
 from shared.api.errors import answer, tool_error, where, within
+from shared.api.insights import FeedbackDesk
 from shared.api.mcp import budget, resources
+from shared.api.mcp.feedback import add_feedback_tool
 from shared.api.mcp.rendering import SearchAnswer, ago, render_versions, search_answer
 from shared.api.mcp.tool_schemas import DOCUMENT_OUTPUT, SEARCH_OUTPUT, VERSIONS_OUTPUT
 from shared.api.mcp.transport import MCP_PATH, McpEndpoint, transport_security
 from shared.errors import DocsError, InvalidRequestError
 from shared.models import SearchKind, VersionListing, View
 from shared.reading import MAX_PART_CHARS, MAX_SECTION_LENGTH, MIN_PART_CHARS, check_read
-from shared.requests import ReadRequest, SearchRequest
+from shared.requests import ReadRequest, SearchRequest, current_caller
 from shared.service import DocumentationService
 from shared.validation import MAX_LIMIT, MAX_LOCATION_LENGTH, MAX_QUERY_LENGTH, MIN_LIMIT, bound_refusal, check_kind
 
@@ -261,10 +263,17 @@ def envelope_chars() -> int:
 
 
 def build_server(
-    service: DocumentationService, *, budget_chars: int, seconds: float, gated: bool = False
+    service: DocumentationService,
+    *,
+    budget_chars: int,
+    seconds: float,
+    gated: bool = False,
+    desk: FeedbackDesk | None = None,
 ) -> MCPServer[Any]:
-    """The MCP server with both tools over `service`, and its pages as resources; `site` lists the service's
-    sites in the input schema. `gated`: a caller credential is checked, so nothing is cached for other callers."""
+    """The MCP server with its tools over `service`, and its pages as resources; `site` lists the service's
+    sites in the input schema. `gated`: a caller credential is checked, so nothing is cached for other callers.
+    `submit_feedback` is listed only when the service keeps usage (`desk`, shared with the REST route, holds each
+    caller to its rate)."""
     server = DocsServer(service, budget=budget_chars, seconds=seconds, gated=gated)
     fits = server.budget
     # The schema tells agents the ranges and the sites; the service itself checks them (case-insensitively for
@@ -299,7 +308,7 @@ def build_server(
         language: Annotated[str | None, Field(description=LANGUAGE_ARGUMENT, max_length=32)] = None,
     ) -> Annotated[CallToolResult, SEARCH_OUTPUT]:
         async def answer() -> CallToolResult:
-            asked = SearchRequest(query, limit, site, version, check_kind(kind), language)
+            asked = SearchRequest(query, limit, site, version, check_kind(kind), language, current_caller())
             response = await within(service.search(asked), seconds)
             return budget.fit_count(
                 lambda kept: search_answer(response, kept, site), len(response.results), fits, keep_at_least=1
@@ -346,7 +355,8 @@ def build_server(
     ) -> Annotated[CallToolResult, DOCUMENT_OUTPUT]:
         async def answer() -> CallToolResult:
             read = check_read(section=section, offset=offset, max_chars=maxChars, view=view)
-            selection = await within(service.select(ReadRequest(location, read, version)), seconds)
+            asked = ReadRequest(location, read, version, current_caller())
+            selection = await within(service.select(asked), seconds)
             if read.view is View.OUTLINE:
                 return budget.outline_answer(selection, fits)
             return budget.read_answer(selection, read, fits)
@@ -371,6 +381,9 @@ def build_server(
             )
 
         return await _guarded(answer())
+
+    if service.usage.keeps:
+        add_feedback_tool(server, service, desk or FeedbackDesk(), seconds=seconds, guarded=_guarded)
 
     @server.resource(
         resources.RESOURCE_TEMPLATE,

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from shared.api.mcp.rendering import SearchAnswer
-from shared.models import Document, VersionListing
+from shared.models import Document, FeedbackAccepted, VersionListing
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -77,4 +77,5 @@ def _shallow(field: dict[str, Any], definitions: dict[str, Any]) -> dict[str, An
 SEARCH_OUTPUT = advertised(SearchAnswer)
 DOCUMENT_OUTPUT = advertised(Document)
 VERSIONS_OUTPUT = advertised(VersionListing)
+FEEDBACK_OUTPUT = advertised(FeedbackAccepted)
 """What each tool's answer is checked against, advertising the shallow schema (`advertised`)."""

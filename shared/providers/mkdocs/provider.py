@@ -149,14 +149,12 @@ class MkDocsProvider:
         products, pieces = await self._scanned(scanning) or (None, None)
         found = federation.ranked(lexical, say, limit, products, missing, pieces)
         floor = relevance_floor(self._min_score, wanted, federation.parameters, by_meaning=products is not None)
-        return Found(
-            [
-                self._result(loaded[site], scored.hit(number), query)
-                for site, scored, number in found
-                if scored.scores[number] >= floor
-            ],
-            sites=states,
-        )
+        kept = [
+            self._result(loaded[site], scored.hit(number), query)
+            for site, scored, number in found
+            if scored.scores[number] >= floor
+        ]
+        return Found(kept, sites=states, floored=bool(found) and not kept)
 
     async def _search_code(
         self, query: str, loaded: list[LoadedSite], limit: int, language: str | None
