@@ -131,7 +131,7 @@ param refreshEventTimeToLiveMinutes int = 1440
 @description('Entra ID sign-in (docs/deployment.md, "Sign in with Entra ID"): an app registration is created with the Microsoft Graph Bicep extension, or existingEntraAppClientId names one, and the app validates every /api/* request\'s access token itself (Forge__Documentation__Auth__*, Forge__Documentation__Refresh__AppRoles); the HTTP function is then anonymous and Entra is the gate. Creating the registration needs a deploying identity allowed to register applications.')
 param entraAuth bool = false
 
-@description('With entraAuth: the client id of an existing app registration to use instead of creating one; it needs the Application ID URI api://<client id>, the delegated scope docs.read and the application roles Docs.Read.All and Docs.Refresh. Empty: the deployment creates and maintains the registration.')
+@description('With entraAuth: the client id of an existing app registration to use instead of creating one; it needs the Application ID URI api://<client id>, the delegated scope docs.read and the application roles Docs.Read.All, Docs.Refresh and Docs.Insights.Read. Empty: the deployment creates and maintains the registration.')
 param existingEntraAppClientId string = ''
 
 @description('With entraAuth and a created registration: more client ids (comma-separated), such as an organisation\'s own agent CLI registration, pre-authorized for docs.read besides VS Code and the Azure CLI.')
@@ -424,7 +424,7 @@ param insightsRetentionDays string = '30'
 @description('Forge__Documentation__Insights__Tokens: Bearer tokens that may read the insights report (GET /api/admin/insights), comma-separated (a secret: a Key Vault reference in Azure). Apart from Inbound__Tokens and Refresh__Tokens: the docs team holds one, never the docs pipeline. Unset (and no Insights__AppRoles): the report answers 401 to every caller.')
 param insightsTokens string = ''
 
-@description('Forge__Documentation__Insights__AppRoles: With Entra sign-in: app roles, comma-separated, whose tokens may also read the insights report, such as Docs.Insights.Read for the documentation team\'s group. Such a role grants no reading of pages.')
+@description('Forge__Documentation__Insights__AppRoles: app roles whose Entra tokens may read the usage insights report (comma-separated); entraAuth sets Docs.Insights.Read, to assign to the documentation team.')
 param insightsAppRoles string = ''
 
 @description('Forge__Documentation__Insights__Container: Blob container of the usage events, in the index cache\'s storage account (created if missing); apart from the cache\'s container so its access can be granted apart.')
@@ -488,7 +488,7 @@ var coreSettings = {
   Forge__Documentation__Insights__Enabled: insightsEnabled
   Forge__Documentation__Insights__MinCallers: insightsMinCallers
   Forge__Documentation__Insights__RetentionDays: insightsRetentionDays
-  Forge__Documentation__Insights__AppRoles: insightsAppRoles
+  Forge__Documentation__Insights__AppRoles: entraAuth ? docsInsightsRole : insightsAppRoles
   Forge__Documentation__Insights__Container: insightsContainer
   // With entraAuth, sign-in points at the app registration; without it, the parameters pass through (empty: off).
   Forge__Documentation__Auth__TenantId: entraAuth ? tenant().tenantId : authTenantId
@@ -582,6 +582,7 @@ var remoteEnabled = !empty(remoteEndpoint)
 var docsReadScope = 'docs.read'
 var docsReadRole = 'Docs.Read.All'
 var docsRefreshRole = 'Docs.Refresh'
+var docsInsightsRole = 'Docs.Insights.Read'
 var entraAppCreated = entraAuth && empty(existingEntraAppClientId)
 var entraAudience = entraAppCreated ? entraApp.outputs.identifierUri : 'api://${existingEntraAppClientId}'
 // Comma-separated lists, blanks and empty entries dropped: a trailing comma would otherwise be an id Graph refuses.
@@ -807,6 +808,7 @@ module entraApp 'app/entra-app.bicep' = if (entraAppCreated) {
     scopeValue: docsReadScope
     readRoleValue: docsReadRole
     refreshRoleValue: docsRefreshRole
+    insightsRoleValue: docsInsightsRole
     extraPreAuthorizedClientIds: entraPreAuthorizedClientIdList
     ownerIds: entraAppOwners
   }

@@ -18,6 +18,9 @@ param readRoleValue string
 @description('The app role accepted from app-only callers of the publish hook (Forge__Documentation__Refresh__AppRoles).')
 param refreshRoleValue string
 
+@description('The app role that may read the usage insights report (Forge__Documentation__Insights__AppRoles): assigned to the docs team, people or applications.')
+param insightsRoleValue string
+
 @description('Client ids pre-authorized for the scope besides VS Code and the Azure CLI (an organisation\'s own agent CLI registration).')
 param extraPreAuthorizedClientIds array = []
 
@@ -38,6 +41,7 @@ var preAuthorizedClientIds = union([
 var scopeId = guid(uniqueName, 'scope', scopeValue)
 var readRoleId = guid(uniqueName, 'role', readRoleValue)
 var refreshRoleId = guid(uniqueName, 'role', refreshRoleValue)
+var insightsRoleId = guid(uniqueName, 'role', insightsRoleValue)
 
 // A for-expression may be a variable's whole value only, not a property inside one.
 var preAuthorizedApplications = [for clientId in preAuthorizedClientIds: {
@@ -65,6 +69,19 @@ var appRoles = [
     displayName: 'Refresh the documentation cache'
     description: 'Lets an application (a docs pipeline) call the publish hook, POST /api/admin/refresh. It grants no reading.'
     allowedMemberTypes: [
+      'Application'
+    ]
+    isEnabled: true
+  }
+  {
+    // Assigned to the documentation team (a group, or its tools): the usage report holds scrubbed questions, which
+    // readers and the docs pipeline never see.
+    id: insightsRoleId
+    value: insightsRoleValue
+    displayName: 'Read the usage insights report'
+    description: 'Lets the documentation team read what agents asked and could not find, GET /api/admin/insights. It grants no reading of pages.'
+    allowedMemberTypes: [
+      'User'
       'Application'
     ]
     isEnabled: true

@@ -1,20 +1,23 @@
 """Usage events in Blob Storage, beside the index cache: append blobs of JSON lines, one per instance per hour.
 
-    events/2026-12-06/14-3f2a9c1b7d04.jsonl    the events one instance wrote in that hour (UTC), one line each
+    events/2026-12-06/14-3f2a9c1b7d04.jsonl.gz   the events one instance wrote in that hour (UTC), one JSON line each
     keys/1003                                  the pseudonym key of retention period 1003 (`pseudonyms`)
 
 Why blobs rather than Table Storage: no second SDK on every instance's cold start, the account, the app identity's
 role and the private endpoint the cache already has, a period read in a few large downloads (a table would page
 1,000 entities a request), and retention as one delete per blob. Each instance appends only to its own blobs, so
-writers never contend; a reader lists the days it needs. A line cut short by a failed append is skipped on reading.
+writers never contend; a reader lists the days it needs. Each append is one gzip member (a blob is a multi-member
+gzip stream, `zcat` reads it): the locations that repeat from event to event cost a fraction of their text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import logging
 import os
+import zlib
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
@@ -62,7 +65,7 @@ class UsageStore:
 
     async def append(self, lines: list[str], at: datetime) -> int:
         """The lines appended to this instance's blob of `at`'s hour; the bytes written. Raises the SDK's error."""
-        name = f"{EVENTS}{at.astimezone(UTC):%Y-%m-%d/%H}-{self._instance}.jsonl"
+        name = f"{EVENTS}{at.astimezone(UTC):%Y-%m-%d/%H}-{self._instance}.jsonl.gz"
         blob = self._container.get_blob_client(name)
         written = 0
         for block in _blocks(lines):
@@ -88,7 +91,7 @@ class UsageStore:
                     data = await (await self._container.download_blob(name)).readall()
                 except ResourceNotFoundError:  # purged since it was listed
                     return []
-            parsed = (parse(text) for text in data.decode("utf-8", "replace").splitlines() if text)
+            parsed = (parse(text) for text in _unzipped(data).decode("utf-8", "replace").splitlines() if text)
             return [event for event in parsed if event is not None and start <= event.at <= end]
 
         found = await asyncio.gather(*(read(name) for name in names))
@@ -143,18 +146,35 @@ class UsageStore:
 
 
 def _blocks(lines: list[str]) -> list[bytes]:
-    """The lines as append blocks of at most `MAX_APPEND_BYTES`, each line whole in one block."""
+    """The lines as gzip members, each an append block of at most `MAX_APPEND_BYTES` (whole lines, each far below
+    it: a question and a feedback text are bounded, and so is what an event holds)."""
     blocks: list[bytes] = []
     current = bytearray()
     for text in lines:
         encoded = (text + "\n").encode("utf-8")
         if current and len(current) + len(encoded) > MAX_APPEND_BYTES:
-            blocks.append(bytes(current))
+            blocks.append(gzip.compress(bytes(current)))
             current = bytearray()
-        current += encoded[:MAX_APPEND_BYTES]
+        current += encoded
     if current:
-        blocks.append(bytes(current))
+        blocks.append(gzip.compress(bytes(current)))
     return blocks
+
+
+def _unzipped(data: bytes) -> bytes:
+    """A blob's gzip members, one after another, as far as they decompress (an unreadable tail is left out)."""
+    out = bytearray()
+    while data:
+        member = zlib.decompressobj(wbits=31)
+        try:
+            text = member.decompress(data)
+        except zlib.error:
+            break
+        if not member.eof:  # cut short: its checksum never came
+            break
+        out += text
+        data = member.unused_data
+    return bytes(out)
 
 
 def _expired(name: str, before: date, period: int) -> bool:

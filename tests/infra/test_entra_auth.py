@@ -38,7 +38,12 @@ VS_CODE = "aebc6443-996d-45c2-90f0-388ff96faa56"
 common/scopeData.ts, `DEFAULT_CLIENT_ID`): the client VS Code signs a user in to an MCP server as."""
 AZURE_CLI = "04b07795-8ddb-461a-bbee-02f9e1bf7b46"
 """The Azure CLI's client id (Azure/azure-cli, azure-cli-core's auth, `AZURE_CLI_CLIENT_ID`)."""
-NAMES = {"docsReadScope": "docs.read", "docsReadRole": "Docs.Read.All", "docsRefreshRole": "Docs.Refresh"}
+NAMES = {
+    "docsReadScope": "docs.read",
+    "docsReadRole": "Docs.Read.All",
+    "docsRefreshRole": "Docs.Refresh",
+    "docsInsightsRole": "Docs.Insights.Read",
+}
 """What the registration exposes, named once in main.bicep for the registration and the settings alike."""
 
 DERIVED = {
@@ -47,6 +52,7 @@ DERIVED = {
     f"{PREFIX}Auth__Scopes": ("docsReadScope", "authScopes"),
     f"{PREFIX}Auth__AppRoles": ("docsReadRole", "authAppRoles"),
     f"{PREFIX}Refresh__AppRoles": ("docsRefreshRole", "refreshAppRoles"),
+    f"{PREFIX}Insights__AppRoles": ("docsInsightsRole", "insightsAppRoles"),
 }
 """Each sign-in setting: (its value with entraAuth, the parameter it passes through without)."""
 
@@ -190,16 +196,26 @@ def test_it_exposes_one_delegated_scope_users_and_admins_can_consent_to() -> Non
     assert body(module())["params"]["scopeValue"] == "docsReadScope"
 
 
-def test_it_defines_the_read_and_refresh_roles_for_applications_only() -> None:
+def test_it_defines_the_read_and_refresh_roles_for_applications_and_the_insights_role_for_people_too() -> None:
     roles = {role["value"]: role for role in variables(ENTRA_APP)["appRoles"]}
-    assert set(roles) == {"readRoleValue", "refreshRoleValue"}
+    assert set(roles) == {"readRoleValue", "refreshRoleValue", "insightsRoleValue"}
     for role in roles.values():
-        assert role["allowedMemberTypes"] == ["Application"]
         assert role["isEnabled"] is True
         assert role["displayName"].strip() and role["description"].strip()
-    assert (roles["readRoleValue"]["id"], roles["refreshRoleValue"]["id"]) == ("readRoleId", "refreshRoleId")
+    assert (
+        roles["readRoleValue"]["allowedMemberTypes"]
+        == roles["refreshRoleValue"]["allowedMemberTypes"]
+        == ["Application"]
+    )
+    assert roles["insightsRoleValue"]["allowedMemberTypes"] == ["User", "Application"]  # the docs team's group
+    ids = [roles[value]["id"] for value in ("readRoleValue", "refreshRoleValue", "insightsRoleValue")]
+    assert ids == ["readRoleId", "refreshRoleId", "insightsRoleId"]
     params = body(module())["params"]
-    assert (params["readRoleValue"], params["refreshRoleValue"]) == ("docsReadRole", "docsRefreshRole")
+    assert (params["readRoleValue"], params["refreshRoleValue"], params["insightsRoleValue"]) == (
+        "docsReadRole",
+        "docsRefreshRole",
+        "docsInsightsRole",
+    )
 
 
 def test_permission_ids_are_stable_across_deployments() -> None:
@@ -209,6 +225,7 @@ def test_permission_ids_are_stable_across_deployments() -> None:
         ("scopeId", "scopeValue"),
         ("readRoleId", "readRoleValue"),
         ("refreshRoleId", "refreshRoleValue"),
+        ("insightsRoleId", "insightsRoleValue"),
     ):
         guid = names[variable]["function"]
         assert guid["type"] == "guid", variable
