@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import subprocess
 import sys
 import time
@@ -237,3 +238,24 @@ def test_with_storage_stopped_requests_are_answered_and_drops_counted(
             assert health["insights"]["dropped"] > 0 and health["insights"]["lastFailure"]
     finally:
         storage.stop()
+
+
+@pytest.mark.parametrize(
+    ("sdk", "era"), [("v1", "legacy"), ("v2", "legacy"), ("v2", "auto")], ids=["sdk 1.x", "client 2.x", "2.x auto"]
+)
+def test_the_typescript_clients_send_feedback(environment: dict[str, str], sdk: str, era: str) -> None:
+    node = shutil.which("node")
+    package = "sdk" if sdk == "v1" else "client"
+    if node is None or not (ROOT / "node_modules" / "@modelcontextprotocol" / package).is_dir():
+        pytest.fail(f"node and the pinned @modelcontextprotocol/{package} are needed: run `make setup`", pytrace=False)
+    with serve(environment) as server:
+        script = ROOT / "tests" / "support" / "mcp_feedback_client.mjs"
+        command = [node, str(script), sdk, era, server.url + "/api/mcp", BOB, "beta-docs/faq/"]
+        finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert finished.returncode == 0, finished.stderr
+    report = json.loads(finished.stdout)
+    assert report["annotations"]["readOnlyHint"] is False and report["annotations"]["destructiveHint"] is False
+    assert report["kept"]["isError"] is False
+    kept = {"accepted": True, "site": SITE, "location": "beta-docs/faq/", "kind": "unclear"}
+    assert report["kept"]["structured"] == kept
+    assert report["refused"]["isError"] is True and report["refused"]["text"].startswith("bad_request: kind must be")
