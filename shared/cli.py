@@ -152,7 +152,7 @@ async def _insights(settings: DocumentationSettings, args: argparse.Namespace) -
     until = datetime.now(UTC)
     scope = Scope(int(until.timestamp() * 1000), args.days, args.site, args.version, settings.insights.min_callers)
     try:
-        events = await store.events(until - timedelta(days=args.days), until)
+        events, complete = await store.events(until - timedelta(days=args.days), until)
     except Exception as exc:
         print(f"error: the usage store cannot be read ({type(exc).__name__})", file=sys.stderr)
         return EXIT_FAILED
@@ -173,7 +173,7 @@ async def _insights(settings: DocumentationSettings, args: argparse.Namespace) -
         sites = [site] if site is not None else list(composed.service.sites)
         listed = await asyncio.gather(*(composed.service.pages(one) for one in sites))
     pages = {one: found for one, found in zip(sites, listed, strict=True) if found is not None}
-    report = build(events, replace(scope, site=site), pages)
+    report = build(events, replace(scope, site=site), pages, complete=complete)
     print(report.model_dump_json(by_alias=True, indent=2) if args.format == "json" else insights_text(report))
     return EXIT_OK
 

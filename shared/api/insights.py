@@ -143,7 +143,7 @@ def install_insights_routes(
         scope = Scope(int(now * 1000), days, named, version, composed.settings.insights.min_callers)
         seconds = composed.settings.request_timeout_seconds
         try:
-            events = await within(recorder.store.events(_at(scope.since), _at(scope.until)), seconds)
+            events, complete = await within(recorder.store.events(_at(scope.since), _at(scope.until)), seconds)
         except DocsError:
             raise  # the deadline's timeout
         except Exception as exc:  # the SDK's errors, a connection refused: the store is not answering
@@ -151,7 +151,7 @@ def install_insights_routes(
         sites = [named] if named is not None else list(composed.service.sites)
         listed = await asyncio.gather(*(within(composed.service.pages(one), seconds) for one in sites))
         pages = {one: found for one, found in zip(sites, listed, strict=True) if found is not None}
-        report = build(events, scope, pages)
+        report = build(events, scope, pages, complete=complete)
         return JSONResponse(report.model_dump(mode="json", by_alias=True))
 
     @app.post(

@@ -99,6 +99,9 @@ class InsightsReport(_Out):
     site: str | None
     version: str | None
     min_callers: int
+    complete: bool
+    """False when the period held more events than a report reads (`store.MAX_EVENTS`): the most recent days are
+    counted, the earliest left out."""
     totals: list[Totals]
     unanswered: list[Asked]
     read_after_search: list[ReadPage]
@@ -177,9 +180,16 @@ class _Period:
         return wanted_version is None or version == wanted_version
 
 
-def build(events: Iterable[Event], scope: Scope, pages: Mapping[str, Sequence[str]] | None = None) -> InsightsReport:
+def build(
+    events: Iterable[Event],
+    scope: Scope,
+    pages: Mapping[str, Sequence[str]] | None = None,
+    *,
+    complete: bool = True,
+) -> InsightsReport:
     """The report of `events` over `scope`; `pages`: each site's page locations (its default version's), for the
-    pages no search returned (a site without an entry is left out of that list)."""
+    pages no search returned (a site without an entry is left out of that list); `complete`: `events` are all the
+    period's."""
     period = _Period(events, scope)
     searches = [s for s in period.searches if period.in_scope(place(s), s.version)]
     reads = [(n, r) for n, r in enumerate(period.reads) if period.in_scope(r.site, r.version, unscoped=False)]
@@ -191,6 +201,7 @@ def build(events: Iterable[Event], scope: Scope, pages: Mapping[str, Sequence[st
         site=scope.site,
         version=scope.version,
         min_callers=scope.min_callers,
+        complete=complete,
         totals=_totals(period, searches, reads, feedback),
         unanswered=_asked(period, [s for s in searches if not s.results]),
         read_after_search=_read_pages(period, reads),

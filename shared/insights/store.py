@@ -18,7 +18,6 @@ import gzip
 import logging
 import os
 import zlib
-from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
 from azure.core.credentials_async import AsyncTokenCredential
@@ -38,6 +37,8 @@ KEYS = "keys/"
 MAX_APPEND_BYTES = 4 * 1024 * 1024
 """The most one append block takes (the service's limit)."""
 READ_CONCURRENCY = 8
+MAX_EVENTS = 300_000
+"""The most events a report reads (the most recent days first): about 150 MB of them in memory at most."""
 
 
 class UsageStore:
@@ -79,10 +80,10 @@ class UsageStore:
             written += len(block)
         return written
 
-    async def events(self, since: datetime, until: datetime) -> list[Event]:
-        """Every event from `since` to `until` (UTC), in no particular order."""
+    async def events(self, since: datetime, until: datetime, limit: int = MAX_EVENTS) -> tuple[list[Event], bool]:
+        """The events from `since` to `until` (UTC), the most recent days first, and whether that is all of them:
+        reading stops after the day that brings them past `limit` (a report's memory stays bounded)."""
         start, end = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
-        names = [name async for name in self._names(since.astimezone(UTC).date(), until.astimezone(UTC).date())]
         lanes = asyncio.Semaphore(READ_CONCURRENCY)
 
         async def read(name: str) -> list[Event]:
@@ -94,18 +95,22 @@ class UsageStore:
             parsed = (parse(text) for text in _unzipped(data).decode("utf-8", "replace").splitlines() if text)
             return [event for event in parsed if event is not None and start <= event.at <= end]
 
-        found = await asyncio.gather(*(read(name) for name in names))
-        return [event for batch in found for event in batch]
+        found: list[Event] = []
+        day, first = until.astimezone(UTC).date(), since.astimezone(UTC).date()
+        while day >= first:
+            if len(found) >= limit:
+                return found, False
+            names = await self._names(day)
+            for batch in await asyncio.gather(*(read(name) for name in names)):
+                found.extend(batch)
+            day -= timedelta(days=1)
+        return found, True
 
-    async def _names(self, first: date, last: date) -> AsyncIterator[str]:
-        day = first
-        while day <= last:
-            try:
-                async for blob in self._container.list_blobs(name_starts_with=f"{EVENTS}{day:%Y-%m-%d}/"):
-                    yield blob.name
-            except ResourceNotFoundError:  # no container yet: nothing was ever kept
-                return
-            day += timedelta(days=1)
+    async def _names(self, day: date) -> list[str]:
+        try:
+            return [blob.name async for blob in self._container.list_blobs(name_starts_with=f"{EVENTS}{day:%Y-%m-%d}/")]
+        except ResourceNotFoundError:  # no container yet: nothing was ever kept
+            return []
 
     async def key(self, period: int) -> bytes:
         """The pseudonym key of `period`: the one stored, or a new one stored now (the first instance to store one

@@ -14,6 +14,7 @@ def insights_text(report: InsightsReport) -> str:
     lines = [
         f"Usage insights{where}{version}, the last {report.days} days "
         f"(questions asked by at least {report.min_callers} callers)",
+        *([] if report.complete else ["(more events than a report reads: the most recent days only)"]),
         "",
         "Totals:",
     ]

@@ -31,7 +31,8 @@ async def test_instances_append_apart_and_a_period_reads_back_whole(azurite: Azu
         await two.append([line(event(AT, "forge/b/")), line(event(AT, "forge/c/"))], AT)
         await one.append([line(event(AT + timedelta(days=1), "forge/d/"))], AT + timedelta(days=1))
         await one.append([line(event(AT - timedelta(days=3), "forge/old/"))], AT - timedelta(days=3))
-        found = await two.events(AT - timedelta(hours=1), AT + timedelta(days=2))
+        found, complete = await two.events(AT - timedelta(hours=1), AT + timedelta(days=2))
+        assert complete
         assert sorted(e.location for e in found if isinstance(e, ReadEvent)) == [
             "forge/a/",
             "forge/b/",
@@ -41,7 +42,8 @@ async def test_instances_append_apart_and_a_period_reads_back_whole(azurite: Azu
         assert await one.key(7) == await two.key(7) != await two.key(8)  # one key per period, whoever asked first
         deleted = await one.purge(date(2026, 12, 6), 8)
         assert deleted == 2  # the day before the cutoff's events, period 7's key
-        assert [e.location for e in await two.events(AT - timedelta(days=5), AT) if isinstance(e, ReadEvent)] == [
+        left, _ = await two.events(AT - timedelta(days=5), AT)
+        assert [e.location for e in left if isinstance(e, ReadEvent)] == [
             "forge/a/",
             "forge/b/",
             "forge/c/",
@@ -54,7 +56,7 @@ async def test_instances_append_apart_and_a_period_reads_back_whole(azurite: Azu
 async def test_a_store_with_nothing_kept_yet_reads_empty(azurite: Azurite, blob_container: str) -> None:
     empty = store(azurite, blob_container, "one")
     try:
-        assert await empty.events(AT - timedelta(days=7), AT) == []
+        assert await empty.events(AT - timedelta(days=7), AT) == ([], True)
         assert await empty.purge(date(2026, 12, 6), 3) == 0
     finally:
         await empty.aclose()
@@ -63,3 +65,17 @@ async def test_a_store_with_nothing_kept_yet_reads_empty(azurite: Azurite, blob_
 def test_a_blob_reads_member_by_member_up_to_an_unreadable_tail() -> None:
     blob = gzip.compress(b"one\n") + gzip.compress(b"two\n") + gzip.compress(b"three\n")[:-4]
     assert _unzipped(blob) == b"one\ntwo\n"
+
+
+async def test_past_the_limit_the_most_recent_days_are_read_and_the_rest_said_missing(
+    azurite: Azurite, blob_container: str
+) -> None:
+    one = store(azurite, blob_container, "one")
+    try:
+        for days in range(4):
+            at = AT - timedelta(days=days)
+            await one.append([line(event(at, f"forge/{days}-{n}/")) for n in range(3)], at)
+        found, complete = await one.events(AT - timedelta(days=5), AT + timedelta(hours=1), limit=5)
+        assert not complete and {e.location[6] for e in found if isinstance(e, ReadEvent)} == {"0", "1"}
+    finally:
+        await one.aclose()
