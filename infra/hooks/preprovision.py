@@ -4,11 +4,12 @@ azure.yaml runs it before every `azd provision` and `azd up` (`python3 infra/hoo
 `python` on Windows), with azd's environment already in the process environment, from the project directory. It
 refuses (exit 1, saying what to do):
 
-- a URL in any `DOCS_FORGE_DOCUMENTATION_*` variable (the origin, the remote endpoint, the AI Search endpoint, the
-  cache's blob service, ...) whose host is this machine or a private network (`localhost`, `*.localhost`, `*.local`,
-  `*.internal`, a name without a dot, or an IP address that is not globally routable): a deployed app would look for
-  its documentation there. `DOCS_ALLOW_PRIVATE_ORIGIN=true` allows it, for an origin the app reaches through its
-  virtual network. Host names are not resolved: a public name that resolves to a private address passes.
+- an http(s) URL in any `DOCS_FORGE_DOCUMENTATION_*` variable (the origin, the remote endpoint, the AI Search
+  endpoint, the cache's blob service, ...) whose host is this machine or a private network (`localhost`,
+  `*.localhost`, `*.local`, `*.internal`, a name without a dot, or an IP address that is not globally routable): a
+  deployed app would look for its documentation there. `DOCS_ALLOW_PRIVATE_ORIGIN=true` allows it, for an origin the
+  app reaches through its virtual network. Host names are not resolved. Any other value passes untouched, above all
+  the `akvs://<subscription>/<vault>/<secret>` reference `azd env set-secret` stores, which azd hands a hook as it is.
 - an azd environment (`.azure/<name>/.env`) that still holds a setting under its own name (`Forge__Documentation__*`,
   what the deployment read before the `DOCS_` variables): the deployment no longer reads it, so the app would quietly
   get the default instead. It prints the commands that move each one.
@@ -32,6 +33,8 @@ LEGACY_PREFIX = "forge__"
 """A setting's own name, which azd variables carried before the rename (compared in lower case)."""
 ALLOW = "DOCS_ALLOW_PRIVATE_ORIGIN"
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa", ".lan")
+WEB_SCHEMES = ("http", "https")
+"""The URLs the app fetches; any other value (an `akvs://` secret reference above all) is not an address it uses."""
 
 _WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -64,7 +67,9 @@ def private_urls(environ: Mapping[str, str]) -> list[str]:
         if not name.upper().startswith(SETTING_VARIABLES):
             continue
         for item in (part.strip() for part in value.split(",")):
-            if "://" not in item:
+            scheme, separator, _ = item.partition("://")
+            # Only what the app would fetch: an akvs:// secret reference names a subscription id where a host would be.
+            if not separator or scheme.lower() not in WEB_SCHEMES:
                 continue
             try:
                 host = urlsplit(item).hostname or ""
@@ -124,9 +129,10 @@ def check(environ: Mapping[str, str], root: Path) -> tuple[list[str], list[str]]
         refusals.append(
             "These settings point the deployed app at this machine or a private network:\n"
             + "".join(f"  {item}\n" for item in private)
-            + "A shell set up to run the service locally exports such values; azd reads its own variables only, so\n"
-            + "set the DOCS_ variable to the address the app should use (`azd env set ...`), or, when the app really\n"
-            + f"reaches it through its virtual network (privateNetworking), `azd env set {ALLOW} true`."
+            + "azd takes a variable from this shell when its environment (.azure/<name>/.env) does not set it, so\n"
+            + "a shell set up to run the service locally may be the source: set the DOCS_ variable to the address the\n"
+            + "app should use (`azd env set ...`), or, when the app really reaches it through its virtual network\n"
+            + f"(privateNetworking), `azd env set {ALLOW} true`."
         )
     warnings = []
     if not environ.get("ALERT_EMAIL", "").strip():

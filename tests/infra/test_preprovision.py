@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-from tools.settings_artifacts import azd_variable, settings
+from tools.settings_artifacts import azd_variable, has_parameter, settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOK = ROOT / "infra" / "hooks" / "preprovision.py"
@@ -30,6 +30,15 @@ def _load() -> ModuleType:
 
 hook = _load()
 ORIGIN = "DOCS_FORGE_DOCUMENTATION_ORIGIN"
+SUBSCRIPTION = "0b4f3c2e-8d1a-4c5e-9f6b-2a7d9e1c3b5f"
+SECRET_VARIABLES = sorted(s.azd_variable for s in settings() if s.secret and has_parameter(s))
+"""The variables `azd env set-secret` is for: each secret setting the deployment reads (docs/deployment.md)."""
+
+
+def set_secret(variable: str) -> str:
+    """What `azd env set-secret <variable>` writes to the environment: `akvs://<subscription id>/<vault>/<secret>`
+    (azure-dev cli/azd/pkg/keyvault/keyvault.go, NewAzureKeyVaultSecret), the secret named as azd suggests."""
+    return f"akvs://{SUBSCRIPTION}/kv-docs-secrets/{variable.replace('_', '-')}-kv-secret"
 
 
 def refusals(environ: dict[str, str], root: Path) -> list[str]:
@@ -74,6 +83,23 @@ def test_every_url_setting_is_checked_not_only_the_origin(tmp_path: Path) -> Non
     }
     (found,) = refusals(environ, tmp_path)
     assert "CACHE_BLOB_SERVICE_URI" in found and "REMOTE_ENDPOINT" in found and "SITES" not in found
+
+
+@pytest.mark.parametrize("variable", SECRET_VARIABLES)
+def test_a_key_vault_reference_from_azd_env_set_secret_is_no_address(variable: str, tmp_path: Path) -> None:
+    """azd hands a hook the environment's values as stored; the reference's "host" is a subscription id, which the
+    check used to refuse as a name without a domain, stopping every provision of the documented recipe."""
+    assert refusals({variable: set_secret(variable), ORIGIN: "https://docs.example.com"}, tmp_path) == []
+
+
+def test_only_http_urls_are_addresses_the_app_would_fetch(tmp_path: Path) -> None:
+    environ = {
+        "DOCS_FORGE_DOCUMENTATION_REMOTE_TOKEN": "akvs://docs/vault/token",
+        "DOCS_FORGE_DOCUMENTATION_REMOTE_ENDPOINT": "HTTP://localhost:7071/api/mcp",
+        "DOCS_FORGE_DOCUMENTATION_CACHE_BLOB_SERVICE_URI": "https://[::1",
+    }
+    (found,) = refusals(environ, tmp_path)
+    assert "REMOTE_ENDPOINT" in found and "CACHE_BLOB_SERVICE_URI" in found and "akvs://" not in found
 
 
 def test_the_allow_flag_lets_a_private_origin_through(tmp_path: Path) -> None:
@@ -123,6 +149,25 @@ def test_the_script_exits_1_on_a_refusal_and_0_otherwise(tmp_path: Path) -> None
     assert refused.returncode == 1 and b"127.0.0.1" in refused.stderr
     passed = subprocess.run(run, env={**clean, ORIGIN: "https://docs.example.com"}, cwd=tmp_path, capture_output=True)
     assert passed.returncode == 0, passed.stderr
+
+
+def test_the_hook_run_as_azd_runs_it_passes_set_secret_references_and_still_refuses_loopback(tmp_path: Path) -> None:
+    """azd runs the hook from the project directory with the environment file's raw values in its environment (the
+    hook lists no `secrets:`, so no reference is resolved): every secret set with `azd env set-secret`, and the
+    origin. A loopback origin beside them is still refused, and no reference is printed."""
+    env_file = tmp_path / ".azure" / "docs" / ".env"
+    env_file.parent.mkdir(parents=True)
+    stored = {variable: set_secret(variable) for variable in SECRET_VARIABLES}
+    stored |= {"AZURE_ENV_NAME": "docs", "AZURE_SUBSCRIPTION_ID": SUBSCRIPTION, "ALERT_EMAIL": "ops@example.com"}
+    env_file.write_text("".join(f'{name}="{value}"\n' for name, value in stored.items()), encoding="utf-8")
+    clean = {key: value for key, value in os.environ.items() if not key.startswith(("DOCS_", "AZURE_"))}
+    run = [sys.executable, str(HOOK)]
+    as_azd = {**clean, **stored, ORIGIN: "https://docs.example.com"}
+    passed = subprocess.run(run, env=as_azd, cwd=tmp_path, capture_output=True)
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stderr == b""
+    refused = subprocess.run(run, env={**as_azd, ORIGIN: "http://127.0.0.1:8000"}, cwd=tmp_path, capture_output=True)
+    assert refused.returncode == 1 and b"127.0.0.1" in refused.stderr and b"akvs://" not in refused.stderr
 
 
 def test_azure_yaml_runs_the_check_before_every_provision_on_both_shells() -> None:
