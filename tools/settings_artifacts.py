@@ -171,8 +171,8 @@ PARAMETER_ABOUT = {
     "the front end's 230 s).",
     "Refresh__AppRoles": "app roles whose app-only Entra tokens may call the publish hook (comma-separated); entraAuth "
     "sets Docs.Refresh.",
-    "Insights__AppRoles": "app roles whose Entra tokens may read the usage insights report (comma-separated); entraAuth "
-    "sets Docs.Insights.Read, to assign to the documentation team.",
+    "Insights__AppRoles": "app roles whose Entra tokens may read the usage insights report (comma-separated); "
+    "entraAuth sets Docs.Insights.Read, to assign to the documentation team.",
     "Auth__TenantId": "the tenant whose access tokens are accepted; with authAudience it turns sign-in on. entraAuth "
     "sets this deployment's tenant.",
     "Auth__Audience": "the app registration's Application ID URI (api://<client id>) or client id; entraAuth sets the "
