@@ -61,7 +61,7 @@ param ownerTag string = ''
 @description('Cost-centre tag on every resource; empty: none.')
 param costCentreTag string = ''
 
-@description('VNet integration for the app and private endpoints for storage, the Key Vault and the AI Search service; storage and the vault then take no public traffic (with refreshOnPublish, storage keeps its public endpoint behind a firewall open to trusted Azure services only, for Event Grid). The subscription needs the Microsoft.App resource provider registered (docs/deployment.md).')
+@description('VNet integration for the app and private endpoints for storage, the Key Vault and the AI Search service; the host storage and the vault then take no public traffic (with refreshOnPublish, the refresh queue\'s own account keeps its public endpoint behind a firewall open to trusted Azure services only, for Event Grid). The subscription needs the Microsoft.App resource provider registered (docs/deployment.md).')
 param privateNetworking bool = false
 
 @description('With privateNetworking: the virtual network\'s address space.')
@@ -94,7 +94,7 @@ param aiSearchResourceGroupName string = ''
 @description('DNS suffix of AI Search services in this cloud: the endpoint is https://<aiSearchServiceName>.<suffix> and the private DNS zone privatelink.<suffix>.')
 param aiSearchDnsSuffix string = 'search.windows.net'
 
-@description('Fresh on publish for documentation published to Azure Storage: an Event Grid system topic on docsStorageAccountName sends every BlobCreated of a site\'s search index in docsStorageContainer to a queue in the host storage, and the app refreshes that site (Forge__Documentation__Refresh__QueueName). Needs docsStorageAccountName and docsStorageResourceGroupName. See docs/deployment.md.')
+@description('Fresh on publish for documentation published to Azure Storage: an Event Grid system topic on docsStorageAccountName sends every BlobCreated of a site\'s search index in docsStorageContainer to a queue in a storage account of its own (stev<token>), and the app refreshes that site (Forge__Documentation__Refresh__QueueName). Needs docsStorageAccountName and docsStorageResourceGroupName. See docs/deployment.md.')
 param refreshOnPublish bool = false
 
 @description('With refreshOnPublish: the existing storage account the documentation is published to. It must be in this subscription (Event Grid creates a system topic only in its source\'s subscription), in docsStorageResourceGroupName, and have no Event Grid system topic yet (one per source).')
@@ -108,12 +108,12 @@ param docsStorageResourceGroupName string = ''
 @maxLength(63)
 param docsStorageContainer string = '$web'
 
-@description('With refreshOnPublish: the storage queue created in the host storage for the index-written events.')
+@description('With refreshOnPublish: the storage queue created in the refresh queue\'s account for the index-written events.')
 @minLength(3)
 @maxLength(63)
 param refreshOnPublishQueue string = 'docs-refresh'
 
-@description('With refreshOnPublish: the blob container in the host storage that events Event Grid could not deliver are dead-lettered to.')
+@description('With refreshOnPublish: the blob container in the refresh queue\'s account that events Event Grid could not deliver are dead-lettered to.')
 @minLength(3)
 @maxLength(63)
 param refreshDeadLetterContainer string = 'docs-refresh-dead-letters'
@@ -599,12 +599,17 @@ var givenSecretNames = map(filter(items(keyVaultSecrets), item => !empty(item.va
 var keyVaultDnsZoneName = 'privatelink${replace(environment().suffixes.keyvaultDns, '.vault.', '.vaultcore.')}'
 // An instance below 2048 MB cannot hold semantic matching (instanceMemoryMB): such a deployment is refused.
 var semanticFitsInstance = !((instanceMemoryMB < 2048) && (searchSemantic == 'true'))
-// The host needs blob (HTTP and timer triggers), and queue for refreshOnPublish's queue trigger (its role is in
-// app/rbac.bicep, its service URI in app/function.bicep); add 'table' here with its role if that changes.
-var storageServices = refreshOnPublish ? [
+// The host storage serves blob only (HTTP and timer triggers, the cache); add 'table' here with its role if that
+// changes. refreshOnPublish's queue is in an account of its own, with endpoints of its own (refreshQueueServices).
+var storageServices = [
   'blob'
+]
+// The refresh queue's account: named here, whether or not it is deployed, so the modules that grant roles on it can
+// name it without reading the outputs of a module that may not exist. Queue for the app's trigger, blob for the
+// operator reading the dead letters.
+var refreshQueueAccountName = '${abbrs.storageStorageAccounts}ev${resourceToken}'
+var refreshQueueServices = [
   'queue'
-] : [
   'blob'
 ]
 
@@ -671,11 +676,24 @@ module storage 'app/storage.bicep' = {
     tags: tags
     deploymentContainerName: deploymentContainerName
     cacheContainerName: cacheContainer
-    queueName: refreshOnPublish ? refreshOnPublishQueue : ''
+    privateNetworking: privateNetworking
+    zoneRedundant: zoneRedundant
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId
+  }
+}
+
+// Fresh on publish (refreshOnPublish): the queue Event Grid delivers to, in an account of its own, so that only this
+// account (events, nothing else) opens a public endpoint to trusted services and the host storage never does.
+module refreshQueue 'app/refresh-queue.bicep' = if (refreshOnPublish) {
+  name: 'refresh-queue-${resourceToken}'
+  scope: rg
+  params: {
+    name: refreshQueueAccountName
+    location: location
+    tags: tags
+    queueName: refreshOnPublishQueue
     deadLetterContainerName: refreshDeadLetterContainer
     privateNetworking: privateNetworking
-    // Event Grid delivers to the queue (and dead-letters) over the public endpoint only, as a trusted service.
-    trustedServicesOnly: refreshOnPublish
     zoneRedundant: zoneRedundant
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId
   }
@@ -688,8 +706,12 @@ module rbac 'app/rbac.bicep' = {
     principalId: identity.outputs.principalId
     storageAccountName: storage.outputs.name
     applicationInsightsName: monitoring.outputs.applicationInsightsName
-    hostQueues: refreshOnPublish
+    refreshQueue: refreshOnPublish
+    refreshQueueAccountName: refreshQueueAccountName
   }
+  dependsOn: [
+    refreshQueue
+  ]
 }
 
 module operatorAccess 'app/operator-access.bicep' = if (!empty(operatorPrincipalId)) {
@@ -701,9 +723,13 @@ module operatorAccess 'app/operator-access.bicep' = if (!empty(operatorPrincipal
     storageAccountName: storage.outputs.name
     cacheContainerName: cacheContainer
     queues: refreshOnPublish
+    refreshQueueAccountName: refreshQueueAccountName
     queueName: refreshOnPublishQueue
     deadLetterContainerName: refreshDeadLetterContainer
   }
+  dependsOn: [
+    refreshQueue
+  ]
 }
 
 module searchAccess 'app/search-access.bicep' = if (!empty(aiSearchServiceName)) {
@@ -764,6 +790,27 @@ module storageEndpoints 'app/private-endpoint.bicep' = [for service in (privateN
     dnsZoneName: 'privatelink.${service}.${environment().suffixes.storage}'
     existingDnsZonesResourceGroupId: privateDnsZonesResourceGroupId
   }
+}]
+
+// The refresh queue's account through the virtual network: the app's queue trigger, the operator's dead letters. After
+// the host storage's endpoints: with zones created here, both register in privatelink.blob, which one writes at a time.
+module refreshQueueEndpoints 'app/private-endpoint.bicep' = [for service in ((privateNetworking && refreshOnPublish) ? refreshQueueServices : []): {
+  name: 'private-endpoint-refresh-${service}-${resourceToken}'
+  scope: rg
+  params: {
+    name: '${abbrs.networkPrivateEndpoints}ev-${service}-${resourceToken}'
+    location: location
+    tags: tags
+    subnetId: network.outputs.privateEndpointSubnetId
+    vnetId: network.outputs.id
+    targetId: refreshQueue.outputs.id
+    groupId: service
+    dnsZoneName: 'privatelink.${service}.${environment().suffixes.storage}'
+    existingDnsZonesResourceGroupId: privateDnsZonesResourceGroupId
+  }
+  dependsOn: [
+    storageEndpoints
+  ]
 }]
 
 module searchEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && !empty(aiSearchServiceName)) {
@@ -835,21 +882,22 @@ module api 'app/function.bicep' = {
     alwaysReadyInstanceCount: alwaysReadyInstanceCount
     zoneRedundant: zoneRedundant
     subnetId: privateNetworking ? network.outputs.appSubnetId : ''
-    hostQueues: refreshOnPublish
+    queueServiceUri: refreshOnPublish ? refreshQueue.outputs.queueEndpoint : ''
     appSettings: documentationSettings
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId
   }
   dependsOn: [
     keyVault
     storageEndpoints
+    refreshQueueEndpoints
     searchEndpoint
     vaultEndpoint
   ]
 }
 
 // Fresh on publish (refreshOnPublish): the docs account's system topic, in that account's resource group and region;
-// its identity may put messages on the refresh queue and write dead letters, and only then is the subscription that
-// delivers there created.
+// its identity may put messages on the refresh queue and write dead letters in the refresh queue's account, and only
+// then is the subscription that delivers there created.
 module docsEvents 'app/docs-events.bicep' = if (refreshOnPublish) {
   name: 'docs-events-${resourceToken}'
   scope: resourceGroup(empty(docsStorageResourceGroupName) ? rg.name : docsStorageResourceGroupName)
@@ -866,7 +914,7 @@ module docsEventsAccess 'app/docs-events-access.bicep' = if (refreshOnPublish) {
   scope: rg
   params: {
     principalId: docsEvents.outputs.principalId
-    storageAccountName: storage.outputs.name
+    storageAccountName: refreshQueue.outputs.name
     queueName: refreshOnPublishQueue
     deadLetterContainerName: refreshDeadLetterContainer
   }
@@ -880,7 +928,7 @@ module docsEventsSubscription 'app/docs-events-subscription.bicep' = if (refresh
     name: '${abbrs.eventGridEventSubscriptions}docs-refresh-${resourceToken}'
     containerName: docsStorageContainer
     indexPath: searchIndexPath
-    queueStorageAccountId: storage.outputs.id
+    queueStorageAccountId: refreshQueue.outputs.id
     queueName: refreshOnPublishQueue
     deadLetterContainerName: refreshDeadLetterContainer
     maxDeliveryAttempts: refreshDeliveryAttempts
@@ -913,7 +961,7 @@ module alerts 'app/alerts.bicep' = {
     minimumRequests: alertMinimumRequests
     windowMinutes: alertWindowMinutes
     refreshOnPublish: refreshOnPublish
-    storageAccountName: storage.outputs.name
+    refreshQueueAccountName: refreshQueueAccountName
     poisonQueueName: '${refreshOnPublishQueue}-poison'
     poisonMessages: alertPoisonMessages
     docsEventsTopicId: refreshOnPublish ? docsEvents.outputs.id : ''
@@ -932,6 +980,7 @@ output MCP_ENDPOINT string = 'https://${api.outputs.defaultHostName}/api/mcp'
 output REFRESH_ENDPOINT string = 'https://${api.outputs.defaultHostName}/api/admin/refresh'
 output AZURE_MANAGED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
+output AZURE_REFRESH_QUEUE_ACCOUNT_NAME string = refreshOnPublish ? refreshQueueAccountName : ''
 output AZURE_KEY_VAULT_NAME string = anySecretGiven ? keyVaultName : ''
 output AZURE_LOG_ANALYTICS_WORKSPACE_NAME string = monitoring.outputs.logAnalyticsName
 // Entra ID sign-in: what a caller's Remote__Scope and an app role assignment need. Named apart from the

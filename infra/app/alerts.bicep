@@ -53,7 +53,8 @@ param windowMinutes int = 15
 
 @description('refreshOnPublish is on: the poison queue and Event Grid alerts exist.')
 param refreshOnPublish bool = false
-param storageAccountName string
+@description('The refresh queue\'s own storage account (app/refresh-queue.bicep), whose queue logs record the poison queue\'s arrivals.')
+param refreshQueueAccountName string
 @description('The refresh queue\'s poison queue (<queue>-poison).')
 param poisonQueueName string = ''
 @description('Messages moved to the poison queue within an hour that fire the poison alert.')
@@ -248,7 +249,7 @@ resource availability 'Microsoft.Insights/metricAlerts@2018-03-01' = {
 }
 
 // A message the queue trigger gave up on (five failed refreshes of a site) is put on the poison queue; the queue
-// service's resource logs (app/storage.bicep) record each PutMessage there.
+// service's resource logs (app/refresh-queue.bicep) record each PutMessage there.
 resource poisonQueue 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = if (refreshOnPublish) {
   name: '${alertNamePrefix}-poison-queue'
   location: location
@@ -270,7 +271,7 @@ resource poisonQueue 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = if (r
     criteria: {
       allOf: [
         {
-          query: 'StorageQueueLogs | where AccountName == "${storageAccountName}" and OperationName == "PutMessage" and Uri has "/${poisonQueueName}/messages"'
+          query: 'StorageQueueLogs | where AccountName == "${refreshQueueAccountName}" and OperationName == "PutMessage" and Uri has "/${poisonQueueName}/messages"'
           timeAggregation: 'Count'
           operator: 'GreaterThanOrEqual'
           threshold: poisonMessages

@@ -1,6 +1,6 @@
-// What the docs account's Event Grid system topic may do in the host storage: put messages on the refresh queue and
-// write the events it could not deliver to the dead-letter container, nothing else (no reading, no other queue or
-// container).
+// What the docs account's Event Grid system topic may do in the refresh queue's account (app/refresh-queue.bicep): put
+// messages on the refresh queue and write the events it could not deliver to the dead-letter container, nothing else
+// (no reading, no other queue or container).
 @description('Principal (object) id of the system topic\'s system-assigned identity (app/docs-events.bicep).')
 param principalId string
 param storageAccountName string

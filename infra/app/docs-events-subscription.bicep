@@ -1,4 +1,4 @@
-// The subscription that sends each write of a site's search index to the refresh queue in the host storage: the
+// The subscription that sends each write of a site's search index to the refresh queue in its own account: the
 // queue trigger maps the blob to its site and refreshes it (Forge__Documentation__Refresh__QueueName). Created after
 // the topic's identity may send to the queue and write dead letters (app/docs-events-access.bicep), so the first
 // events are not refused.
@@ -9,10 +9,10 @@ param name string
 param containerName string
 @description('Forge__Documentation__SearchIndexPath: a blob whose name ends with it is a site\'s search index.')
 param indexPath string
-@description('Resource id of the host storage account, which holds the queue and the dead-letter container.')
+@description('Resource id of the refresh queue\'s own storage account (app/refresh-queue.bicep), which holds the queue and the dead-letter container.')
 param queueStorageAccountId string
 param queueName string
-@description('Blob container in the host storage that events Event Grid could not deliver are written to.')
+@description('Blob container in that account that events Event Grid could not deliver are written to.')
 param deadLetterContainerName string
 @description('Delivery attempts of one event before it is dead-lettered (Event Grid allows 1 to 30).')
 @minValue(1)
@@ -53,7 +53,7 @@ resource subscription 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2025-
         }
       ]
     }
-    // Delivered as the topic's system-assigned identity: no key or SAS, and past the host storage's firewall
+    // Delivered as the topic's system-assigned identity: no key or SAS, and past the queue account's firewall
     // (trusted-service access) when it has one; a user-assigned identity is refused there.
     deliveryWithResourceIdentity: {
       identity: {

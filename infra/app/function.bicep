@@ -26,8 +26,8 @@ param alwaysReadyInstanceCount int
 @description('Subnet delegated to Microsoft.App/environments for VNet integration; empty for none.')
 param subnetId string = ''
 
-@description('The host also uses queues (refreshOnPublish\'s queue trigger): it is given the queue service URI.')
-param hostQueues bool = false
+@description('refreshOnPublish: the queue service of the refresh queue\'s own account (app/refresh-queue.bicep), where the queue trigger reads; empty: the host uses no queue.')
+param queueServiceUri string = ''
 
 @description('The service\'s own settings (Forge__Documentation__*), one object built in main.bicep.')
 param appSettings object
@@ -127,7 +127,8 @@ resource scmCredentials 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@
 }
 
 // The host's settings come last so the service's settings can never replace them. Identity-based
-// AzureWebJobsStorage names each service's URI; the queue's only when a queue trigger reads it (with its role).
+// AzureWebJobsStorage names each service's URI: blob in the host storage; queue, only when the queue trigger reads it
+// (function_app.py's connection AzureWebJobsStorage), in the refresh queue's account, with the identity's role there.
 resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
   parent: site
   name: 'appsettings'
@@ -137,9 +138,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     AzureWebJobsStorage__blobServiceUri: storage.properties.primaryEndpoints.blob
     APPLICATIONINSIGHTS_CONNECTION_STRING: applicationInsights.properties.ConnectionString
     APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
-  }, hostQueues ? {
-    AzureWebJobsStorage__queueServiceUri: storage.properties.primaryEndpoints.queue
-  } : {})
+  }, empty(queueServiceUri) ? {} : {
+    AzureWebJobsStorage__queueServiceUri: queueServiceUri
+  })
 }
 
 // The host's and the functions' logs beside Application Insights' telemetry, and the platform's metrics.

@@ -14,6 +14,8 @@ param storageAccountName string
 param cacheContainerName string
 @description('refreshOnPublish: the refresh queue, its poison queue and the dead-letter container exist.')
 param queues bool = false
+@description('The refresh queue\'s own storage account (app/refresh-queue.bicep), which holds the queues and the dead letters.')
+param refreshQueueAccountName string
 param queueName string
 param deadLetterContainerName string
 
@@ -36,13 +38,22 @@ resource cacheContainer 'Microsoft.Storage/storageAccounts/blobServices/containe
   name: cacheContainerName
 }
 
+resource refreshQueueAccount 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: refreshQueueAccountName
+}
+
+resource deadLetterBlobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' existing = {
+  parent: refreshQueueAccount
+  name: 'default'
+}
+
 resource deadLetterContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
-  parent: blobService
+  parent: deadLetterBlobService
   name: deadLetterContainerName
 }
 
 resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' existing = {
-  parent: storage
+  parent: refreshQueueAccount
   name: 'default'
 }
 

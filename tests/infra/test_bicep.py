@@ -96,12 +96,12 @@ OTHER_HOLDERS = {
 }
 """The role assignments that go to another identity than the app's: which module, whose principal, which roles.
 
-With `refreshOnPublish`, Event Grid delivers the docs account's BlobCreated events to the host storage's refresh queue
-as the docs account's system topic (its system-assigned identity), and dead-letters what it cannot deliver to a blob
-container as the same identity: Microsoft's documented keyless delivery, and the only identity it may use past a
-storage firewall. It may add messages to that one queue and write to that one container, nothing else. The operator
-(`operatorPrincipalId`) may read the cache container, the queues and the dead letters. Every such assignment is scoped
-to one queue or one container, never the account.
+With `refreshOnPublish`, Event Grid delivers the docs account's BlobCreated events to the refresh queue (in an account
+of its own, app/refresh-queue.bicep) as the docs account's system topic (its system-assigned identity), and
+dead-letters what it cannot deliver to a blob container as the same identity: Microsoft's documented keyless delivery,
+and the only identity it may use past a storage firewall. It may add messages to that one queue and write to that one
+container, nothing else. The operator (`operatorPrincipalId`) may read the cache container, the queues and the dead
+letters. Every such assignment is scoped to one queue or one container, never the account.
 """
 NARROW_SCOPES = {
     "Microsoft.Storage/storageAccounts/queueServices/queues",

@@ -48,7 +48,8 @@ def workspace() -> Any:
 DIAGNOSED = {
     ("app/function.bicep", "site"): "api",
     ("app/storage.bicep", "blobService"): "storage",
-    ("app/storage.bicep", "queueService"): "storage",
+    ("app/refresh-queue.bicep", "queueService"): "refreshQueue",
+    ("app/refresh-queue.bicep", "blobService"): "refreshQueue",
     ("app/keyvault.bicep", "vault"): "keyVault",
     ("app/docs-events.bicep", "topic"): "docsEvents",
 }

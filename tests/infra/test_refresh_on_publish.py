@@ -1,5 +1,6 @@
 """The `refreshOnPublish` option of infra/main.bicep: off by default; when on, Event Grid's BlobCreated events of the
-docs container's search indexes reach a queue in the host storage that the app reads (Refresh__QueueName).
+docs container's search indexes reach a queue that the app reads (Refresh__QueueName), in a storage account of its own
+(app/refresh-queue.bicep), so that the host storage never opens its public endpoint for Event Grid.
 
 Parsed with pycep-parser like tests/infra/test_bicep.py; the resource shapes follow Microsoft's Event Grid references
 ("Storage queue as an event handler", deliveryWithResourceIdentity with the system topic's system-assigned identity).
@@ -7,6 +8,7 @@ Parsed with pycep-parser like tests/infra/test_bicep.py; the resource shapes fol
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from shared.providers.mkdocs.lifecycle.loading import ZENSICAL_INDEX_PATH
@@ -22,10 +24,13 @@ from tests.infra.test_bicep import (
     deployed_settings,
     parse,
     resources,
+    values_below,
 )
 
-EVENTING = ("docsEvents", "docsEventsAccess", "docsEventsSubscription")
-"""The modules that exist only with the option: the system topic, its rights in the host storage, the subscription."""
+EVENTING = ("refreshQueue", "docsEvents", "docsEventsAccess", "docsEventsSubscription")
+"""The modules that exist only with the option: the queue's account, the system topic, its rights there, the
+subscription."""
+QUEUE_ACCOUNT = INFRA / "app" / "refresh-queue.bicep"
 
 
 def when_on(true_value: Any, false_value: Any) -> dict[str, Any]:
@@ -47,20 +52,29 @@ def test_the_option_is_off_by_default_and_then_deploys_no_topic_subscription_que
     assert azd_parameters({})["refreshOnPublish"] == "false"
     for name in EVENTING:
         assert modules()[name]["config"]["condition"] == "refreshOnPublish", f"{name} is deployed without the option"
-    # Off, the host storage gets no queue, the app's identity no queue role and the host no queue setting.
-    assert body(modules()["storage"])["params"]["queueName"] == when_on("refreshOnPublishQueue", "")
-    assert body(modules()["rbac"])["params"]["hostQueues"] == "refreshOnPublish"
-    assert body(modules()["api"])["params"]["hostQueues"] == "refreshOnPublish"
+    # Off, no queue account, no queue role for the app's identity and no queue setting for the host; the host storage
+    # never holds a queue, on or off.
+    assert body(modules()["rbac"])["params"]["refreshQueue"] == "refreshOnPublish"
+    assert body(modules()["api"])["params"]["queueServiceUri"] == when_on(
+        accessor("refreshQueue", "outputs", "queueEndpoint"), ""
+    )
     storage = resources(INFRA / "app" / "storage.bicep")
-    for name in ("queueService", "queue", "poisonQueue", "deadLetterContainer", "queueDiagnostics"):
-        condition = storage[name]["config"]["condition"]
-        assert condition == {"operator": {"type": "not", "operands": {"bool_value": _empty("queueName")}}}, name
+    assert not [r for r in storage.values() if "queue" in r["type"].lower()], "the host storage holds no queue"
     rbac = resources(INFRA / "app" / "rbac.bicep")
-    assert rbac["storageQueueDataContributorAssignment"]["config"]["condition"] == "hostQueues"
-    assert parse(INFRA / "app" / "rbac.bicep")["parameters"]["hostQueues"]["default"] is False
-    assert parse(INFRA / "app" / "function.bicep")["parameters"]["hostQueues"]["default"] is False
-    # The queue's private endpoint comes with it.
-    assert parse(MAIN)["variables"]["storageServices"]["value"] == when_on(["blob", "queue"], ["blob"])
+    assert rbac["storageQueueDataContributorAssignment"]["config"]["condition"] == "refreshQueue"
+    assert parse(INFRA / "app" / "rbac.bicep")["parameters"]["refreshQueue"]["default"] is False
+    assert parse(INFRA / "app" / "function.bicep")["parameters"]["queueServiceUri"]["default"] == ""
+    # The queue account's private endpoints come with it; the host storage's is blob only.
+    assert parse(MAIN)["variables"]["storageServices"]["value"] == ["blob"]
+    endpoints = modules()["refreshQueueEndpoints"]["config"]["loop_type"]["detail"]
+    assert endpoints["array_name"]["operator"]["operands"] == {
+        "condition": {
+            "operator": {"type": "and", "operands": {"operand_1": "privateNetworking", "operand_2": "refreshOnPublish"}}
+        },
+        "true_value": "refreshQueueServices",
+        "false_value": [],
+    }
+    assert parse(MAIN)["variables"]["refreshQueueServices"]["value"] == ["queue", "blob"]
 
 
 def _empty(name: str) -> dict[str, Any]:
@@ -72,6 +86,7 @@ def test_the_queue_name_setting_is_the_queue_only_when_the_option_is_on() -> Non
     assert DocumentationSettings.model_fields["refresh"].default_factory().queue_name == ""
     queue = parse(MAIN)["parameters"]["refreshOnPublishQueue"]["default"]
     # The same name everywhere: the queue created, the role's scope, the delivery's destination, the app's trigger.
+    assert body(modules()["refreshQueue"])["params"]["queueName"] == "refreshOnPublishQueue"
     assert body(modules()["docsEventsAccess"])["params"]["queueName"] == "refreshOnPublishQueue"
     assert body(modules()["docsEventsSubscription"])["params"]["queueName"] == "refreshOnPublishQueue"
     # The default is a name the service accepts (storage queue naming).
@@ -80,20 +95,34 @@ def test_the_queue_name_setting_is_the_queue_only_when_the_option_is_on() -> Non
     assert azd_parameters({"REFRESH_ON_PUBLISH": "true"})["refreshOnPublish"] == "true"
 
 
-def test_the_host_reads_queues_with_its_identity_when_the_option_is_on() -> None:
+def test_the_host_reads_the_queue_in_its_own_account_with_its_identity_when_the_option_is_on() -> None:
+    """function_app.py's queue trigger reads the connection AzureWebJobsStorage; its queue service URI is the queue
+    account's, its blob service URI stays the host storage's, and the identity's queue role is on the queue account."""
     properties = body(resources(INFRA / "app" / "function.bicep")["settings"])["properties"]
     queues = properties["function"]["parameters"]["arg_3"]
-    uri = accessor("storage", "properties", "primaryEndpoints", "queue")
     assert queues == {
         "operator": {
             "type": "conditional",
             "operands": {
-                "condition": "hostQueues",
-                "true_value": {"AzureWebJobsStorage__queueServiceUri": uri},
-                "false_value": {},
+                "condition": _empty("queueServiceUri"),
+                "true_value": {},
+                "false_value": {"AzureWebJobsStorage__queueServiceUri": "queueServiceUri"},
             },
         }
     }
+    host = properties["function"]["parameters"]["arg_2"]
+    assert host["AzureWebJobsStorage__blobServiceUri"] == accessor("storage", "properties", "primaryEndpoints", "blob")
+    assert body(resources(INFRA / "app" / "rbac.bicep")["storageQueueDataContributorAssignment"])["scope"] == (
+        "refreshQueueAccount"
+    )
+    assert body(modules()["rbac"])["params"]["refreshQueueAccountName"] == "refreshQueueAccountName"
+    assert body(modules()["refreshQueue"])["params"]["name"] == "refreshQueueAccountName"
+    assert parse(MAIN)["variables"]["refreshQueueAccountName"]["value"] == (
+        "${abbrs.storageStorageAccounts}ev${resourceToken}"
+    )
+    assert parse(QUEUE_ACCOUNT)["outputs"]["queueEndpoint"]["value"] == accessor(
+        "storage", "properties", "primaryEndpoints", "queue"
+    )
 
 
 def test_the_system_topic_is_the_docs_accounts_with_a_system_assigned_identity() -> None:
@@ -158,13 +187,13 @@ def test_events_reach_the_refresh_queue_as_the_topics_identity_once_it_may_send(
     }
     assert properties["eventDeliverySchema"] == "EventGridSchema"
     params = body(modules()["docsEventsSubscription"])["params"]
-    assert params["queueStorageAccountId"] == accessor("storage", "outputs", "id"), "the host storage holds the queue"
+    assert params["queueStorageAccountId"] == accessor("refreshQueue", "outputs", "id"), "the queue's own account"
     assert params["systemTopicName"] == accessor("docsEvents", "outputs", "name")
     assert body(modules()["docsEventsSubscription"])["dependsOn"] == ["docsEventsAccess"]
     sender = body(modules()["docsEventsAccess"])
     assert sender["scope"] == "rg"
     assert sender["params"]["principalId"] == accessor("docsEvents", "outputs", "principalId")
-    assert sender["params"]["storageAccountName"] == accessor("storage", "outputs", "name")
+    assert sender["params"]["storageAccountName"] == accessor("refreshQueue", "outputs", "name")
 
 
 def test_the_publish_hook_endpoint_is_an_output() -> None:
@@ -208,7 +237,8 @@ def test_undeliverable_events_are_retried_then_dead_lettered_as_the_topics_ident
         "refreshEventTimeToLiveMinutes",
     )
     assert params["deadLetterContainerName"] == "refreshDeadLetterContainer"
-    assert body(modules()["storage"])["params"]["deadLetterContainerName"] == "refreshDeadLetterContainer"
+    assert body(modules()["refreshQueue"])["params"]["deadLetterContainerName"] == "refreshDeadLetterContainer"
+    assert body(resources(QUEUE_ACCOUNT)["deadLetterContainer"])["name"] == "deadLetterContainerName"
     unset = azd_parameters({})
     assert (unset["refreshDeliveryAttempts"], unset["refreshEventTimeToLiveMinutes"]) == ("30", "1440")
     # The topic's identity may write there (Storage Blob Data Contributor on that container alone: test_bicep.py).
@@ -216,40 +246,68 @@ def test_undeliverable_events_are_retried_then_dead_lettered_as_the_topics_ident
     assert body(access["storageBlobDataContributorAssignment"])["scope"] == "deadLetterContainer"
 
 
-def test_with_private_networking_the_host_storage_still_takes_event_grids_delivery() -> None:
-    """Event Grid cannot deliver through a private endpoint; Microsoft documents delivery to a storage queue behind a
-    firewall as the topic's system-assigned identity with trusted Azure services allowed. So with both options the
-    account keeps its public endpoint, default Deny, bypass AzureServices; with private networking alone it is off."""
-    storage = body(resources(INFRA / "app" / "storage.bicep")["storage"])["properties"]
-    assert storage["publicNetworkAccess"] == {
+def conditional(condition: Any, true_value: Any, false_value: Any) -> dict[str, Any]:
+    return {
         "operator": {
             "type": "conditional",
-            "operands": {
-                "condition": {
-                    "operator": {
-                        "type": "and",
-                        "operands": {
-                            "operand_1": "privateNetworking",
-                            "operand_2": {
-                                "operator": {"type": "not", "operands": {"bool_value": "trustedServicesOnly"}}
-                            },
-                        },
-                    }
-                },
-                "true_value": "Disabled",
-                "false_value": "Enabled",
-            },
+            "operands": {"condition": condition, "true_value": true_value, "false_value": false_value},
         }
     }
-    assert storage["networkAcls"]["bypass"] == "AzureServices"
-    assert storage["networkAcls"]["defaultAction"]["operator"]["operands"] == {
-        "condition": "privateNetworking",
-        "true_value": "Deny",
-        "false_value": "Allow",
+
+
+def test_with_private_networking_the_host_storage_stays_private_and_the_queue_account_takes_event_grid() -> None:
+    """Event Grid cannot deliver through a private endpoint; Microsoft documents delivery to a storage queue behind a
+    firewall as the topic's system-assigned identity with trusted Azure services allowed. Only the queue's own account
+    does that (public endpoint on, default Deny, bypass AzureServices under private networking); the host storage
+    (package, cache, the host's keys) keeps publicNetworkAccess Disabled, whatever refreshOnPublish says, and nothing
+    asks it to admit trusted services for Event Grid."""
+    storage = body(resources(INFRA / "app" / "storage.bicep")["storage"])["properties"]
+    assert storage["publicNetworkAccess"] == conditional("privateNetworking", "Disabled", "Enabled")
+    host_params = parse(INFRA / "app" / "storage.bicep")["parameters"]
+    assert set(host_params) == {
+        "name",
+        "location",
+        "tags",
+        "deploymentContainerName",
+        "cacheContainerName",
+        "privateNetworking",
+        "zoneRedundant",
+        "logAnalyticsWorkspaceId",
+    }, "the host storage is asked nothing about Event Grid"
+    assert "refreshOnPublish" not in json.dumps(body(modules()["storage"])["params"])
+    queue_account = body(resources(QUEUE_ACCOUNT)["storage"])["properties"]
+    assert queue_account["publicNetworkAccess"] == "Enabled"
+    assert queue_account["networkAcls"] == {
+        "bypass": "AzureServices",
+        "defaultAction": conditional("privateNetworking", "Deny", "Allow"),
     }
-    assert body(modules()["storage"])["params"]["trustedServicesOnly"] == "refreshOnPublish"
+    assert body(modules()["refreshQueue"])["params"]["privateNetworking"] == "privateNetworking"
+    # The subscription delivers, and dead-letters, to the queue account, not to the host storage.
+    params = body(modules()["docsEventsSubscription"])["params"]
+    assert params["queueStorageAccountId"] == accessor("refreshQueue", "outputs", "id")
+    assert accessor("storage", "outputs", "id") not in list(values_below(params))
     path = INFRA / "app" / "docs-events-subscription.bicep"
     properties = body(resources(path)["subscription"])["properties"]
     # The one identity a storage firewall lets through.
     assert properties["deliveryWithResourceIdentity"]["identity"] == {"type": "SystemAssigned"}
     assert properties["deadLetterWithResourceIdentity"]["identity"] == {"type": "SystemAssigned"}
+
+
+def test_the_queue_account_holds_the_queues_and_dead_letters_and_logs_them() -> None:
+    account = resources(QUEUE_ACCOUNT)
+    assert body(account["queue"])["name"] == "queueName"
+    assert body(account["poisonQueue"])["name"] == "${queueName}-poison"
+    assert body(account["deadLetterContainer"])["properties"] == {"publicAccess": "None"}
+    for name in ("storage", "queue", "poisonQueue", "deadLetterContainer", "queueDiagnostics", "blobDiagnostics"):
+        assert "condition" not in account[name]["config"], f"{name}: the module exists only with the option"
+    storage = body(account["storage"])
+    assert storage["sku"]["name"] == conditional("zoneRedundant", "Standard_ZRS", "Standard_LRS")
+    assert body(modules()["refreshQueue"])["params"]["zoneRedundant"] == "zoneRedundant"
+    # The operator reads the queues and the dead letters there.
+    operator = body(modules()["operatorAccess"])["params"]
+    assert operator["refreshQueueAccountName"] == "refreshQueueAccountName"
+    access = resources(INFRA / "app" / "operator-access.bicep")
+    assert body(access["queueService"])["parent"] == "refreshQueueAccount"
+    assert body(access["deadLetterBlobService"])["parent"] == "refreshQueueAccount"
+    assert body(parse(MAIN)["modules"]["alerts"])["params"]["refreshQueueAccountName"] == "refreshQueueAccountName"
+    assert parse(MAIN)["outputs"]["AZURE_REFRESH_QUEUE_ACCOUNT_NAME"]["value"] == when_on("refreshQueueAccountName", "")
