@@ -259,6 +259,12 @@ param searchIndexOverrides string = '{}'
 @description('Forge__Documentation__VersionDefaults: JSON object: versioned site -> the version (or alias) a search or location without one means, instead of the one the site\'s root redirects to (`docs/how-it-works/versions.md`).')
 param versionDefaults string = '{}'
 
+@description('Forge__Documentation__SiteAudiences: JSON object: site -> the audiences that may read it; a site not named is open to every admitted caller. A caller\'s audiences come from its token (Inbound__AudienceTokens__<audience>), its Entra app roles (Docs.Audience.<audience>) or Audiences__Default (docs/audiences.md).')
+param siteAudiences string = '{}'
+
+@description('Forge__Documentation__Audiences__Default: Audiences, comma-separated, held by callers no credential of the app\'s names: Functions-key callers (the host checks the key; the app cannot tell keys apart) and, without any gate, everyone. Empty: none, so such callers read only the sites SiteAudiences does not name.')
+param audiencesDefault string = ''
+
 @description('Forge__Documentation__WarmVersions: Versions of each versioned site the warm-up keeps warm besides its default: the newest ones listed (hidden ones aside). The others are loaded the first time a request names them.')
 param warmVersions string = '2'
 
@@ -460,6 +466,8 @@ var coreSettings = {
   Forge__Documentation__RawMarkdownUrlPattern: rawMarkdownUrlPattern
   Forge__Documentation__SearchIndexOverrides: searchIndexOverrides
   Forge__Documentation__VersionDefaults: versionDefaults
+  Forge__Documentation__SiteAudiences: siteAudiences
+  Forge__Documentation__Audiences__Default: audiencesDefault
   Forge__Documentation__WarmVersions: warmVersions
   Forge__Documentation__MaxIndexEntries: maxIndexEntries
   Forge__Documentation__MaxIndexMegabytes: maxIndexMegabytes

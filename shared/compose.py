@@ -138,14 +138,18 @@ class Composition:
         log.info("usage insights: %d blobs past retention deleted", deleted)
         return deleted
 
-    def health(self) -> Health:
+    def health(self, hidden: frozenset[str] = frozenset()) -> Health:
         """Overall status, providers in chain order, the cache store and the embedding model, without waiting on I/O.
 
         The status rolls up the providers' (`roll_up`): `unavailable` when one is and none is `ok` (nothing can be
         searched: MkDocs down and AI Search or the remote failing too), `degraded` when any is not `ok`, the cache
-        store is failing (every instance then loads from the origin) or a secret is unresolved, else `ok`.
+        store is failing (every instance then loads from the origin) or a secret is unresolved, else `ok`. The
+        `hidden` sites (above the asking caller's ceiling) are not named.
         """
-        providers = self.service.health()
+        providers = {
+            name: entry.model_copy(update={"health": entry.health.without(hidden)})
+            for name, entry in self.service.health().items()
+        }
         self.store.probe()  # in the background: a stalled store shows in the next health a few seconds on
         cache = self.store.describe()
         pending = self.settings.unresolved_secrets()
@@ -305,7 +309,9 @@ async def compose(
         insights = recorder_of(settings)
         if insights is not None:
             stack.push_async_callback(insights.aclose)
-        service = DocumentationService(registered, origin=settings.origin, usage=insights or NO_USAGE)
+        service = DocumentationService(
+            registered, origin=settings.origin, usage=insights or NO_USAGE, audiences=settings.site_audiences
+        )
         yield Composition(settings, service, store, embedding, refresher, client, insights)
 
 

@@ -29,6 +29,9 @@ class Caller:
     """
 
     identity: str | None = field(default=None, repr=False)
+    audiences: frozenset[str] | None = None
+    """The audiences the caller holds (`docs/audiences.md`), which open the sites `SiteAudiences` restricts to them;
+    None: a caller inside the process (the command line, the timer), who reads every site."""
 
 
 ANONYMOUS = Caller()
@@ -63,6 +66,9 @@ class SearchRequest:
     kind: SearchKind = SearchKind.PAGE
     language: str | None = None
     caller: Caller = field(default=ANONYMOUS, compare=False)
+    hidden: frozenset[str] = frozenset()
+    """Sites (lower case) above the caller's ceiling, set by the service: a provider answers as if they were not
+    configured (the service drops whatever of theirs comes back all the same)."""
 
     def scoped(self, site: str | None) -> SearchRequest:
         """The same request with `site` in a provider's own spelling."""
@@ -77,6 +83,8 @@ class ReadRequest:
     read: Read = WHOLE
     version: str | None = None
     caller: Caller = field(default=ANONYMOUS, compare=False)
+    hidden: frozenset[str] = frozenset()
+    """As `SearchRequest.hidden`: a page of such a site resolves as a page of a site that is not configured."""
 
     @property
     def outline(self) -> bool:

@@ -18,16 +18,17 @@ The rules, including those the spec leaves open:
   `site_unavailable`, then `unknown_site`, then `not_found` (the earliest provider's on a tie), so a remote miss
   never hides a local ambiguity. No miss at all is `timeout` when a provider ran out of time, else `not_found`
   saying that no provider could answer.
-- Signals (`shared.telemetry`): every provider call is a span with its outcome; a search that answered counts
-  once in `smithy.docs.searches` (`ok` or `empty`), a get in `smithy.docs.fetches` (`ok`, or `not_found` for
-  anything that brought no document); invalid input, cancellation and a search nothing could run are not counted.
+- A caller's ceiling (`hidden`, from `SiteAudiences` and its audiences): a site above it is, to that caller, not
+  configured: providers are told (`hidden` on the request), and whatever of it comes back is dropped here.
+- Signals (`shared.telemetry`): a span per provider call; `smithy.docs.searches` and `smithy.docs.fetches` count
+  answers (`ok`, `empty`, `not_found`), never invalid input, cancellation or a search nothing could run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeGuard
 
@@ -56,7 +57,8 @@ from shared.models import (
 )
 from shared.paths import escapes
 from shared.providers.base import DocumentationProvider, ProviderHealth, Report
-from shared.requests import ReadRequest, SearchRequest
+from shared.requests import ANONYMOUS, Caller, ReadRequest, SearchRequest
+from shared.site_key import SEPARATOR
 from shared.telemetry import FETCH_PROVIDER, SEARCH_PROVIDER, attribute, query_shape
 from shared.usage import NO_USAGE, UsageSink
 from shared.validation import (
@@ -101,10 +103,19 @@ class InChain(Report):
 class DocumentationService:
     """Runs search and get through the providers in ascending `order`."""
 
-    def __init__(self, providers: Sequence[DocumentationProvider], *, origin: str, usage: UsageSink = NO_USAGE) -> None:
+    def __init__(
+        self,
+        providers: Sequence[DocumentationProvider],
+        *,
+        origin: str,
+        usage: UsageSink = NO_USAGE,
+        audiences: Mapping[str, Iterable[str]] | None = None,
+    ) -> None:
         self.providers = sorted(providers, key=lambda provider: provider.order)
         self.origin = origin
         self.usage = usage
+        self.restricted = {site.lower(): frozenset(held) for site, held in (audiences or {}).items()}
+        """Each restricted site (lower case) and the audiences that may read it (`SiteAudiences`)."""
         """Told of every search that answered and every page read (`shared.usage`): usage insights, when on."""
         declared: dict[str, str] = {}
         for provider in self.providers:
@@ -117,11 +128,13 @@ class DocumentationService:
         """The first non-empty answer of the providers asked, checked once here: `version` only of providers that
         know versions, `kind=code` only of those that search code, `site` only of those that declare it."""
         kind = check_kind(request.kind)
+        hidden = self.hidden(request.caller)
         checked = replace(
             request,
             query=check_query(request.query),
             limit=min(check_limit(request.limit), MAX_RESULTS),
-            site=self.check_site(request.site),
+            site=self.check_site(request.site, hidden),
+            hidden=hidden,
             version=check_version(request.version),
             kind=kind,
             language=check_language(request.language, kind),
@@ -164,6 +177,9 @@ class DocumentationService:
                 continue
             searched = True
             sites, results, floored = found.sites or sites, found.results, floored or found.floored
+            if request.hidden:  # whatever a provider gave of a site above the caller's ceiling never leaves
+                results = [result for result in results if not _above(result.site, request.hidden)]
+                sites = {name: state for name, state in (sites or {}).items() if not _above(name, request.hidden)}
             if results:
                 attribute(SEARCH_PROVIDER, provider.name)
                 telemetry.searched(provider.name, results[: request.limit])
@@ -193,7 +209,8 @@ class DocumentationService:
                 "percent-encoded), backslashes or a scheme",
                 argument="location",
             )
-        checked = replace(request, location=path, version=check_version(request.version))
+        hidden = self.hidden(request.caller)
+        checked = replace(request, location=path, version=check_version(request.version), hidden=hidden)
         with telemetry.operation("get"):
             return await self._get(checked, request.location or "")
 
@@ -228,9 +245,10 @@ class DocumentationService:
                 return [result.location for result in found.results]
         return None
 
-    async def versions(self, site: str) -> VersionSet | None:
-        """A site's versions (None: not versioned), from the first provider that knows versions and serves it."""
-        named = self.check_site(site) or site
+    async def versions(self, site: str, caller: Caller = ANONYMOUS) -> VersionSet | None:
+        """A site's versions (None: not versioned), from the first provider that knows versions and serves it; a
+        site above the caller's ceiling is refused as an unknown one."""
+        named = self.check_site(site, self.hidden(caller)) or site
         for provider in self.providers:
             scoped = _declared(provider, named)
             if scoped is None or not provider.capabilities.versions:
@@ -257,7 +275,8 @@ class DocumentationService:
             except asyncio.CancelledError:
                 raise
             except ResolutionError as exc:
-                misses.append(exc.resolution)
+                ceilings = provider.capabilities.ceilings
+                misses.append(exc.resolution if ceilings else _within_ceiling(exc.resolution, request.hidden))
                 continue
             except ProviderDeclinedError:
                 continue
@@ -267,6 +286,9 @@ class DocumentationService:
                     continue
                 log.warning("fetch provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
                 timed_out = timed_out or _timed_out(exc)
+                continue
+            if _above(document.site, request.hidden):  # as a page of a site that is not configured
+                misses.append(_within_ceiling(document.resolution, request.hidden))
                 continue
             attribute(FETCH_PROVIDER, provider.name)
             telemetry.fetched(provider.name, bool(document.content.strip()))
@@ -295,16 +317,58 @@ class DocumentationService:
             for provider in self.providers
         }
 
-    def check_site(self, site: str | None) -> str | None:
+    def check_site(self, site: str | None, hidden: frozenset[str] = frozenset()) -> str | None:
         """`site` in the spelling of the first provider that declares it; InvalidRequestError naming the sites
-        (nearest first) when none does."""
+        (nearest first) when none does. A `hidden` site is not one, and is never named."""
         if site is None:
             return None
         lowered = site.strip().lower()
-        for known in self.sites:
+        visible = [known for known in self.sites if known.lower() not in hidden]
+        for known in visible:
             if known.lower() == lowered:
                 return known
-        raise InvalidRequestError(f"site must be one of: {', '.join(by_nearness(site, self.sites))}")
+        raise InvalidRequestError(f"site must be one of: {', '.join(by_nearness(site, visible))}")
+
+    def hidden(self, caller: Caller) -> frozenset[str]:
+        """The restricted sites (lower case) `caller` holds none of the audiences of: above its ceiling. A caller
+        inside the process (no audiences given) reads every site."""
+        if caller.audiences is None or not self.restricted:
+            return frozenset()
+        return frozenset(site for site, held in self.restricted.items() if not held & caller.audiences)
+
+    def sites_for(self, caller: Caller) -> tuple[str, ...]:
+        """The sites `caller` may read, in the service's order."""
+        hidden = self.hidden(caller)
+        return tuple(site for site in self.sites if site.lower() not in hidden)
+
+
+def _above(site: str | None, hidden: frozenset[str]) -> bool:
+    """Whether `site` (a public name, or a version's `site@version` key) is above the caller's ceiling."""
+    return site is not None and site.split(SEPARATOR, 1)[0].lower() in hidden
+
+
+def _within_ceiling(resolution: Resolution, hidden: frozenset[str]) -> Resolution:
+    """A miss as a caller who may not read the `hidden` sites sees it: their candidates and suggestions left out,
+    and a miss in one of them said as a miss in a site that is not configured."""
+    if not hidden:
+        return resolution
+
+    def open_(location: str) -> bool:
+        return not _above(location.strip("/").split("/", 1)[0], hidden)
+
+    kept = [location for location in resolution.candidates if open_(location)]
+    if _above(resolution.site, hidden) or (resolution.reason is Reason.AMBIGUOUS and not kept):
+        return Resolution(
+            requested_location=resolution.requested_location,
+            reason=Reason.NOT_FOUND,
+            detail="no configured site has a matching page",
+        )
+    return resolution.model_copy(
+        update={
+            "candidates": kept,
+            "suggestions": [location for location in resolution.suggestions if open_(location)],
+        }
+    )
 
 
 def _told(tell: Callable[..., None], *args: Any, **kwargs: Any) -> None:

@@ -108,6 +108,8 @@ SHIPPED = {
 NOT_DEPLOYED = {
     f"{PREFIX}AiSearch__ApiKey": "local development only: in Azure the identity authenticates to AI Search",
     f"{PREFIX}Cache__ConnectionString": "carries an account key; the deployment is keyless (Cache__BlobServiceUri)",
+    f"{PREFIX}Inbound__AudienceTokens": "one setting per audience (Inbound__AudienceTokens__<audience>), each a Key "
+    "Vault reference the operator adds (docs/audiences.md); with entraAuth, Docs.Audience.<audience> roles instead",
 }
 """Settings the service reads that the deployment deliberately never sets."""
 

@@ -61,7 +61,8 @@ def create_app(
     settings = checked(settings or load_settings())
     redaction.install()
     endpoint = McpEndpoint(seconds=settings.request_timeout_seconds)
-    gated = gated_by_host or bool(settings.inbound.tokens) or settings.auth.enabled
+    restricted = bool(settings.site_audiences)
+    gated = gated_by_host or bool(settings.inbound.tokens or settings.inbound.audience_tokens) or settings.auth.enabled
     verifier = EntraVerifier(settings.auth) if settings.auth.enabled else None
     desk = FeedbackDesk()
     own_hosts = (*((settings.website_hostname,) if settings.website_hostname else ()), *settings.mcp.allowed_hosts)
@@ -78,7 +79,7 @@ def create_app(
                     composition.service,
                     budget_chars=settings.mcp.answer_budget_chars,
                     seconds=settings.request_timeout_seconds,
-                    gated=gated,
+                    gated=gated or restricted,
                     desk=desk,
                 )
                 server.streamable_http_app(
@@ -123,6 +124,7 @@ def create_app(
         app,
         [*settings.sites, *(site for key, site in declared.items() if not settings.site_named(key))],
         gated=gated,
+        restricted=restricted,
     )
     install_admin_routes(app, settings, verifier)
     install_insights_routes(app, settings, desk, verifier)

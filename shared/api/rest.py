@@ -129,9 +129,14 @@ def _whole_numbers(*names: str) -> Callable[[Request], None]:
 Composed = Annotated[Composition, Depends(composition)]
 
 
-def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -> None:
+def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False, restricted: bool = False) -> None:
     """The routes; `sites` (every site some provider serves) is what `site` may name, stated in the document; `gated`
-    (a caller credential is checked) makes every cacheable answer `private`."""
+    (a caller credential is checked) makes every cacheable answer `private`. `restricted` (some sites have
+    audiences): answers depend on who asks, so they are `private` and vary with `Authorization`, and the document
+    names no site (the service checks `site` against what the caller may read)."""
+    gated = gated or restricted
+    named: dict[str, Any] = {} if restricted else {"pattern": site_pattern(sites)}
+    varies = {"Vary": "Authorization"} if restricted else {}
 
     @app.get(
         "/api/docs/search",
@@ -146,6 +151,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
     )
     async def search(
         composed: Composed,
+        response: Response,
         q: Annotated[
             str,
             Query(
@@ -159,7 +165,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         limit: Annotated[int, Query(ge=MIN_LIMIT, le=MAX_LIMIT, description="Results wanted (capped at 25).")] = 10,
         site: Annotated[
             str | None,
-            Query(description="Search only this site (case-insensitive).", pattern=site_pattern(sites)),
+            Query(description="Search only this site (case-insensitive).", max_length=64, **named),
         ] = None,
         version: Annotated[
             str | None, Query(description=VERSION_DESCRIPTION, max_length=64, pattern=VERSION_PATTERN)
@@ -186,6 +192,7 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         """Search every configured site; the first provider with results answers."""
         asked = SearchRequest(q, limit, site, version, check_kind(kind), language, caller=current_caller())
         work = composed.service.search(asked)
+        response.headers.update(varies)
         return await within(work, composed.settings.request_timeout_seconds)
 
     @app.get(
@@ -252,7 +259,11 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         read = check_read(section=section, offset=offset, max_chars=max_chars, view=view)
         work = composed.service.read(ReadRequest(location, read, version, current_caller()))
         document = await within(work, composed.settings.request_timeout_seconds)
-        headers = {"ETag": caching.etag(document, read), "Cache-Control": caching.cache_control(document, gated=gated)}
+        headers = {
+            "ETag": caching.etag(document, read),
+            "Cache-Control": caching.cache_control(document, gated=gated),
+            **varies,
+        }
         if caching.matches(request.headers.get("if-none-match"), headers["ETag"]):
             return Response(status_code=304, headers=headers)
         response.headers.update(headers)
@@ -267,11 +278,15 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
     )
     async def versions(
         composed: Composed,
-        site: Annotated[str, Query(description="The site (case-insensitive).", pattern=site_pattern(sites))],
+        response: Response,
+        site: Annotated[str, Query(description="The site (case-insensitive).", max_length=64, **named)],
     ) -> VersionListing:
         """A site's versions (mike's `versions.json`), newest first, with their aliases, titles and which is the
         default; `versioned: false` and no versions for a site that is not versioned."""
-        found = await within(composed.service.versions(site), composed.settings.request_timeout_seconds)
+        found = await within(
+            composed.service.versions(site, current_caller()), composed.settings.request_timeout_seconds
+        )
+        response.headers.update(varies)
         return VersionListing.of(site, found)
 
     @app.get(
@@ -284,6 +299,6 @@ def install_routes(app: FastAPI, sites: Sequence[str], *, gated: bool = False) -
         """`status` (`ok`, `degraded` when some sites or providers fail, `unavailable` with 503 when nothing can be
         searched), each provider's state (per-site loads, retries and ranking), the cache store and the embedding
         model; nothing is loaded to answer it."""
-        report = composed.health()
+        report = composed.health(composed.service.hidden(current_caller()))
         body = {"version": __version__, **report.model_dump(mode="json", by_alias=True)}
         return JSONResponse(body, status_code=503 if report.status is Status.UNAVAILABLE else 200)

@@ -45,6 +45,9 @@ class Capabilities:
     """It searches and reads a `version` of a versioned site, and lists versions (`versions`)."""
     code: bool = False
     """It searches code blocks (`kind=code`, with a `language`)."""
+    ceilings: bool = False
+    """It answers as if a request's `hidden` sites were not configured, its misses included (their suggestions and
+    candidates); without it, the chain drops what names such a site, as far as a location's first folder tells."""
 
 
 class DocumentationProvider(Protocol):
@@ -119,6 +122,11 @@ class ProviderHealth(Report):
     """What a provider reports in health: its status; each provider adds its own fields after it."""
 
     status: Status = Status.OK
+
+    def without(self, hidden: frozenset[str]) -> ProviderHealth:
+        """The report as a caller who may not read the `hidden` sites (lower case) sees it: a provider that names
+        sites leaves those out."""
+        return self
 
 
 class LastError(Report):

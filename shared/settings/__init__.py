@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from shared.errors import ConfigurationError
+from shared.settings.audiences import AudiencesSettings
 from shared.settings.documentation import (
     DEFAULT_SITES,
     DERIVED_PREFIX,
@@ -60,6 +61,7 @@ __all__ = [
     "STORAGE_NAME",
     "AiSearchSettings",
     "AppSettingsSource",
+    "AudiencesSettings",
     "AuthSettings",
     "CacheSettings",
     "DocumentationSettings",

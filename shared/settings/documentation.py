@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from shared.settings.audiences import AudiencesSettings, checked_site_audiences, parse_site_audiences
 from shared.settings.insights import InsightsSettings
 from shared.settings.secrets import unresolved_keys
 from shared.settings.sections import (
@@ -79,6 +80,13 @@ class DocumentationSettings(BaseSettings):
     )
     """JSON object: versioned site -> the version (or alias) a search or location without one means, instead of the
     one the site's root redirects to (`docs/how-it-works/versions.md`)."""
+    site_audiences: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict, alias="SiteAudiences", examples=['{"security-runbooks": ["security"]}']
+    )
+    """JSON object: site -> the audiences that may read it; a site not named is open to every admitted caller. A
+    caller's audiences come from its token (Inbound__AudienceTokens__<audience>), its Entra app roles
+    (Docs.Audience.<audience>) or Audiences__Default (docs/audiences.md)."""
+    audiences: AudiencesSettings = Field(default_factory=AudiencesSettings, alias="Audiences")
     warm_versions: int = Field(2, alias="WarmVersions", ge=0, le=50)
     """Versions of each versioned site the warm-up keeps warm besides its default: the newest ones listed (hidden
     ones aside). The others are loaded the first time a request names them."""
@@ -177,6 +185,11 @@ class DocumentationSettings(BaseSettings):
                 raise ValueError("must be a JSON object mapping a site to its index path")
         return value
 
+    @field_validator("site_audiences", mode="before")
+    @classmethod
+    def _audiences(cls, value: Any) -> Any:
+        return parse_site_audiences(value)
+
     @field_validator("cache_file_name_template")
     @classmethod
     def _template(cls, value: str) -> str:
@@ -238,6 +251,7 @@ class DocumentationSettings(BaseSettings):
                 raise ValueError(f"VersionDefaults: {site!r} is not a configured site")
             defaults[canonical] = str(version).strip()
         object.__setattr__(self, "version_defaults", defaults)
+        object.__setattr__(self, "site_audiences", checked_site_audiences(self.site_audiences, seen, default))
         for site in self.sites:
             # The cache's own name (`shared.cache.names.index_name`) also sanitizes the site, or prepends it without
             # `{site}`; neither makes a reserved prefix (a site holds no `/`): this reaches one exactly when that does.

@@ -58,7 +58,10 @@ def _pending(model: BaseModel, prefix: str) -> list[tuple[int, str]]:
         key = prefix + (field.alias or name)
         marker = next((item for item in field.metadata if isinstance(item, Secret)), None)
         if marker is not None:
-            if any(unresolved(secret) for secret in (value if isinstance(value, tuple) else (value,))):
+            held = [value] if not isinstance(value, tuple | Mapping) else value
+            if isinstance(value, Mapping):  # per audience (`Inbound__AudienceTokens__<audience>`)
+                held = [secret for secrets in value.values() for secret in secrets]
+            if any(unresolved(secret) for secret in held):
                 found.append((marker.order, key))
         elif isinstance(value, BaseModel):  # a section; an optional one left unset is None, and holds nothing
             found += _pending(value, key + "__")

@@ -4,11 +4,13 @@ section means, its default and the check it passes."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from shared.settings.audiences import audience_names
 from shared.settings.secrets import Secret, secret_list
 from shared.settings.values import LOOPBACK_HOSTS, STORAGE_NAME, absolute_url, names
 
@@ -354,10 +356,28 @@ class InboundSettings(_Section):
     Only the throttles and the in-flight bound read it; a wrong value makes them coarser, never spoofable.
     """
 
+    audience_tokens: Annotated[dict[str, tuple[SecretStr, ...]], Secret(7)] = Field(
+        default_factory=dict, alias="AudienceTokens"
+    )
+    """Per audience (`Inbound__AudienceTokens__<audience>`): bearer tokens, comma-separated (a secret), that admit a
+    caller holding that audience, who also reads the sites SiteAudiences gives it. A plain Inbound__Tokens token
+    holds none."""
+
     @field_validator("tokens", mode="before")
     @classmethod
     def _tokens(cls, value: Any) -> Any:
         return secret_list(value)
+
+    @field_validator("audience_tokens", mode="before")
+    @classmethod
+    def _audience_tokens(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise ValueError("set one key per audience: Inbound__AudienceTokens__<audience>")
+        by_audience: dict[str, tuple[SecretStr, ...]] = {}
+        for audience, tokens in value.items():
+            (name,) = audience_names([audience], "AudienceTokens")
+            by_audience[name] = by_audience.get(name, ()) + secret_list(tokens)
+        return by_audience
 
 
 class McpSettings(_Section):

@@ -39,7 +39,7 @@ from shared.api.errors import respond
 from shared.api.gate.clients import client_of
 from shared.api.gate.signin import challenge
 from shared.deadline import budget
-from shared.entra import EntraVerifier, Verdict
+from shared.entra import Checked, EntraVerifier, Verdict
 from shared.errors import AccessRefused, CredentialsUnavailable, Forbidden, KeysUnavailable, Unauthorized
 from shared.forwarding import FORWARDED_HEADER, forwarded_request
 from shared.requests import Caller, calling
@@ -79,13 +79,32 @@ class BearerTokens:
         return matched
 
 
+AUDIENCE_ROLE = "docs.audience."
+"""The Entra app roles that give a caller an audience: `Docs.Audience.<audience>` (matched case-insensitively)."""
+
+
+def audiences_of(checked: Checked) -> frozenset[str]:
+    """The audiences an accepted Entra token's `Docs.Audience.<audience>` roles name, lower case."""
+    granted = checked.token.scopes if checked.token is not None else []  # its `scp` scopes and `roles`
+    named = (role for role in granted if role.lower().startswith(AUDIENCE_ROLE))
+    return frozenset(role[len(AUDIENCE_ROLE) :].lower() for role in named if len(role) > len(AUDIENCE_ROLE))
+
+
 class InboundCheck:
     """Requires an accepted bearer token (when any is configured) and marks forwarded requests."""
 
     def __init__(self, app: ASGIApp, *, settings: DocumentationSettings, verifier: EntraVerifier | None = None) -> None:
         self._app = app
         self._settings = settings
-        self._tokens = BearerTokens(settings.inbound.tokens)
+        granted: dict[str, set[str]] = {}  # each distinct token and the audiences it holds (a plain one: none)
+        for token in settings.inbound.tokens:
+            granted.setdefault(token.get_secret_value(), set())
+        for audience, tokens in settings.inbound.audience_tokens.items():
+            for token in tokens:
+                granted.setdefault(token.get_secret_value(), set()).add(audience)
+        self._tokens = BearerTokens([SecretStr(token) for token in granted])
+        self._held = {token: frozenset(held) for token, held in granted.items()}
+        self._default = frozenset(settings.audiences.default)
         self._verifier = verifier
         # Only unresolved Key Vault references configured (and no sign-in beside them): the gate stays shut (503)
         # rather than open or keyed to the reference's literal text.
@@ -97,38 +116,42 @@ class InboundCheck:
             return
         headers = Headers(scope=scope)
         try:
-            identity = await self._admitted(scope, headers.get("authorization", ""))
+            identity, audiences = await self._admitted(scope, headers.get("authorization", ""))
         except AccessRefused as refused:
             await respond(refused)(scope, receive, send)
             return
-        with calling(Caller(identity or f"address:{client_of(scope, hops=self._settings.inbound.forwarded_hops)}")):
+        identity = identity or f"address:{client_of(scope, hops=self._settings.inbound.forwarded_hops)}"
+        with calling(Caller(identity, self._default if audiences is None else audiences)):
             if headers.get(FORWARDED_HEADER):
                 with forwarded_request():
                     await self._app(scope, receive, send)
                 return
             await self._app(scope, receive, send)
 
-    async def _admitted(self, scope: Scope, offered: str) -> str | None:
-        """Who the accepted credential names (None: none was checked) when the request may go on; raises the
-        refusal to answer otherwise."""
+    async def _admitted(self, scope: Scope, offered: str) -> tuple[str | None, frozenset[str] | None]:
+        """Who the accepted credential names and the audiences it holds (None for either: no credential named
+        them, so the caller is its address and holds `Audiences__Default`) when the request may go on; raises the
+        refusal to answer otherwise. An open route (health) takes an accepted token's audiences, refusing none."""
         guarded = self._guarded(scope["path"])
         if self._shut and guarded:
             message = f"{PREFIX}Inbound__Tokens is an unresolved Key Vault reference: no caller is accepted until it is"
             raise CredentialsUnavailable(message)
-        if not guarded:
-            return None
         if self._tokens.match(offered) is not None:
-            token = offered[len(BEARER) :].strip().encode("utf-8")
-            return f"token:{hashlib.sha256(token).hexdigest()[:32]}"
+            token = offered[len(BEARER) :].strip()
+            held = self._held.get(token, frozenset())
+            return f"token:{hashlib.sha256(token.encode('utf-8')).hexdigest()[:32]}", held
+        if not guarded:
+            return None, None
         if self._verifier is not None:
             return await self._signed_in(scope, offered)
         if self._tokens:
             log.info("refused a request without an accepted bearer token")
             raise Unauthorized("send Authorization: Bearer <an accepted token>", challenge="Bearer")
-        return None
+        return None, None
 
-    async def _signed_in(self, scope: Scope, authorization: str) -> str:
-        """The Entra caller when the bearer is an accepted Entra token; raises the refusal to answer otherwise."""
+    async def _signed_in(self, scope: Scope, authorization: str) -> tuple[str, frozenset[str]]:
+        """The Entra caller and the audiences its `Docs.Audience.<audience>` roles give it, when the bearer is an
+        accepted Entra token; raises the refusal to answer otherwise."""
         assert self._verifier is not None
         token = authorization[len(BEARER) :].strip() if authorization[: len(BEARER)].lower() == BEARER else ""
         if not token:
@@ -144,7 +167,7 @@ class InboundCheck:
                 "tokens cannot be checked right now: the tenant's signing keys are out of reach; try again shortly"
             ) from None
         if checked.verdict is Verdict.ACCEPTED:
-            return f"entra:{checked.caller}"
+            return f"entra:{checked.caller}", audiences_of(checked)
         if checked.verdict is Verdict.NOT_GRANTED:
             log.info("refused a token without a required scope or role")
             raise Forbidden(

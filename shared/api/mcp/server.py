@@ -38,7 +38,7 @@ from mcp.types import (
     TextResourceContents,
     ToolAnnotations,
 )
-from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
+from pydantic import Field, ValidationError, WithJsonSchema
 
 from shared import __version__
 from shared.api import caching
@@ -46,6 +46,7 @@ from shared.api.errors import answer, tool_error, where, within
 from shared.api.insights import FeedbackDesk
 from shared.api.mcp import budget, resources
 from shared.api.mcp.feedback import add_feedback_tool
+from shared.api.mcp.listing import within_ceiling, without_prompts
 from shared.api.mcp.rendering import SearchAnswer, ago, render_versions, search_answer
 from shared.api.mcp.tool_schemas import DOCUMENT_OUTPUT, SEARCH_OUTPUT, VERSIONS_OUTPUT
 from shared.api.mcp.transport import MCP_PATH, McpEndpoint, transport_security
@@ -188,7 +189,9 @@ class DocsServer(MCPServer[Any]):
             return await self._read(ctx, ReadResourceRequestParams.model_validate(ctx.params or {}))
         answered = await call_next(ctx)
         if ctx.method in ("initialize", "server/discover"):
-            return _without_prompts(answered)
+            return without_prompts(answered)
+        if ctx.method == "tools/list" and self.service.restricted:
+            return within_ceiling(answered, self.service.sites_for(current_caller()))
         return answered
 
     async def call_tool(
@@ -229,19 +232,6 @@ class DocsServer(MCPServer[Any]):
 
 
 PROMPT_METHODS = frozenset({"prompts/list", "prompts/get"})
-
-
-def _without_prompts(answered: HandlerResult) -> HandlerResult:
-    """An initialize or discover result claiming no `prompts` capability (the SDK claims one for every server)."""
-    if isinstance(answered, dict):
-        claimed = answered.get("capabilities")
-        if isinstance(claimed, dict) and "prompts" in claimed:
-            return {**answered, "capabilities": {key: value for key, value in claimed.items() if key != "prompts"}}
-        return answered
-    capabilities = getattr(answered, "capabilities", None)
-    if not isinstance(answered, BaseModel) or capabilities is None or getattr(capabilities, "prompts", None) is None:
-        return answered
-    return answered.model_copy(update={"capabilities": capabilities.model_copy(update={"prompts": None})})
 
 
 def envelope_chars() -> int:
@@ -374,7 +364,7 @@ def build_server(
         ],
     ) -> Annotated[CallToolResult, VERSIONS_OUTPUT]:
         async def answer() -> CallToolResult:
-            listing = VersionListing.of(site, await within(service.versions(site), seconds))
+            listing = VersionListing.of(site, await within(service.versions(site, current_caller()), seconds))
             return CallToolResult(
                 content=[TextContent(type="text", text=render_versions(listing))],
                 structured_content=listing.model_dump(mode="json", by_alias=True),

@@ -37,13 +37,11 @@ from shared.models import (
 from shared.preview import make_preview
 from shared.providers.base import Capabilities
 from shared.providers.mkdocs.codeblocks import codesearch
-from shared.providers.mkdocs.codeblocks.code import CodeBlock
 from shared.providers.mkdocs.codeblocks.codesearch import CodeRankers
 from shared.providers.mkdocs.codeblocks.languages import CodeFences
 from shared.providers.mkdocs.fetching.pagecache import PageCache
 from shared.providers.mkdocs.fetching.pages import Fetched, PageFetcher, raw_markdown_url
 from shared.providers.mkdocs.fetching.unresolved import Misses
-from shared.providers.mkdocs.indexes.index import IndexEntry
 from shared.providers.mkdocs.indexes.resolution import Resolver, qualify
 from shared.providers.mkdocs.lifecycle.health import MkDocsHealth, SiteLoaded
 from shared.providers.mkdocs.lifecycle.loading import LoadedSite
@@ -72,7 +70,7 @@ class MkDocsProvider:
 
     name = "mkdocs"
     order = 100
-    capabilities = Capabilities(fetch=True, versions=True, code=True)
+    capabilities = Capabilities(fetch=True, versions=True, code=True, ceilings=True)
     """Reads; a version of a versioned site in searches and reads (`versions.py`); code blocks (`codesearch.py`)."""
 
     def __init__(
@@ -116,20 +114,29 @@ class MkDocsProvider:
                 version=request.version,
                 kind=request.kind,
                 language=request.language,
+                hidden=request.hidden,
             )
 
     async def _search(
-        self, query: str, *, limit: int, site: str | None, version: str | None, kind: SearchKind, language: str | None
+        self,
+        query: str,
+        *,
+        limit: int,
+        site: str | None,
+        version: str | None,
+        kind: SearchKind,
+        language: str | None,
+        hidden: frozenset[str] = frozenset(),
     ) -> Found:
-        loaded, states = await self._versioned.ready(site, version)
+        loaded, states = await self._versioned.ready(site, version, hidden)
         # A provider ahead of MkDocs may have deferred the search structures: a search that reaches here builds them.
         if any(entry.ranker is None for entry in loaded):
             searchable = await asyncio.gather(*(self._registry.searchable(entry.index.site) for entry in loaded))
             loaded = [entry for entry in searchable if entry is not None]
         if kind is SearchKind.CODE:
-            return Found(await self._search_code(query, loaded, limit, language), sites=states)
+            return Found(await self._search_code(query, loaded, limit, language, hidden), sites=states)
         if query.strip() == LISTING_QUERY:
-            return Found(self._listing(loaded, limit), sites=states)
+            return Found(self._listing(loaded, limit, hidden), sites=states)
         loaded = await self._with_stored_vectors(loaded)
         wanted = analyze_query(query)
         # All sites are scored in one pass; hits (best section, breadcrumb, preview) are built only for those returned.
@@ -150,14 +157,14 @@ class MkDocsProvider:
         found = federation.ranked(lexical, say, limit, products, missing, pieces)
         floor = relevance_floor(self._min_score, wanted, federation.parameters, by_meaning=products is not None)
         kept = [
-            self._result(loaded[site], scored.hit(number), query)
+            self._result(loaded[site], scored.hit(number), query, hidden)
             for site, scored, number in found
             if scored.scores[number] >= floor
         ]
         return Found(kept, sites=states, floored=bool(found) and not kept)
 
     async def _search_code(
-        self, query: str, loaded: list[LoadedSite], limit: int, language: str | None
+        self, query: str, loaded: list[LoadedSite], limit: int, language: str | None, hidden: frozenset[str]
     ) -> list[SearchResult]:
         """The best code blocks for the query (`codesearch.py`), at most a few per page, in `language` if given."""
         loaded = await self._with_stored_vectors(loaded)
@@ -190,7 +197,7 @@ class MkDocsProvider:
             if score < floor:
                 continue
             ranker, block = code[site], code[site].blocks[number]
-            page = self._result(loaded[site], _block_hit(block, score), query)
+            page = self._result(loaded[site], codesearch.page_hit(block, score), query, hidden)
             language, guessed = ranker.languages[number], ranker.guessed[number]
             pending = self._code.reading(loaded[site].index.site)
             results.append(codesearch.result(page, block, language, guessed, score, query, pending=pending))
@@ -248,21 +255,21 @@ class MkDocsProvider:
         await self._registry.get(named)
         return await self._versioned.of(named)
 
-    def _listing(self, loaded: list[LoadedSite], limit: int) -> list[SearchResult]:
+    def _listing(self, loaded: list[LoadedSite], limit: int, hidden: frozenset[str]) -> list[SearchResult]:
         """Pages only, round-robin across sites before the limit, so a large site cannot hide the others."""
         per_site = [self._listed(entry, limit) for entry in loaded]
         interleaved = [pair for pair in chain.from_iterable(zip_longest(*per_site)) if pair is not None]
-        return [self._result(loaded_site, hit, "") for loaded_site, hit in interleaved[:limit]]
+        return [self._result(loaded_site, hit, "", hidden) for loaded_site, hit in interleaved[:limit]]
 
     def _listed(self, loaded: LoadedSite, limit: int) -> list[tuple[LoadedSite, RankedHit]]:
         missing = self._registry.missing(loaded)
         return [(loaded, hit) for hit in _ranker(loaded).listing(limit, missing)]
 
-    def _result(self, loaded: LoadedSite, hit: RankedHit, query: str) -> SearchResult:
+    def _result(self, loaded: LoadedSite, hit: RankedHit, query: str, hidden: frozenset[str]) -> SearchResult:
         entry, key = hit.entry, loaded.index.site
         site, version, default = self._versioned.shown(key)
         return SearchResult(
-            location=self._location(key, entry.location),
+            location=self._location(key, entry.location, hidden),
             title=entry.title,
             url=self._url(key, entry.location),
             site=site,
@@ -278,12 +285,13 @@ class MkDocsProvider:
             indexed_at=loaded.fetched_at,
         )
 
-    def _location(self, site: str, location: str) -> str:
+    def _location(self, site: str, location: str, hidden: frozenset[str] = frozenset()) -> str:
         """Bare for the default site; `{site}/{path}` elsewhere, a site root being the bare site name; a version of a
         versioned site other than its default behind its folder (`vdocs/2.0/guide/install/`).
 
         A default-site page under a top-level folder named like a configured site is the exception: bare, its
-        location would be routed to that site, so it is qualified with the default site to stay fetchable.
+        location would be routed to that site, so it is qualified with the default site to stay fetchable; a site
+        `hidden` from the caller is not one (to it the bare location reaches the page, and the name stays unsaid).
         """
         named, version, default = self._versioned.shown(site)
         if version is not None:
@@ -294,7 +302,8 @@ class MkDocsProvider:
         known = self._versioned.known(site) if version is not None and default else None
         if known is not None and known.concrete(unquote(head)):
             return qualify(site, location)  # bare, a default-version path under a folder named like a version
-        return qualify(site, location) if head and self._map.site_named(unquote(head)) else location
+        routed = self._map.site_named(unquote(head)) if head else None
+        return qualify(site, location) if routed is not None and routed.lower() not in hidden else location
 
     def _url(self, site: str, location: str) -> str:
         return f"{self._map.base_url(site)}/{location}"
@@ -304,22 +313,31 @@ class MkDocsProvider:
         the read needs it; of a versioned site, in the version its location's folder or `version` names, else the
         default (`_version_of`)."""
         try:
-            return await self._get(request.location, request.version)
+            return await self._get(request.location, request.version, request.hidden)
         except ResolutionError as exc:  # a version's key never leaves: the answer names its site
             raise ResolutionError(self._versioned.public(exc.resolution)) from None
 
-    async def _get(self, location: str, version: str | None) -> Document:
-        pinned = await self._versioned.version_of(location, version)
+    async def _get(self, location: str, version: str | None, hidden: frozenset[str] = frozenset()) -> Document:
+        # A site above the caller's ceiling is, to it, not configured: its name is an ordinary first folder.
+        head = location.strip().lstrip("/").split("/", 1)[0]
+        named = self._map.site_named(head) if hidden and head else None
+        above = named is not None and named.lower() in hidden
+        pinned = None if above else await self._versioned.version_of(location, version)
         if pinned is not None:
             resolution = await self._versioned.resolve_in(location, *pinned, self._location)
         else:
-            resolution = await self._resolver.resolve(location)
+            resolver = self._resolver if not hidden else self._resolver.without(hidden)
+
+            def shown(site: str, path: str) -> str:
+                return self._location(site, path, hidden)
+
+            resolution = await resolver.resolve(location)
             if resolution.reason in (Reason.NOT_FOUND, Reason.UNKNOWN_SITE) and not resolution.candidates:
-                resolution = await self._misses.moved(location) or resolution
+                resolution = await self._misses.moved(location, hidden) or resolution
             missed = resolution.reason in (Reason.NOT_FOUND, Reason.UNKNOWN_SITE) and not resolution.candidates
             if missed and not resolution.resolved:
                 resolution = resolution.model_copy(
-                    update={"suggestions": await self._misses.suggestions(location, self._location)}
+                    update={"suggestions": await self._misses.suggestions(location, shown, hidden)}
                 )
         if not resolution.resolved:
             raise ResolutionError(resolution)
@@ -366,7 +384,7 @@ class MkDocsProvider:
         fresh = self._fetcher.pages.fresh_for(fetched.page) if fetched.page is not None and not extra else 0.0
         return Document(
             requested_location=location,
-            location=self._location(site, path),
+            location=self._location(site, path, hidden),
             site=public,
             version=shown_version,
             default_version=default,
@@ -421,13 +439,6 @@ def _iso(http_date: str | None) -> str | None:
         return parsedate_to_datetime(http_date).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-
-
-def _block_hit(block: CodeBlock, score: float) -> RankedHit:
-    """A code block as a page hit at its section: what `_result` turns into a result (location, url, breadcrumb)."""
-    entry = IndexEntry(block.location, block.page, block.anchor, block.title, block.page_title, "", 1.0, block.trail)
-    crumb = (*entry.trail_titles, block.page_title) + ((block.title,) if block.anchor is not None else ())
-    return RankedHit(entry, score, crumb, block.prose)
 
 
 def _ranker(loaded: LoadedSite) -> Ranker:

@@ -18,11 +18,11 @@ from shared.preview import make_preview
 from shared.providers.mkdocs.codeblocks.code import CodeBlock
 from shared.providers.mkdocs.codeblocks.coderank import PAGE_POOL, CodeRanker, code_similarities, page_scores, rank_code
 from shared.providers.mkdocs.codeblocks.languages import CodeFences, Fences
-from shared.providers.mkdocs.indexes.index import SiteIndex
+from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.lifecycle.loading import LoadedSite
 from shared.providers.mkdocs.scoring.artifact import CodeColumns
 from shared.providers.mkdocs.scoring.federation import Federation
-from shared.providers.mkdocs.scoring.ranking import Ranker
+from shared.providers.mkdocs.scoring.ranking import RankedHit, Ranker
 from shared.providers.mkdocs.scoring.text import Query
 
 if TYPE_CHECKING:
@@ -175,3 +175,10 @@ def result(
             "language_pending": True if guessed and pending else None,
         }
     )
+
+
+def page_hit(block: CodeBlock, score: float) -> RankedHit:
+    """A code block as a page hit at its section: what the provider turns into a result (location, url, breadcrumb)."""
+    entry = IndexEntry(block.location, block.page, block.anchor, block.title, block.page_title, "", 1.0, block.trail)
+    crumb = (*entry.trail_titles, block.page_title) + ((block.title,) if block.anchor is not None else ())
+    return RankedHit(entry, score, crumb, block.prose)

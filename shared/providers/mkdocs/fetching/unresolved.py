@@ -32,11 +32,13 @@ class Misses:
         self._redirects = RedirectProbe(client)
         self._suggesters: dict[str, tuple[SiteIndex, Suggester]] = {}
 
-    async def moved(self, location: str) -> Resolution | None:
-        """The page an old path now redirects to at the origin (`redirects`), resolved with the rule `redirect`."""
+    async def moved(self, location: str, hidden: frozenset[str] = frozenset()) -> Resolution | None:
+        """The page an old path now redirects to at the origin (`redirects`), resolved with the rule `redirect`; a
+        `hidden` site's name is an ordinary folder of the default site."""
         path = location.partition("#")[0].strip("/")
         head, _, rest = path.partition("/")
         named = self._sites.site_named(head)
+        named = None if named is not None and named.lower() in hidden else named
         site, old = (named, rest) if named is not None and rest else (self._sites.default_site, path)
         loaded = self._registry.current(site)
         if loaded is None or not old:
@@ -72,12 +74,16 @@ class Misses:
         found = await self._resolver.resolve(qualify(site, relative))
         return found.location if found.resolved and found.rule is not Rule.CANONICAL_LEAF else None
 
-    async def suggestions(self, location: str, shown: Callable[[str, str], str]) -> list[str]:
+    async def suggestions(
+        self, location: str, shown: Callable[[str, str], str], hidden: frozenset[str] = frozenset()
+    ) -> list[str]:
         """Pages near a location that resolved to nothing, from the indexes in hand (no origin request), as `shown`
         locates them; a site's suggester is built once per index version, off the event loop (about 160 ms for
         4,500 pages)."""
         ready: list[tuple[str, Suggester]] = []
         for site in self._sites.sites:
+            if site.lower() in hidden:
+                continue
             loaded = self._registry.current(site)
             if loaded is None:
                 continue

@@ -95,6 +95,10 @@ class Resolver:
         self._default = default_site
         self._load = load
 
+    def without(self, hidden: frozenset[str]) -> Resolver:
+        """This resolver as if the `hidden` sites (lower case) were not configured."""
+        return Resolver([site for site in self._sites if site.lower() not in hidden], self._default, self._load)
+
     async def resolve(self, requested: str) -> Resolution:
         path = normalize(requested)
         head, _, rest = path.partition("/")

@@ -21,6 +21,7 @@ from pydantic import PlainSerializer, SerializeAsAny
 from shared.providers.base import Instant, ProviderHealth, Report, Status, absent, roll_up
 from shared.providers.mkdocs.indexes.index import IndexFormat
 from shared.providers.mkdocs.lifecycle.loading import LoadedSite, Source
+from shared.site_key import SEPARATOR
 
 
 class Semantic(StrEnum):
@@ -178,6 +179,20 @@ class MkDocsHealth(ProviderHealth):
     lexical_sites: tuple[str, ...]
     note: str
     sites: dict[str, SerializeAsAny[SiteHealth]]
+
+    def without(self, hidden: frozenset[str]) -> MkDocsHealth:
+        if not hidden:
+            return self
+
+        def shown(name: str) -> bool:
+            return name.split(SEPARATOR, 1)[0].lower() not in hidden
+
+        return self.model_copy(
+            update={
+                "sites": {name: site for name, site in self.sites.items() if shown(name)},
+                "lexical_sites": tuple(name for name in self.lexical_sites if shown(name)),
+            }
+        )
 
     @classmethod
     def of(cls, sites: dict[str, SiteHealth], *, origin: str, default_site: str, semantic: bool) -> MkDocsHealth:

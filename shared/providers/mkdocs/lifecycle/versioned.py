@@ -119,17 +119,18 @@ class VersionedSites:
         return resolution.model_copy(update={"site": site, "detail": detail.replace(resolution.site, site)})
 
     async def ready(
-        self, site: str | None, version: str | None = None
+        self, site: str | None, version: str | None = None, hidden: frozenset[str] = frozenset()
     ) -> tuple[list[LoadedSite], dict[str, SiteSearched]]:
         """The sites ready to search within the per-site wait, and how each site asked for stood. A versioned site is
-        searched in the version asked for, else its default (`search_in`)."""
+        searched in the version asked for, else its default (`search_in`). `hidden` sites (lower case) are not
+        searched, nor said."""
         if site is not None:
             named = self._sites.site_named(site)
-            if named is None:
+            if named is None or named.lower() in hidden:
                 raise ProviderDeclinedError("not one of this provider's sites")
             sites: tuple[str, ...] = (named,)
         else:
-            sites = self._sites.sites
+            sites = tuple(name for name in self._sites.sites if name.lower() not in hidden)
         wait = self._wait
         ready = await self._registry.within(sites, wait)
         ready, broken = await self.search_in(sites, ready, version, alone=site is not None)
