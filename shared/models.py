@@ -277,6 +277,12 @@ class Document(_Versioned):
     outline: list[OutlineEntry] | None = Field(
         default=None, description="The page's (or the section's) headings, with `view=outline`; otherwise null."
     )
+    removed_characters: int | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="MCP only: characters left out of the page as published because they can carry instructions "
+        "unseen (invisible characters, HTML comments, hidden elements); offsets count in the cleaned page.",
+    )
     _fresh_for: float = PrivateAttr(default=0.0)
 
     @property

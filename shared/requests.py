@@ -85,6 +85,9 @@ class ReadRequest:
     caller: Caller = field(default=ANONYMOUS, compare=False)
     hidden: frozenset[str] = frozenset()
     """As `SearchRequest.hidden`: a page of such a site resolves as a page of a site that is not configured."""
+    cleaned: bool = False
+    """The page without what can carry instructions unseen (`shared.safe_content`): what an agent reads over MCP;
+    REST and the command line read it as published."""
 
     @property
     def outline(self) -> bool:

@@ -34,7 +34,7 @@ from typing import Any, TypeGuard
 
 from pydantic import SerializeAsAny, SerializerFunctionWrapHandler, model_serializer
 
-from shared import reading, telemetry
+from shared import reading, safe_content, telemetry
 from shared.deadline import remaining
 from shared.errors import (
     InvalidRequestError,
@@ -220,7 +220,7 @@ class DocumentationService:
         insights (`get` alone is not: the chain's own look-ups, such as feedback's, are nobody's read)."""
         document = await self.get(request)
         _told(self.usage.read, request, document)
-        return reading.select(document, request.read)
+        return reading.select(safe_content.cleaned(document) if request.cleaned else document, request.read)
 
     async def read(self, request: ReadRequest) -> Document:
         """The page as `request.read` asks: whole, a section, a part or its outline (`shared.reading`)."""

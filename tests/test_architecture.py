@@ -66,6 +66,7 @@ PURE = {
     "shared.error_body",
     "shared.paths",
     "shared.scrubbing",
+    "shared.safe_content",
     "shared.usage",
     "shared.insights.events",
     "shared.insights.report",

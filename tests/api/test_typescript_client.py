@@ -51,9 +51,11 @@ def test_the_typescript_client_reads_a_long_page_in_parts_and_as_a_resource(
     report = run_client(server.url, sdk, era)
 
     assert report["version"] == version
+    skills = {"extensions": {"io.modelcontextprotocol/skills": {}}} if version == "2026-07-28" else {}
     assert report["capabilities"] == {
         "resources": {"subscribe": False, "listChanged": False},
         "tools": {"listChanged": False},
+        **skills,  # the Skills extension, declared where the revision has capabilities.extensions
     }
     assert report["tools"] == ["search_docs", "get_doc", "list_versions"]
     assert report["page"]["joined"] == whole and report["page"]["parts"] >= 6

@@ -113,7 +113,7 @@ async def _read(service: DocumentationService, uri: str, *, budget_chars: int, s
     if site.lower() not in {known.lower() for known in service.sites}:
         raise InvalidRequestError(f"site must be one of: {', '.join(service.sites)}")
     read = check_read(offset=_number(matched, "offset"), max_chars=_number(matched, "maxChars"))
-    asked = ReadRequest(f"{site}/{matched.get('path') or ''}", read, caller=current_caller())
+    asked = ReadRequest(f"{site}/{matched.get('path') or ''}", read, caller=current_caller(), cleaned=True)
     selection = await within(service.select(asked), seconds)
     result = budget.read_answer(selection, read, budget_chars)
     part = Document.model_validate(result.structured_content)

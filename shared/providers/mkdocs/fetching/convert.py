@@ -1,4 +1,5 @@
-"""Turn a published MkDocs page into Markdown: the article body only, without theme chrome (pure).
+"""Turn a published MkDocs page into Markdown: the article body only, without theme chrome or what is not shown
+(pure).
 
 Conversion is pure-Python parsing, about 1 s of CPU for the largest page of the sample corpus (250 KB) and
 seconds more for tag-dense pages, so the provider runs all of it, the checks included, off the event loop. Before
@@ -72,9 +73,23 @@ def html_to_markdown(page: str) -> str:
     root = next((found for selector in _CONTENT_SELECTORS if (found := soup.select_one(selector)) is not None), soup)
     for element in root.select(_CHROME):
         element.decompose()
+    for element in root.find_all(_not_shown):
+        if not element.decomposed:
+            element.decompose()
     markdown = _CONVERTER.convert_soup(root)
     lines = [line.rstrip() for line in markdown.strip().splitlines()]
     return "\n".join(_squeeze_blank_lines(lines)) + "\n" if any(lines) else ""
+
+
+_UNSHOWN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+
+
+def _not_shown(element: Tag) -> bool:
+    """An element a reader of the page never sees (`hidden`, `aria-hidden="true"`, `display:none`): text that could
+    carry instructions unseen, left out of the Markdown for every reader (`shared.safe_content`)."""
+    if element.has_attr("hidden") or str(element.get("aria-hidden", "")).lower() == "true":
+        return True
+    return bool(_UNSHOWN_STYLE.search(str(element.get("style", ""))))
 
 
 def _squeeze_blank_lines(lines: list[str]) -> list[str]:
