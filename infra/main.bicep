@@ -82,6 +82,12 @@ param privateDnsZonesResourceGroupId string = ''
 @description('With privateNetworking: DNS servers of the virtual network, comma-separated (a hub\'s DNS resolver); empty: Azure-provided DNS.')
 param vnetDnsServers string = ''
 
+@description('With privateNetworking: resource id of an existing subnet (a landing zone\'s spoke, in this subscription and region) delegated to Microsoft.App/environments for the app\'s VNet integration, used with existingPrivateEndpointSubnetId instead of a virtual network created here; its NSG, route and DNS are the landing zone\'s. Both or neither. Empty: a network is created.')
+param existingIntegrationSubnetId string = ''
+
+@description('With existingIntegrationSubnetId: resource id of the subnet, in the same virtual network, that the private endpoints go into (delegated to nothing).')
+param existingPrivateEndpointSubnetId string = ''
+
 @description('Key Vault purge protection: a deleted vault and its secrets cannot be purged for the 7-day retention period, so the vault name (fixed per environment) cannot be reused before then. Off by default so a development environment can be torn down and recreated (azd down --purge); production should turn it on (KEY_VAULT_PURGE_PROTECTION=true). Once on, it cannot be turned off.')
 param keyVaultPurgeProtection bool = false
 
@@ -600,6 +606,17 @@ var entraAppOwners = union(entraAppOwnerIsDeployer ? [
   deployer().objectId
 ] : [], entraAppOwnerIdList)
 var vnetDnsServerList = filter(map(split(vnetDnsServers, ','), server => trim(server)), server => !empty(server))
+// A landing zone's existing spoke instead of a network created here: the subnets' virtual network is the part of
+// each id up to .../virtualNetworks/<name> (split and taken, so that an empty id is no error).
+var existingSubnets = !(empty(existingIntegrationSubnetId) && empty(existingPrivateEndpointSubnetId))
+var existingSubnetsVnetId = toLower(join(take(split(existingIntegrationSubnetId, '/'), 9), '/'))
+var existingSubnetsOneVnet = existingSubnetsVnetId == toLower(join(take(split(existingPrivateEndpointSubnetId, '/'), 9), '/'))
+var existingSubnetsHere = startsWith(existingSubnetsVnetId, toLower('${subscription().id}/resourceGroups/'))
+var networkCreated = privateNetworking && !existingSubnets
+// Where the app integrates and the private endpoints go: the spoke's subnets, or the network created here.
+var appSubnetId = existingSubnets ? spokeSubnets.outputs.integrationSubnetId : network.outputs.appSubnetId
+var privateEndpointSubnetId = existingSubnets ? spokeSubnets.outputs.privateEndpointSubnetId : network.outputs.privateEndpointSubnetId
+var privateNetworkId = existingSubnets ? spokeSubnets.outputs.vnetId : network.outputs.id
 var availabilityTestLocationList = filter(map(split(availabilityTestLocations, ','), id => trim(id)), id => !empty(id))
 // The secrets given, by name (a name is no secret): Key Vault refuses an empty value.
 var givenSecretNames = map(filter(items(keyVaultSecrets), item => !empty(item.value)), item => item.key)
@@ -627,6 +644,14 @@ var refusals = [
   // Left empty, the docs account would be looked for in the resource group this deployment is creating.
   (refreshOnPublish && empty(docsStorageResourceGroupName)) ? 'refreshOnPublish needs docsStorageResourceGroupName (azd: DOCS_STORAGE_RESOURCE_GROUP): the resource group of the existing storage account the documentation is published to.' : ''
   (zoneRedundant && alwaysReadyInstanceCount == 1) ? 'zoneRedundant needs alwaysReadyInstanceCount 0 or at least 2 (azd: FLEX_ALWAYS_READY_INSTANCE_COUNT): a zone-redundant plan keeps two always-ready instances per function group, one in each of two zones.' : ''
+  // An existing spoke: both subnets, with privateNetworking, in one virtual network of this subscription (a private
+  // endpoint must be in its virtual network's subscription), and none of the settings of a network created here.
+  (existingSubnets && !privateNetworking) ? 'existingIntegrationSubnetId and existingPrivateEndpointSubnetId apply with privateNetworking (azd: PRIVATE_NETWORKING=true).' : ''
+  (existingSubnets && (empty(existingIntegrationSubnetId) || empty(existingPrivateEndpointSubnetId))) ? 'An existing spoke needs both existingIntegrationSubnetId and existingPrivateEndpointSubnetId (azd: EXISTING_INTEGRATION_SUBNET_ID, EXISTING_PRIVATE_ENDPOINT_SUBNET_ID).' : ''
+  (existingSubnets && !existingSubnetsOneVnet) ? 'existingIntegrationSubnetId and existingPrivateEndpointSubnetId must be subnets of one virtual network.' : ''
+  (existingSubnets && toLower(existingIntegrationSubnetId) == toLower(existingPrivateEndpointSubnetId)) ? 'existingIntegrationSubnetId and existingPrivateEndpointSubnetId must be two subnets: Flex Consumption\'s integration subnet can hold nothing else.' : ''
+  (existingSubnets && !existingSubnetsHere) ? 'The existing subnets must be in this deployment\'s subscription: a private endpoint is created in its virtual network\'s subscription.' : ''
+  (existingSubnets && !(empty(egressRouteTableId) && empty(vnetDnsServers))) ? 'egressRouteTableId and vnetDnsServers apply to a network created here; an existing spoke keeps the landing zone\'s route table and DNS servers.' : ''
 ]
 var refusal = join(filter(refusals, message => !empty(message)), ' ')
 
@@ -765,7 +790,19 @@ module keyVault 'app/keyvault.bicep' = if (anySecretGiven) {
   }
 }
 
-module network 'app/network.bicep' = if (privateNetworking) {
+// Or, with existingIntegrationSubnetId and existingPrivateEndpointSubnetId, the landing zone's spoke, checked in its
+// own resource group; the app and the private endpoints then use its subnets and no network is created.
+module spokeSubnets 'app/spoke-subnets.bicep' = if (privateNetworking && existingSubnets) {
+  name: 'spoke-subnets-${resourceToken}'
+  scope: resourceGroup(existingSubnets ? split(existingIntegrationSubnetId, '/')[4] : rg.name)
+  params: {
+    integrationSubnetId: existingIntegrationSubnetId
+    privateEndpointSubnetId: existingPrivateEndpointSubnetId
+    location: location
+  }
+}
+
+module network 'app/network.bicep' = if (networkCreated) {
   name: 'network-${resourceToken}'
   scope: rg
   params: {
@@ -791,8 +828,8 @@ module storageEndpoints 'app/private-endpoint.bicep' = [for service in (privateN
     name: '${abbrs.networkPrivateEndpoints}${service}-${resourceToken}'
     location: location
     tags: tags
-    subnetId: network.outputs.privateEndpointSubnetId
-    vnetId: network.outputs.id
+    subnetId: privateEndpointSubnetId
+    vnetId: privateNetworkId
     targetId: storage.outputs.id
     groupId: service
     dnsZoneName: 'privatelink.${service}.${environment().suffixes.storage}'
@@ -809,8 +846,8 @@ module refreshQueueEndpoints 'app/private-endpoint.bicep' = [for service in ((pr
     name: '${abbrs.networkPrivateEndpoints}ev-${service}-${resourceToken}'
     location: location
     tags: tags
-    subnetId: network.outputs.privateEndpointSubnetId
-    vnetId: network.outputs.id
+    subnetId: privateEndpointSubnetId
+    vnetId: privateNetworkId
     targetId: refreshQueue.outputs.id
     groupId: service
     dnsZoneName: 'privatelink.${service}.${environment().suffixes.storage}'
@@ -828,8 +865,8 @@ module searchEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && !e
     name: '${abbrs.networkPrivateEndpoints}search-${resourceToken}'
     location: location
     tags: tags
-    subnetId: network.outputs.privateEndpointSubnetId
-    vnetId: network.outputs.id
+    subnetId: privateEndpointSubnetId
+    vnetId: privateNetworkId
     targetId: searchAccess.outputs.id
     groupId: 'searchService'
     dnsZoneName: 'privatelink.${aiSearchDnsSuffix}'
@@ -844,8 +881,8 @@ module vaultEndpoint 'app/private-endpoint.bicep' = if (privateNetworking && any
     name: '${abbrs.networkPrivateEndpoints}vault-${resourceToken}'
     location: location
     tags: tags
-    subnetId: network.outputs.privateEndpointSubnetId
-    vnetId: network.outputs.id
+    subnetId: privateEndpointSubnetId
+    vnetId: privateNetworkId
     targetId: keyVault.outputs.id
     groupId: 'vault'
     dnsZoneName: keyVaultDnsZoneName
@@ -889,7 +926,7 @@ module api 'app/function.bicep' = {
     httpPerInstanceConcurrency: httpPerInstanceConcurrency
     alwaysReadyInstanceCount: alwaysReadyInstanceCount
     zoneRedundant: zoneRedundant
-    subnetId: privateNetworking ? network.outputs.appSubnetId : ''
+    subnetId: privateNetworking ? appSubnetId : ''
     queueServiceUri: refreshOnPublish ? refreshQueue.outputs.queueEndpoint : ''
     appSettings: documentationSettings
     logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsId

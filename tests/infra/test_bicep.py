@@ -55,6 +55,8 @@ ALLOWED_API_VERSIONS = {
     "Microsoft.Network/privateEndpoints/privateDnsZoneGroups": "2023-11-01",
     "Microsoft.Network/publicIPAddresses": "2023-11-01",
     "Microsoft.Network/virtualNetworks": "2023-11-01",
+    # An existing spoke's subnets, read only (app/spoke-subnets.bicep).
+    "Microsoft.Network/virtualNetworks/subnets": "2023-11-01",
     "Microsoft.OperationalInsights/workspaces": "2023-09-01",
     "Microsoft.Resources/resourceGroups": "2022-09-01",
     "Microsoft.Search/searchServices": "2023-11-01",

@@ -9,9 +9,20 @@ publicIPAddresses).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from tests.infra.test_bicep import INFRA, MAIN, accessor, azd_parameters, body, parse, resources
+from tests.infra.test_bicep import (
+    BICEP_FILES,
+    INFRA,
+    MAIN,
+    accessor,
+    azd_parameters,
+    body,
+    parse,
+    resources,
+    values_below,
+)
 
 NETWORK = INFRA / "app" / "network.bicep"
 ENDPOINT = INFRA / "app" / "private-endpoint.bicep"
@@ -122,3 +133,137 @@ def test_storage_and_the_vault_are_closed_to_the_public_network_under_private_ne
     assert storage["networkAcls"]["defaultAction"] == conditional("privateNetworking", "Deny", "Allow")
     assert vault["networkAcls"]["defaultAction"] == conditional("privateNetworking", "Deny", "Allow")
     assert vault["publicNetworkAccess"] == conditional("privateNetworking", "Disabled", "Enabled")
+
+
+# --- an existing spoke --------------------------------------------------------------------------------------------
+
+SPOKE = INFRA / "app" / "spoke-subnets.bicep"
+EXISTING = ("existingIntegrationSubnetId", "existingPrivateEndpointSubnetId")
+
+
+def _empty(name: str) -> dict[str, Any]:
+    return {"function": {"type": "empty", "parameters": {"item_to_test": name}}}
+
+
+def _not(value: Any) -> dict[str, Any]:
+    return {"operator": {"type": "not", "operands": {"bool_value": value}}}
+
+
+def _and(left: Any, right: Any) -> dict[str, Any]:
+    return {"operator": {"type": "and", "operands": {"operand_1": left, "operand_2": right}}}
+
+
+def test_the_existing_subnet_parameters_are_empty_by_default_and_azd_variables() -> None:
+    parameters = parse(MAIN)["parameters"]
+    unset = azd_parameters({})
+    for name, variable in zip(EXISTING, ("EXISTING_INTEGRATION_SUBNET_ID", "EXISTING_PRIVATE_ENDPOINT_SUBNET_ID")):
+        assert parameters[name]["default"] == "", name
+        assert unset[name] == "" and azd_parameters({variable: "/subscriptions/x"})[name] == "/subscriptions/x"
+    # Either one set means an existing spoke (the refusals then ask for the other).
+    assert parse(MAIN)["variables"]["existingSubnets"]["value"] == _not(_and(*(_empty(name) for name in EXISTING)))
+
+
+def test_with_existing_subnets_no_virtual_network_is_declared_and_the_spokes_subnets_are_used() -> None:
+    """The network module, the only one declaring a virtual network, is deployed only when no spoke is given; the app
+    integrates with the spoke's subnet and every private endpoint goes into the spoke's other subnet."""
+    modules = parse(MAIN)["modules"]
+    variables = parse(MAIN)["variables"]
+    assert modules["network"]["config"]["condition"] == "networkCreated"
+    assert variables["networkCreated"]["value"] == _and("privateNetworking", _not("existingSubnets"))
+    declaring = [
+        (path.name, name)
+        for path in BICEP_FILES
+        for name, r in resources(path).items()
+        if r["type"] == "Microsoft.Network/virtualNetworks" and not r["existing"]
+    ]
+    assert declaring == [("network.bicep", "vnet")]
+    assert modules["spokeSubnets"]["config"]["condition"] == _and("privateNetworking", "existingSubnets")
+    spoke = body(modules["spokeSubnets"])
+    assert spoke["params"] == {
+        "integrationSubnetId": "existingIntegrationSubnetId",
+        "privateEndpointSubnetId": "existingPrivateEndpointSubnetId",
+        "location": "location",
+    }
+    # Read in the spoke's resource group (the subnet id's fifth segment), the app's while no spoke is given.
+    group = spoke["scope"]["function"]["parameters"]["resource_group_name"]["operator"]["operands"]
+    assert group["condition"] == "existingSubnets" and group["false_value"] == accessor("rg", "name")
+    assert group["true_value"]["operator"]["operands"]["operand_2"] == 4
+
+    def either(spoke_output: str, network_output: str) -> dict[str, Any]:
+        return conditional(
+            "existingSubnets",
+            accessor("spokeSubnets", "outputs", spoke_output),
+            accessor("network", "outputs", network_output),
+        )
+
+    assert variables["appSubnetId"]["value"] == either("integrationSubnetId", "appSubnetId")
+    assert variables["privateEndpointSubnetId"]["value"] == either("privateEndpointSubnetId", "privateEndpointSubnetId")
+    assert variables["privateNetworkId"]["value"] == either("vnetId", "id")
+    assert body(modules["api"])["params"]["subnetId"] == conditional("privateNetworking", "appSubnetId", "")
+    endpoints = [name for name, m in modules.items() if m["detail"]["path"] == "app/private-endpoint.bicep"]
+    assert sorted(endpoints) == ["refreshQueueEndpoints", "searchEndpoint", "storageEndpoints", "vaultEndpoint"]
+    for name in endpoints:
+        params = body(modules[name])["params"]
+        assert (params["subnetId"], params["vnetId"]) == ("privateEndpointSubnetId", "privateNetworkId"), name
+    readers = [body(modules[name]) for name in [*endpoints, "api"]]
+    reads = [
+        v
+        for v in values_below(readers)
+        if isinstance(v, dict) and "network" in v.get("operator", {}).get("operands", {}).values()
+    ]
+    assert not reads, "the created network's outputs are read only through the variables above"
+
+
+def test_the_spokes_subnets_are_read_never_written_and_checked_before_anything_uses_them() -> None:
+    """Flex Consumption integrates with a subnet delegated to Microsoft.App/environments in the app's own region
+    (Microsoft Learn, "Azure Functions networking options", Flex Consumption); a private endpoint needs a subnet
+    delegated to nothing. A failed check fails the module's outputs (Bicep's fail()), which the app and the
+    private endpoints read, so nothing is put into a subnet that cannot take it."""
+    spoke = resources(SPOKE)
+    assert {name: (r["type"], r["existing"]) for name, r in spoke.items()} == {
+        "vnet": ("Microsoft.Network/virtualNetworks", True),
+        "integrationSubnet": ("Microsoft.Network/virtualNetworks/subnets", True),
+        "privateEndpointSubnet": ("Microsoft.Network/virtualNetworks/subnets", True),
+    }
+    assert body(spoke["integrationSubnet"])["parent"] == body(spoke["privateEndpointSubnet"])["parent"] == "vnet"
+    text = SPOKE.read_text()
+    assert "contains(integrationDelegations, 'Microsoft.App/environments')" in text
+    assert "empty(privateEndpointSubnet.properties.?delegations ?? [])" in text
+    assert "toLower(replace(vnet.location, ' ', '')) == toLower(replace(location, ' ', ''))" in text
+    outputs = parse(SPOKE)["outputs"]
+    for name, subnet in (
+        ("integrationSubnetId", "integrationSubnet"),
+        ("privateEndpointSubnetId", "privateEndpointSubnet"),
+    ):
+        assert outputs[name]["value"] == conditional(
+            _empty("problems"),
+            accessor(subnet, "id"),
+            {
+                "function": {
+                    "type": "fail",
+                    "parameters": {
+                        "arg_1": {
+                            "function": {"type": "join", "parameters": {"input_array": "problems", "delimiter": " "}}
+                        }
+                    },
+                }
+            },
+        ), name
+    assert outputs["vnetId"]["value"] == accessor("vnet", "id")
+
+
+def test_an_existing_spoke_that_cannot_work_is_refused_before_anything_is_deployed() -> None:
+    refusals = json.dumps(parse(MAIN)["variables"]["refusals"]["value"])
+    for expected in (
+        "apply with privateNetworking (azd: PRIVATE_NETWORKING=true)",
+        "needs both existingIntegrationSubnetId and existingPrivateEndpointSubnetId",
+        "must be subnets of one virtual network",
+        "must be two subnets",
+        "must be in this deployment\\\\'s subscription",
+        "egressRouteTableId and vnetDnsServers apply to a network created here",
+    ):
+        assert expected in refusals, expected
+    variables = parse(MAIN)["variables"]
+    # The subnets' virtual network, and this subscription's, from the ids as text: no index, so an empty id is no error.
+    assert "take" in json.dumps(variables["existingSubnetsVnetId"]["value"])
+    assert variables["existingSubnetsHere"]["value"]["function"]["type"] == "starts_with"
