@@ -49,10 +49,10 @@ param httpPerInstanceConcurrency int = 8
 
 @minValue(0)
 @maxValue(20)
-@description('Instances kept running for HTTP even when idle (billed while idle); 0: scale to zero, and a cold instance first loads the model and the indexes. With zoneRedundant, 0 or at least 2.')
+@description('Instances kept running for the HTTP functions even when idle (billed while idle); 0: scale to zero, and a cold instance first loads the model and the indexes. The timer and the queue trigger scale apart and get none. With zoneRedundant, 0 or at least 2.')
 param alwaysReadyInstanceCount int = 0
 
-@description('Zone redundancy where the region offers it (az functionapp list-flexconsumption-locations --zone-redundant=true): a zone-redundant plan, which keeps at least two always-ready instances per function group (billed), and zone-redundant host storage (Standard_ZRS). Choose it at the first deployment: an existing account\'s replication is not changed by a template from LRS to ZRS.')
+@description('Zone redundancy where the region offers it (az functionapp list-flexconsumption-locations --zone-redundant=true): a zone-redundant plan, which keeps at least two always-ready instances per function group, each billed (the HTTP functions, the warm-up timer and, with refreshOnPublish, the queue trigger: four or six instances), zone-redundant storage (Standard_ZRS), and a created network\'s NAT gateway pinned to a zone with a zone-redundant address. Choose it at the first deployment: an existing account\'s replication is not changed by a template from LRS to ZRS.')
 param zoneRedundant bool = false
 
 @description('Owner tag (team or person answerable for the deployment) on every resource; empty: none.')
@@ -818,6 +818,7 @@ module network 'app/network.bicep' = if (networkCreated) {
     natPublicIpName: '${abbrs.networkPublicIPAddresses}ng-${resourceToken}'
     egressRouteTableId: egressRouteTableId
     dnsServers: vnetDnsServerList
+    zoneRedundant: zoneRedundant
   }
 }
 

@@ -26,12 +26,16 @@ resource topic 'Microsoft.EventGrid/systemTopics@2025-02-15' = {
   }
 }
 
-// Each failed delivery with its reason (a refused identity, a missing queue, the firewall).
+// Each failed delivery with its reason (a refused identity, a missing queue, the firewall), in the table the operators
+// query, AegDeliveryFailureLogs: a diagnostic setting without a destination type writes to AzureDiagnostics instead,
+// and Dedicated is what names the resource-specific table (Microsoft Learn, diagnostic settings'
+// logAnalyticsDestinationType; "Supported logs for Microsoft.EventGrid/systemTopics").
 resource diagnostics 'Microsoft.Insights/diagnosticSettings@2021-05-01-preview' = {
   name: 'to-log-analytics'
   scope: topic
   properties: {
     workspaceId: logAnalyticsWorkspaceId
+    logAnalyticsDestinationType: 'Dedicated'
     logs: [
       {
         category: 'DeliveryFailures'

@@ -19,10 +19,28 @@ param egressRouteTableId string = ''
 @description('DNS servers of the virtual network (a hub\'s DNS resolver, to resolve centrally managed private DNS zones); empty: Azure-provided DNS.')
 param dnsServers array = []
 
+@description('zoneRedundant: the NAT gateway is pinned to a zone and its public IP address spans all three, instead of both left to no zone.')
+param zoneRedundant bool = false
+
 // The app reaches the documentation origin, Entra ID and Application Insights over the internet through its integrated
 // subnet; a new virtual network's subnets have no implicit outbound access, so the way out is explicit: a NAT gateway,
 // or the landing zone's route to its firewall.
 var natGatewayEnabled = empty(egressRouteTableId)
+// A Standard NAT gateway is zonal (Microsoft Learn, "Azure NAT Gateway and availability zones"): with no zone Azure
+// puts it in one it does not say; pinned, it uses a public IP address of its zone or a zone-redundant one. So under
+// zoneRedundant the address spans the region's three zones and the gateway is pinned to zone 1, which it still
+// depends on: an outage there stops the app's outbound traffic until the zone is back. A zone-redundant way out is a
+// StandardV2 gateway with a StandardV2 address (an API version newer than this template's) or egressRouteTableId to
+// a zone-redundant firewall.
+// Neither zone setting can be changed on an existing gateway or address: choose zoneRedundant at the first deployment.
+var natGatewayZones = zoneRedundant ? [
+  '1'
+] : null
+var natPublicIpZones = zoneRedundant ? [
+  '1'
+  '2'
+  '3'
+] : null
 
 // Nothing beyond Azure's default rules (virtual network traffic in, load balancer probes in, everything else in
 // denied; outbound open): the NSGs exist so that a landing zone's "every subnet has an NSG" policy is met, and as the
@@ -52,6 +70,7 @@ resource natPublicIp 'Microsoft.Network/publicIPAddresses@2023-11-01' = if (natG
   sku: {
     name: 'Standard'
   }
+  zones: natPublicIpZones
   properties: {
     publicIPAllocationMethod: 'Static'
     publicIPAddressVersion: 'IPv4'
@@ -65,6 +84,7 @@ resource natGateway 'Microsoft.Network/natGateways@2023-11-01' = if (natGatewayE
   sku: {
     name: 'Standard'
   }
+  zones: natGatewayZones
   properties: {
     idleTimeoutInMinutes: 4
     publicIpAddresses: [

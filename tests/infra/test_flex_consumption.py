@@ -19,6 +19,7 @@ from tests.infra.test_bicep import (
     BICEP_FILES,
     INFRA,
     MAIN,
+    ROOT,
     azd_parameters,
     body,
     bounds,
@@ -212,3 +213,22 @@ var more = {
         "variables: FUNCTIONS_EXTENSION_VERSION",
         "web: properties.alwaysOn",
     ]
+
+
+def test_the_always_ready_cost_names_every_function_that_scales_on_its_own() -> None:
+    """With zone redundancy the platform keeps two always-ready instances per function group (Microsoft Learn,
+    "Reliability in Azure Functions"): HTTP functions scale together, every other trigger alone, and each is billed.
+    The docs' table counts one row per non-HTTP function that function_app.py registers."""
+    source = (ROOT / "function_app.py").read_text()
+    alone = sorted(
+        chunk.split('"', 1)[0]
+        for chunk in source.split('function_name(name="')[1:]
+        if "_trigger(" in chunk.split("function_name(")[0] and "route(" not in chunk.split("function_name(")[0]
+    )
+    assert alone == ["refresh_on_publish", "warm_index_caches"]
+    docs = (ROOT / "docs" / "deployment.md").read_text()
+    zones = docs[docs.index("## Zone redundancy and tags") :]
+    zones = zones[: zones.index("\n## ")]
+    for name in alone:
+        assert f"`function:{name}`" in zones, f"{name} scales on its own: count its always-ready instances"
+    assert "| `http` |" in zones and "four always-ready instances" in docs

@@ -267,3 +267,19 @@ def test_an_existing_spoke_that_cannot_work_is_refused_before_anything_is_deploy
     # The subnets' virtual network, and this subscription's, from the ids as text: no index, so an empty id is no error.
     assert "take" in json.dumps(variables["existingSubnetsVnetId"]["value"])
     assert variables["existingSubnetsHere"]["value"]["function"]["type"] == "starts_with"
+
+
+def test_under_zone_redundancy_the_nat_gateway_is_zonal_and_its_address_zone_redundant() -> None:
+    """A Standard NAT gateway is a zonal resource; pinned to a zone it takes a public IP address of that zone or a
+    zone-redundant one (Microsoft Learn, "Azure NAT Gateway and availability zones"). Without zoneRedundant, no zone
+    is named: the region may have none."""
+    variables = parse(NETWORK)["variables"]
+    assert variables["natGatewayZones"]["value"] == conditional("zoneRedundant", ["1"], None)
+    assert variables["natPublicIpZones"]["value"] == conditional("zoneRedundant", ["1", "2", "3"], None)
+    gateway_zones = variables["natGatewayZones"]["value"]["operator"]["operands"]["true_value"]
+    address_zones = variables["natPublicIpZones"]["value"]["operator"]["operands"]["true_value"]
+    assert set(gateway_zones) <= set(address_zones), "the address serves the gateway's zone"
+    assert body(resources(NETWORK)["natGateway"])["zones"] == "natGatewayZones"
+    assert body(resources(NETWORK)["natPublicIp"])["zones"] == "natPublicIpZones"
+    assert parse(NETWORK)["parameters"]["zoneRedundant"]["default"] is False
+    assert body(parse(MAIN)["modules"]["network"])["params"]["zoneRedundant"] == "zoneRedundant"

@@ -73,6 +73,20 @@ def test_the_app_storage_vault_and_topic_send_their_logs_to_the_workspace(target
     assert body(modules()[module])["params"]["logAnalyticsWorkspaceId"] == workspace()
 
 
+def test_event_grid_delivery_failures_land_in_the_table_the_docs_query() -> None:
+    """Without logAnalyticsDestinationType a diagnostic setting writes to AzureDiagnostics; the topic's DeliveryFailures
+    category has the resource-specific table AegDeliveryFailureLogs, which Dedicated selects and the docs query."""
+    (setting,) = [
+        body(r)
+        for r in resources(INFRA / "app" / "docs-events.bicep").values()
+        if r["type"] == "Microsoft.Insights/diagnosticSettings"
+    ]
+    assert setting["properties"]["logAnalyticsDestinationType"] == "Dedicated"
+    assert [log["category"] for log in setting["properties"]["logs"]] == ["DeliveryFailures"]
+    docs = (ROOT / "docs" / "deployment.md").read_text()
+    assert "`AegDeliveryFailureLogs`" in docs and "destination type `Dedicated`" in docs
+
+
 def test_the_workspace_has_a_daily_cap_and_a_retention_that_are_parameters() -> None:
     monitoring = INFRA / "app" / "monitoring.bicep"
     properties = body(resources(monitoring)["workspace"])["properties"]
