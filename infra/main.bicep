@@ -214,6 +214,9 @@ param availabilityTestFrequencySeconds int = 300
 @minValue(1)
 param availabilityFailedLocations int = 2
 
+@description('The health alert (severity 1) is on. Off by default because the availability test runs from the first provision, before a deploy gives /api/health anything to answer: azd\'s postdeploy step turns the alert on after a deploy and sets HEALTH_ALERT_ENABLED true, so later provisions keep it on (infra/hooks/postdeploy.py). With the Azure CLI, pass true once the code is deployed.')
+param healthAlertEnabled bool = false
+
 @description('Text a healthy /api/health answer holds: the top-level status ok (the JSON is compact; nested statuses are never followed by "providers").')
 param availabilityContentMatch string = '"status":"ok","providers"'
 
@@ -1002,6 +1005,7 @@ module alerts 'app/alerts.bicep' = {
     availabilityFrequencySeconds: availabilityTestFrequencySeconds
     availabilityFailedLocations: availabilityFailedLocations
     availabilityContentMatch: availabilityContentMatch
+    healthAlertEnabled: healthAlertEnabled
     serverErrorPercent: alertServerErrorPercent
     latencyP95Ms: alertLatencyP95Ms
     minimumRequests: alertMinimumRequests
@@ -1029,6 +1033,10 @@ output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
 output AZURE_REFRESH_QUEUE_ACCOUNT_NAME string = refreshOnPublish ? refreshQueueAccountName : ''
 output AZURE_KEY_VAULT_NAME string = anySecretGiven ? keyVaultName : ''
 output AZURE_LOG_ANALYTICS_WORKSPACE_NAME string = monitoring.outputs.logAnalyticsName
+// What azd's postdeploy step needs to turn the health alert on (infra/hooks/postdeploy.py): the alert, and this cloud's
+// Azure Resource Manager endpoint.
+output HEALTH_ALERT_ID string = alerts.outputs.healthAlertId
+output AZURE_RESOURCE_MANAGER_ENDPOINT string = environment().resourceManager
 // Entra ID sign-in: what a caller's Remote__Scope and an app role assignment need. Named apart from the
 // existingEntraAppClientId variable (ENTRA_EXISTING_APP_CLIENT_ID): azd feeds outputs back as variables.
 output ENTRA_APP_CLIENT_ID string = entraAuth ? (entraAppCreated ? entraApp.outputs.clientId : existingEntraAppClientId) : ''

@@ -30,6 +30,8 @@ param availabilityFrequencySeconds int = 300
 param availabilityFailedLocations int = 2
 @description('Text the health answer must hold: the top-level status ok, which only the top level follows with its providers.')
 param availabilityContentMatch string
+@description('The health alert is on. Off until the app has code: the test runs from the first provision, before a deploy gives /api/health anything to answer (main.bicep, healthAlertEnabled).')
+param healthAlertEnabled bool = true
 
 @description('Share of /api/* requests answered 5xx, in percent, above which the error alert fires.')
 @minValue(1)
@@ -229,7 +231,7 @@ resource availability 'Microsoft.Insights/metricAlerts@2018-03-01' = {
   properties: {
     description: 'GET /api/health did not answer 200 with status ok from ${availabilityFailedLocations} or more locations.'
     severity: 1
-    enabled: true
+    enabled: healthAlertEnabled
     scopes: [
       healthTest.id
       applicationInsights.id
@@ -350,3 +352,6 @@ resource deadLetteredAlert 'Microsoft.Insights/metricAlerts@2018-03-01' = if (re
     actions: metricActions
   }
 }
+
+// What azd's postdeploy step turns on once the app has code (infra/hooks/postdeploy.py).
+output healthAlertId string = availability.id

@@ -14,6 +14,9 @@ refuses (exit 1, saying what to do):
   what the deployment read before the `DOCS_` variables): the deployment no longer reads it, so the app would quietly
   get the default instead. It prints the commands that move each one.
 
+It warns, and goes on, when `ALERT_EMAIL` is empty, and when an environment already provisioned holds no
+`HEALTH_ALERT_ENABLED=true` (the provision then leaves the health alert off until a deploy turns it on).
+
 Standard library only: it runs on the deploying machine, outside the project's virtual environment.
 """
 
@@ -137,6 +140,12 @@ def check(environ: Mapping[str, str], root: Path) -> tuple[list[str], list[str]]
     warnings = []
     if not environ.get("ALERT_EMAIL", "").strip():
         warnings.append("ALERT_EMAIL is not set: alerts fire with nobody notified (docs/deployment.md, Operations).")
+    if environ.get("SERVICE_API_NAME") and environ.get("HEALTH_ALERT_ENABLED", "").strip().lower() != "true":
+        warnings.append(
+            "HEALTH_ALERT_ENABLED is not true: this provision leaves the health alert off until the next `azd deploy`"
+            " turns it on (infra/hooks/postdeploy.py). If the app already has its code, `azd env set"
+            " HEALTH_ALERT_ENABLED true` keeps it on now."
+        )
     return refusals, warnings
 
 

@@ -137,6 +137,16 @@ def test_an_empty_alert_address_is_a_warning_not_a_refusal(tmp_path: Path) -> No
     assert hook.check({"ALERT_EMAIL": "ops@example.com"}, tmp_path) == ([], [])
 
 
+def test_a_provisioned_environment_without_the_alert_remembered_is_warned_the_alert_goes_off(tmp_path: Path) -> None:
+    """The health alert is created off until HEALTH_ALERT_ENABLED is true (infra/hooks/postdeploy.py records it after
+    a deploy): an environment provisioned before that, provisioned again alone, would turn a running app's alert off."""
+    provisioned = {"ALERT_EMAIL": "ops@example.com", "SERVICE_API_NAME": "func-api-abc"}
+    found, (warning,) = hook.check(provisioned, tmp_path)
+    assert found == [] and "HEALTH_ALERT_ENABLED" in warning and "azd deploy" in warning
+    assert hook.check({**provisioned, "HEALTH_ALERT_ENABLED": "true"}, tmp_path) == ([], [])
+    assert hook.check({"ALERT_EMAIL": "ops@example.com"}, tmp_path) == ([], []), "a first provision: nothing to say"
+
+
 def test_the_hook_names_each_settings_variable_as_the_generator_does() -> None:
     for setting in settings():
         assert hook.azd_variable(setting.key) == azd_variable(setting.key) == setting.azd_variable
