@@ -68,6 +68,17 @@ async def health_http(req: func.HttpRequest, context: func.Context) -> func.Http
     return response
 
 
+@app.function_name(name="server_card_http")
+@app.http_type(http_type="asgi")
+@app.route(route=".well-known/mcp/server-card.json", methods=("GET",), auth_level=func.AuthLevel.ANONYMOUS)
+async def server_card_http(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
+    """The MCP server card without a Functions key: a client reads it before it has any credential, to learn where
+    to connect and which credential to send (`shared.api.discovery`). A literal route wins over the app's catch-all."""
+    await _started()
+    response: func.HttpResponse = await app.middleware.handle_async(req, context)
+    return response
+
+
 @app.function_name(name="warm_index_caches")
 @app.timer_trigger(schedule=settings.warmup.schedule, arg_name="timer", run_on_startup=False, use_monitor=True)
 async def warm_index_caches(timer: func.TimerRequest) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shared.cache import CopyStore, open_store
+from shared.client_config import AUTHS, HOSTS, client_config
 from shared.code_samples import GUESSED, PENDING
 from shared.compose import checked, compose, process_embedding
 from shared.embedding import EmbeddingModel
@@ -69,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list pages (at most 25, interleaved across sites)")
     listing.add_argument("--format", choices=("text", "json"), default="text")
     commands.add_parser("warm", help="refresh every site's cached index once")
+    config = commands.add_parser("client-config", help="an agent host's configuration to reach a deployment")
+    config.add_argument("--host", required=True, choices=HOSTS, help="the agent host")
+    config.add_argument("--url", required=True, help="the deployment's https:// address (or its /api/mcp)")
+    config.add_argument("--auth", choices=AUTHS, default="key", help="Functions key, inbound token or Entra ID")
     insights = commands.add_parser("insights", help="what agents asked and read, for the documentation's owners")
     insights.add_argument("--days", type=_whole("days"), default=7, help="the last this many days (default 7)")
     insights.add_argument("--site", help="only this site (and questions asked of every site)")
@@ -94,6 +99,13 @@ def _whole(name: str) -> Callable[[str], int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "client-config":  # needs no settings: it describes another deployment
+        try:
+            print(client_config(args.host, args.url, args.auth))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK
     redaction.install()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

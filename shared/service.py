@@ -52,6 +52,7 @@ from shared.models import (
     Resolution,
     SearchKind,
     SearchResponse,
+    SearchResult,
     SiteSearched,
     VersionSet,
 )
@@ -227,22 +228,34 @@ class DocumentationService:
         return reading.shaped(await self.select(request), request.read)
 
     async def pages(self, site: str) -> list[str] | None:
-        """Every page of a site (its default version), as the first fetching provider that lists it gives them (the
-        listing query `*`, uncapped); None when none lists it. For the insights report's pages no search returned."""
-        named = self.check_site(site) or site
+        """Every page location of a site (its default version); None when no provider lists it. For the insights
+        report's pages no search returned."""
+        listed = await self.listing(site)
+        return [result.location for result in listed] if listed is not None else None
+
+    async def listing(
+        self, site: str, version: str | None = None, caller: Caller = ANONYMOUS
+    ) -> list[SearchResult] | None:
+        """Every page of a site (`version`, else its default), as the first fetching provider that lists it gives
+        them (the listing query `*`, uncapped); None when none lists it. A site above the caller's ceiling is refused
+        as an unknown one."""
+        named = self.check_site(site, self.hidden(caller)) or site
+        asked = check_version(version)
         for provider in self.providers:
             scoped = _declared(provider, named)
-            if scoped is None or not provider.capabilities.fetch:
+            if scoped is None or not provider.capabilities.fetch or (asked and not provider.capabilities.versions):
                 continue
             try:
-                found = await provider.search(SearchRequest(LISTING, limit=MAX_LISTED, site=scoped))
+                found = await provider.search(SearchRequest(LISTING, limit=MAX_LISTED, site=scoped, version=asked))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if _named_version(exc):
+                    raise
                 log.warning("listing provider %s failed (%s); trying the next", provider.name, type(exc).__name__)
                 continue
             if found.results:
-                return [result.location for result in found.results]
+                return found.results
         return None
 
     async def versions(self, site: str, caller: Caller = ANONYMOUS) -> VersionSet | None:

@@ -67,6 +67,7 @@ PURE = {
     "shared.paths",
     "shared.scrubbing",
     "shared.safe_content",
+    "shared.client_config",
     "shared.usage",
     "shared.insights.events",
     "shared.insights.report",

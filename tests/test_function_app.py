@@ -57,7 +57,7 @@ def functions(module: ModuleType) -> dict[str, Any]:
 
 def test_worker_indexing_finds_the_http_app_the_admin_routes_and_the_timer(function_app: ModuleType) -> None:
     found = functions(function_app)
-    assert set(found) == {"http_app_func", "admin_http", "health_http", "warm_index_caches"}  # no queue here
+    assert set(found) == {"http_app_func", "admin_http", "health_http", "server_card_http", "warm_index_caches"}
     http = json.loads(found["http_app_func"].get_function_json())
     trigger, output = http["bindings"]
     assert trigger["type"] == "httpTrigger" and trigger["route"] == "/{*route}"
@@ -71,6 +71,9 @@ def test_worker_indexing_finds_the_http_app_the_admin_routes_and_the_timer(funct
     # The availability test probes health without a key.
     health, _ = json.loads(found["health_http"].get_function_json())["bindings"]
     assert health["route"] == "api/health" and health["authLevel"] == "ANONYMOUS" and health["methods"] == ["GET"]
+    # A client reads the server card before it holds any credential.
+    card, _ = json.loads(found["server_card_http"].get_function_json())["bindings"]
+    assert card["route"] == ".well-known/mcp/server-card.json" and card["authLevel"] == "ANONYMOUS"
     timer = json.loads(found["warm_index_caches"].get_function_json())
     (binding,) = timer["bindings"]
     assert binding["type"] == "timerTrigger"

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from shared import __version__
 from shared.api.admin import install_admin_routes
+from shared.api.discovery import install_discovery_routes
 from shared.api.errors import install_error_handlers
 from shared.api.front import front_routes
 from shared.api.gate.access import AccessLog
@@ -128,6 +129,7 @@ def create_app(
     )
     install_admin_routes(app, settings, verifier)
     install_insights_routes(app, settings, desk, verifier)
+    install_discovery_routes(app, settings, endpoint, gated_by_host=gated_by_host)
     app.router.routes.extend(metadata_routes(settings))
     app.router.routes.extend(front_routes(title=TITLE, summary=SUMMARY, openapi_url=OPENAPI_URL, gated=gated))
     # Both spellings answered here: a Starlette Mount would redirect `/api/mcp` to an http:// URL built from Host.

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import mcp
 import pytest
 import yaml
 from mcp import ClientSession, types
@@ -99,3 +100,17 @@ async def test_the_official_python_client_lists_and_reads_the_skill(server: Uvic
         read = await client.read_resource(SKILL)
         text = read.contents[0].text  # type: ignore[union-attr]
         assert text == ON_DISK and "search_docs" in text and "get_doc" in text and "kind" in text
+
+
+async def test_the_python_client_on_the_current_revision_sees_the_extension_and_reads_the_skill(
+    server: UvicornServer,
+) -> None:
+    async with mcp.Client(server.url + "/api/mcp") as client:
+        capabilities = client.session.server_capabilities
+        version = client.protocol_version
+        listing = await client.session.send_request(SkillsList(), Listing)
+        read = await client.read_resource(SKILL)
+    assert version == MODERN and capabilities is not None
+    assert EXTENSION_ID in (capabilities.extensions or {})
+    assert [skill["uri"] for skill in listing.skills] == [SKILL]
+    assert read.contents[0].text == ON_DISK  # type: ignore[union-attr]
