@@ -600,6 +600,9 @@ var docsReadScope = 'docs.read'
 var docsReadRole = 'Docs.Read.All'
 var docsRefreshRole = 'Docs.Refresh'
 var docsInsightsRole = 'Docs.Insights.Read'
+// The audiences SiteAudiences names: each becomes an app role of the registration, Docs.Audience.<audience>, the
+// role the app reads from a token to open those sites (docs/audiences.md). union(x, []) drops the duplicates.
+var siteAudienceNames = union(flatten(map(items(json(empty(siteAudiences) ? '{}' : siteAudiences)), entry => entry.value)), [])
 var entraAppCreated = entraAuth && empty(existingEntraAppClientId)
 var entraAudience = entraAppCreated ? entraApp.outputs.identifierUri : 'api://${existingEntraAppClientId}'
 // Comma-separated lists, blanks and empty entries dropped: a trailing comma would otherwise be an id Graph refuses.
@@ -905,6 +908,7 @@ module entraApp 'app/entra-app.bicep' = if (entraAppCreated) {
     readRoleValue: docsReadRole
     refreshRoleValue: docsRefreshRole
     insightsRoleValue: docsInsightsRole
+    audiences: siteAudienceNames
     extraPreAuthorizedClientIds: entraPreAuthorizedClientIdList
     ownerIds: entraAppOwners
   }

@@ -21,6 +21,9 @@ param refreshRoleValue string
 @description('The app role that may read the usage insights report (Forge__Documentation__Insights__AppRoles): assigned to the docs team, people or applications.')
 param insightsRoleValue string
 
+@description('Audiences of restricted sites (Forge__Documentation__SiteAudiences): one app role Docs.Audience.<audience> each, assigned to the people and applications that may read those sites.')
+param audiences array = []
+
 @description('Client ids pre-authorized for the scope besides VS Code and the Azure CLI (an organisation\'s own agent CLI registration).')
 param extraPreAuthorizedClientIds array = []
 
@@ -51,8 +54,21 @@ var preAuthorizedApplications = [for clientId in preAuthorizedClientIds: {
   ]
 }]
 
+// One role per audience, assigned to people (a team's group) and applications alike; ids fixed like the others.
+var audienceRoles = [for audience in audiences: {
+  id: guid(uniqueName, 'role', 'Docs.Audience.${toLower(audience)}')
+  value: 'Docs.Audience.${toLower(audience)}'
+  displayName: 'Read the ${toLower(audience)} documentation'
+  description: 'Lets its holder read the documentation sites restricted to the ${toLower(audience)} audience, beside the sites everyone reads.'
+  allowedMemberTypes: [
+    'User'
+    'Application'
+  ]
+  isEnabled: true
+}]
+
 var displayName = 'Documentation retrieval (${uniqueName})'
-var appRoles = [
+var ownRoles = [
   {
     id: readRoleId
     value: readRoleValue
@@ -87,6 +103,7 @@ var appRoles = [
     isEnabled: true
   }
 ]
+var appRoles = concat(ownRoles, audienceRoles)
 var api = {
   // v2.0 access tokens: issuer {Authority}/{TenantId}/v2.0 and `aud` the client id, as the app checks them.
   requestedAccessTokenVersion: 2

@@ -197,7 +197,7 @@ def test_it_exposes_one_delegated_scope_users_and_admins_can_consent_to() -> Non
 
 
 def test_it_defines_the_read_and_refresh_roles_for_applications_and_the_insights_role_for_people_too() -> None:
-    roles = {role["value"]: role for role in variables(ENTRA_APP)["appRoles"]}
+    roles = {role["value"]: role for role in variables(ENTRA_APP)["ownRoles"]}
     assert set(roles) == {"readRoleValue", "refreshRoleValue", "insightsRoleValue"}
     for role in roles.values():
         assert role["isEnabled"] is True
@@ -335,3 +335,19 @@ def test_the_deployment_docs_say_how_to_turn_it_on_and_whom_it_trusts() -> None:
         assert needed in section, needed
     for variable in ("ENTRA_EXISTING_APP_CLIENT_ID", "ENTRA_PRE_AUTHORIZED_CLIENT_IDS"):
         assert variable in section, variable
+
+
+def test_each_audience_given_is_an_app_role_for_people_and_applications() -> None:
+    """`SiteAudiences`' audiences come in as `audiences`: one `Docs.Audience.<audience>` role each (what the app's
+    gate reads from a token's roles), with a fixed id, beside the registration's own roles."""
+    text = ENTRA_APP.read_text()
+    assert "param audiences array = []" in text
+    assert "var appRoles = concat(ownRoles, audienceRoles)" in text
+    loop = text[text.index("var audienceRoles = [for audience in audiences: {") :].split("}]", 1)[0]
+    assert "guid(uniqueName, 'role', 'Docs.Audience.${toLower(audience)}')" in loop
+    assert "value: 'Docs.Audience.${toLower(audience)}'" in loop
+    assert "'User'" in loop and "'Application'" in loop and "isEnabled: true" in loop
+    main = MAIN.read_text()
+    assert "audiences: siteAudienceNames" in main
+    derived = main[main.index("var siteAudienceNames = ") :].split("\n", 1)[0]
+    assert "json(empty(siteAudiences) ? '{}' : siteAudiences)" in derived and "entry => entry.value" in derived
