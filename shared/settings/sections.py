@@ -70,9 +70,9 @@ class RefreshSettings(_Section):
     """How long the publish hook waits for its refresh before answering 202 with where to read the outcome (more than 0,
     at most 220: below the Functions front end's 230 s limit)."""
     queue_name: str = Field("", alias="QueueName")
-    """Storage queue in the host storage (AzureWebJobsStorage) that Event Grid drops the docs container's BlobCreated
-    events of search indexes into; set, the Functions app reads it and refreshes the site whose index was written
-    (the Bicep option refreshOnPublish sets it). Empty: no queue trigger."""
+    """Storage queue, in the account AzureWebJobsStorage's queue service names, that Event Grid drops the docs
+    container's BlobCreated events of search indexes into; set, the Functions app reads it and refreshes the site whose
+    index was written (the Bicep option refreshOnPublish sets it, in an account of its own). Empty: no queue trigger."""
 
     app_roles: tuple[str, ...] = Field((), alias="AppRoles")
     """With Entra sign-in (Auth__TenantId and Auth__Audience set): app roles, comma-separated, whose app-only tokens may
