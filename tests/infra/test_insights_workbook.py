@@ -18,15 +18,12 @@ import importlib
 import json
 import re
 from functools import cache
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from pycep import BicepParser
 
-ROOT = Path(__file__).resolve().parents[2]
-INFRA = ROOT / "infra"
-MAIN = INFRA / "main.bicep"
+from tests.infra.test_bicep import INFRA, MAIN, accessor, body, parse
+
 MODULE = INFRA / "app" / "insights-workbook.bicep"
 WORKBOOK_JSON = MODULE.with_name("insights-workbook.json")
 
@@ -97,28 +94,6 @@ DIMENSION = re.compile(r'customDimensions\["([^"]*)"\]')
 
 
 @cache
-def parse(path: Path) -> dict[str, Any]:
-    return cast("dict[str, Any]", BicepParser().parse(file_path=path))
-
-
-def body(resource: dict[str, Any]) -> dict[str, Any]:
-    """A resource's or module's properties, under any deploy condition."""
-    config = cast("dict[str, Any]", resource["config"])
-    return cast("dict[str, Any]", config["config"]) if "condition" in config else config
-
-
-def accessor(*names: str) -> Any:
-    """How pycep spells `a.b.c`."""
-    if len(names) == 1:
-        return names[0]
-    return {
-        "operator": {
-            "type": "property_accessor",
-            "operands": {"operand_1": names[0], "operand_2": accessor(*names[1:])},
-        }
-    }
-
-
 def workbook_resource() -> dict[str, Any]:
     (found,) = [r for r in parse(MODULE)["resources"].values() if r["type"] == "Microsoft.Insights/workbooks"]
     return cast("dict[str, Any]", found)
