@@ -7,14 +7,13 @@ admitted caller. Where a caller's audiences come from is the gate's (`shared.api
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shared.settings.values import names
+from shared.settings.values import json_object, names
 
 AUDIENCE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 """An audience's name, lower case: what an app setting's key, an Entra app role's suffix and a JSON key all carry."""
@@ -47,13 +46,7 @@ class AudiencesSettings(BaseModel):
 
 def parse_site_audiences(value: Any) -> Any:
     """`SiteAudiences` as given: a JSON object (or a mapping) from site to its audiences."""
-    if isinstance(value, str):
-        if not value.strip():
-            return {}
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"must be a JSON object mapping a site to its audiences: {exc.msg}") from None
+    value = json_object(value, "a site to its audiences")
     if not isinstance(value, Mapping):
         raise ValueError("must be a JSON object mapping a site to its audiences")
     return dict(value)

@@ -8,7 +8,6 @@ default); the rest of the docstring says why.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from functools import cached_property
@@ -35,6 +34,7 @@ from shared.settings.sections import (
 )
 from shared.settings.site_map import IndexPolicy, SiteMap, SiteTimings
 from shared.settings.source import PREFIX
+from shared.settings.values import json_object
 from shared.site_key import SEPARATOR
 
 DEFAULT_SITES = ("forge", "cloud-foundations", "iac-azure-modules", "iac-okta-modules", "iac-aws-modules")
@@ -174,16 +174,7 @@ class DocumentationSettings(BaseSettings):
     @field_validator("search_index_overrides", "version_defaults", mode="before")
     @classmethod
     def _overrides(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            if not value.strip():
-                return {}
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"must be a JSON object mapping a site to its index path: {exc.msg}") from None
-            if not isinstance(value, dict):
-                raise ValueError("must be a JSON object mapping a site to its index path")
-        return value
+        return json_object(value, "a site to its index path")
 
     @field_validator("site_audiences", mode="before")
     @classmethod

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from shared.settings.secrets import Secret, secret_list
-from shared.settings.values import STORAGE_NAME, names
+from shared.settings.values import container_name, names
 
 
 class InsightsSettings(BaseModel):
@@ -58,6 +58,4 @@ class InsightsSettings(BaseModel):
     @field_validator("container")
     @classmethod
     def _container_name(cls, value: str) -> str:
-        if not STORAGE_NAME.fullmatch(value):
-            raise ValueError("must be a valid blob container name (3-63 lowercase letters, digits, hyphens)")
-        return value
+        return container_name(value)

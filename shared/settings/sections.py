@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from shared.settings.audiences import audience_names
 from shared.settings.secrets import Secret, secret_list
-from shared.settings.values import LOOPBACK_HOSTS, STORAGE_NAME, absolute_url, names
+from shared.settings.values import LOOPBACK_HOSTS, STORAGE_NAME, absolute_url, container_name, names
 
 
 class _Section(BaseModel):
@@ -36,9 +36,7 @@ class CacheSettings(_Section):
     @field_validator("container")
     @classmethod
     def _container_name(cls, value: str) -> str:
-        if not STORAGE_NAME.fullmatch(value):
-            raise ValueError("must be a valid blob container name (3-63 lowercase letters, digits, hyphens)")
-        return value
+        return container_name(value)
 
 
 class WarmupSettings(_Section):
