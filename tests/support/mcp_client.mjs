@@ -5,20 +5,11 @@
 // Usage: node tests/support/mcp_client.mjs <sdk: v1|v2> <era: legacy|auto> <mcp-url> <location> <query>
 //   v1: @modelcontextprotocol/sdk 1.x (the 2025-11-25 handshake only)
 //   v2: @modelcontextprotocol/client 2.x; `auto` probes with server/discover and speaks 2026-07-28 when offered.
+import { connect } from "./mcp_sdk.mjs";
+
 const [sdk, era, url, location, query] = process.argv.slice(2);
 
-const { Client, StreamableHTTPClientTransport } =
-  sdk === "v2"
-    ? await import("@modelcontextprotocol/client")
-    : {
-        Client: (await import("@modelcontextprotocol/sdk/client/index.js")).Client,
-        StreamableHTTPClientTransport: (await import("@modelcontextprotocol/sdk/client/streamableHttp.js"))
-          .StreamableHTTPClientTransport,
-      };
-
-const options = sdk === "v2" ? { versionNegotiation: { mode: era } } : {};
-const client = new Client({ name: `typescript-${sdk}-test`, version: "1.0.0" }, options);
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+const client = await connect(sdk, era, url, `typescript-${sdk}-test`);
 
 const version = client.getNegotiatedProtocolVersion?.() ?? null;
 const capabilities = client.getServerCapabilities();

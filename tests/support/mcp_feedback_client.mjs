@@ -2,21 +2,11 @@
 // annotations), a call (its answer checked by the SDK against the tool's output schema) and a refused one (a tool
 // error, checked too). Prints one JSON report on stdout.
 // Usage: node tests/support/mcp_feedback_client.mjs <sdk: v1|v2> <era: legacy|auto> <mcp-url> <token> <location>
+import { connect } from "./mcp_sdk.mjs";
+
 const [sdk, era, url, token, location] = process.argv.slice(2);
 
-const { Client, StreamableHTTPClientTransport } =
-  sdk === "v2"
-    ? await import("@modelcontextprotocol/client")
-    : {
-        Client: (await import("@modelcontextprotocol/sdk/client/index.js")).Client,
-        StreamableHTTPClientTransport: (await import("@modelcontextprotocol/sdk/client/streamableHttp.js"))
-          .StreamableHTTPClientTransport,
-      };
-
-const options = sdk === "v2" ? { versionNegotiation: { mode: era } } : {};
-const client = new Client({ name: `typescript-${sdk}-feedback`, version: "1.0.0" }, options);
-const headers = { Authorization: `Bearer ${token}` };
-await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+const client = await connect(sdk, era, url, `typescript-${sdk}-feedback`, { Authorization: `Bearer ${token}` });
 
 const tool = (await client.listTools()).tools.find((listed) => listed.name === "submit_feedback");
 const kept = await client.callTool({
