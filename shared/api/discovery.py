@@ -111,12 +111,16 @@ def install_discovery_routes(
         caller, service = current_caller(), composed.service
         named = service.check_site(site, service.hidden(caller))
         sites = [named] if named is not None else list(service.sites_for(caller))
-        seconds = composed.settings.request_timeout_seconds
-        pages: dict[str, list[SearchResult]] = {}
-        for one in sites:
-            listed = await within(service.listing(one, version if named else None, caller), seconds)
-            if listed:
-                pages[one] = listed
+
+        async def listed() -> dict[str, list[SearchResult]]:
+            pages: dict[str, list[SearchResult]] = {}
+            for one in sites:
+                found = await service.listing(one, version if named else None, caller)
+                if found:
+                    pages[one] = found
+            return pages
+
+        pages = await within(listed(), composed.settings.request_timeout_seconds)  # one deadline for every site
         title = named or "Documentation"
         vary = {"Vary": "Authorization"} if composed.settings.site_audiences else {}
         return PlainTextResponse(llms_txt(pages, title=title), media_type="text/plain; charset=utf-8", headers=vary)

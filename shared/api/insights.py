@@ -30,8 +30,8 @@ from shared.api.gate.bodies import nested_too_deeply, read_body
 from shared.api.rest import composition, known
 from shared.compose import Composition
 from shared.entra import EntraVerifier
-from shared.errors import DocsError, InvalidRequestError, ServiceUnavailableError, Throttled
-from shared.insights.events import MAX_FEEDBACK_CHARS, FeedbackKind
+from shared.errors import InvalidRequestError, ServiceUnavailableError, Throttled
+from shared.insights.events import MAX_FEEDBACK_CHARS, Event, FeedbackKind
 from shared.insights.report import Scope, build
 from shared.models import Document, FeedbackAccepted
 from shared.requests import ReadRequest, current_caller
@@ -141,15 +141,18 @@ def install_insights_routes(
         named = composed.service.check_site(site)
         now = time.time()
         scope = Scope(int(now * 1000), days, named, version, composed.settings.insights.min_callers)
-        seconds = composed.settings.request_timeout_seconds
-        try:
-            events, complete = await within(recorder.store.events(_at(scope.since), _at(scope.until)), seconds)
-        except DocsError:
-            raise  # the deadline's timeout
-        except Exception as exc:  # the SDK's errors, a connection refused: the store is not answering
-            raise ServiceUnavailableError({"insights": {"error": type(exc).__name__}}) from None
         sites = [named] if named is not None else list(composed.service.sites)
-        listed = await asyncio.gather(*(within(composed.service.pages(one), seconds) for one in sites))
+
+        async def gathered() -> tuple[list[Event], bool, list[list[str] | None]]:
+            try:
+                events, complete = await recorder.store.events(_at(scope.since), _at(scope.until))
+            except Exception as exc:  # the SDK's errors, a connection refused: the store is not answering
+                raise ServiceUnavailableError({"insights": {"error": type(exc).__name__}}) from None
+            listed = await asyncio.gather(*(composed.service.pages(one) for one in sites))
+            return events, complete, listed
+
+        # One deadline for the whole report: the store's events and every site's pages.
+        events, complete, listed = await within(gathered(), composed.settings.request_timeout_seconds)
         pages = {one: found for one, found in zip(sites, listed, strict=True) if found is not None}
         report = build(events, scope, pages, complete=complete)
         return JSONResponse(report.model_dump(mode="json", by_alias=True))
