@@ -51,14 +51,20 @@ class GraphCache:
     directory: Path = GRAPH_CACHE
     rewrite: Callable[[bytes], bytes] = int8_compute
 
-    def graph(self, record: ModelRecord, weights: bytes) -> bytes:
-        """The graph to load for `weights` (already checked against the record): the recorded one from the cache,
-        else the weights rewritten, and kept for the next process when they are the recorded graph."""
-        graph = self.cached(record)
-        if graph is None:
-            graph = self.rewrite(weights)
-            if not self.keep(record, graph) and record.graph_sha256:
-                log.warning("the rewritten model graph differs from data/model.json: it is used, never cached")
+    def graph(self, record: ModelRecord, weights: bytes) -> str | bytes:
+        """What a session loads for `weights` (already checked against the record): the cached file's path when it
+        holds the recorded graph, else the weights rewritten, kept for the next process when they are the recorded
+        graph (and then loaded from there too). A path, not the bytes, wherever it can be: onnxruntime keeps the
+        bytes it is given for the session's lifetime (22 MB for MiniLM, on every instance), a file it reads and
+        lets go."""
+        path = str(self.directory / graph_file(record))
+        if self.cached(record) is not None:
+            return path
+        graph = self.rewrite(weights)
+        if self.keep(record, graph):
+            return path
+        if record.graph_sha256:
+            log.warning("the rewritten model graph differs from data/model.json: it is used, never cached")
         return graph
 
     def cached(self, record: ModelRecord) -> bytes | None:

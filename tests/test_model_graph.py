@@ -184,3 +184,17 @@ async def test_instances_share_the_rewritten_graph_through_the_store(tmp_path: P
     third = instance(third_cache)
     await _preload(third, tampered, graphs=third_cache)  # the rewrite is refused here: unavailable, never the store's
     assert third.describe().state == "unavailable" and not (tmp_path / "third" / graph_file(MINILM)).exists()
+
+
+def test_a_session_loads_the_graph_from_its_cached_file_not_from_bytes_it_would_keep(
+    tmp_path: Path, weights: bytes
+) -> None:
+    """onnxruntime holds the bytes a session was made from for its lifetime (22 MB): a graph the cache holds, or has
+    just kept, is loaded from its path; only a graph that cannot be kept is handed over as bytes."""
+    path = str(tmp_path / graph_file(MINILM))
+    assert GraphCache(tmp_path).graph(MINILM, weights) == path  # rewritten, kept, loaded from there
+    assert GraphCache(tmp_path, no_rewrite).graph(MINILM, weights) == path
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    graph = GraphCache(blocked / "graphs").graph(MINILM, weights)  # nowhere to keep it
+    assert isinstance(graph, bytes) and is_graph(MINILM, graph)
