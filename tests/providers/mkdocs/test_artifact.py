@@ -140,7 +140,7 @@ def test_a_text_column_is_checked_to_its_last_byte_though_in_pieces() -> None:
     text = ("\u00e9" * 100_000 + "x").encode()  # not ASCII, so checked piece by piece
     offsets = np.array([*range(0, 200_000, 2), len(text)], dtype=np.int64)  # every cut between characters
     column, bounds = artifact._column(np.frombuffer(text, dtype=np.uint8), offsets)
-    assert column == text and bounds == offsets.tolist()
+    assert column == text and bounds.tolist() == offsets.tolist()
     for broken in (text[:-1] + b"\xff", b"\xff" + text[1:], text[:150_001] + b"\xc3" + text[150_002:]):
         with pytest.raises(artifact.ArtifactError, match="undecodable"):
             artifact._column(np.frombuffer(broken, dtype=np.uint8), offsets)

@@ -156,7 +156,7 @@ def _loads(
         {name: column for name, (column, _) in columns.items()},
         {name: bounds for name, (_, bounds) in columns.items()},
         array("entries.anchor_set").astype(bool).tolist(),
-        array("entries.boost").tolist(),
+        pyarray.array("d", array("entries.boost").astype(np.float64).tobytes()),
     )
     if len(entries) != count:
         raise ArtifactError("the entry columns disagree in length")
@@ -338,7 +338,7 @@ def _text(blob: npt.NDArray[np.uint8]) -> str:
         raise ArtifactError("undecodable text") from None
 
 
-def _column(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> tuple[bytes, list[int]]:
+def _column(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> tuple[bytes, pyarray.array[int]]:
     """A column's UTF-8 and its cut points, checked: every cut falls between characters and never goes backwards,
     and the whole decodes, so each entry's slice decodes too (`EntryColumns` checks the ends).
 
@@ -351,7 +351,7 @@ def _column(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> tupl
         raise ArtifactError("a string offset falls inside a character")
     column = blob.tobytes()
     _decodes(column, inside.tolist())
-    return column, offsets.tolist()
+    return column, pyarray.array("q", offsets.astype(np.int64).tobytes())
 
 
 def _decodes(column: bytes, cuts: list[int]) -> None:
