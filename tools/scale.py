@@ -47,10 +47,17 @@ from tools.load import QUERIES, corpus_env, free_port, memory_mb, run  # noqa: E
 from tools.static_origin import StaticOrigin  # noqa: E402
 
 SEQUENTIAL = 200
-"""Searches sent one at a time after the load, for p50s that measure the work rather than the queue."""
+"""Searches of the load's short queries sent one at a time, for p50s that measure the work rather than the queue."""
 QUESTION_SETS = tuple(REPO / "tools" / "evals" / f"blind-set-{number}.json" for number in (15, 16, 17, 18))
-"""Questions as people and agents ask them (230: a third long task descriptions), for a second one-client series
-beside the load's short queries: what a check over real questions sees."""
+"""Questions as people and agents ask them (230: a third long task descriptions), asked one after another by one
+client (`PAGE_SEARCHES` of them, cycled): the one-client p50 and p95 over real questions, and the memory after."""
+PAGE_SEARCHES = 2000
+"""Page searches (no code search among them) of `QUESTION_SETS` per instance before `rss_mb_after_page_searches`."""
+EVALS = REPO / "tools" / "evals"
+QUERIES_ASKED = [{"q": query} for query in QUERIES]
+MORE_QUESTIONS = 150
+"""Questions asked after the page searches, before `rss_mb_after_more_questions`: the code sets' (code searches
+with their language, as an agent asks for an example), the holdout set's and long off-topic ones, in that order."""
 IN_PROCESS_ROUNDS = 3
 """Fresh in-process measurements per size and mode (`in_process`), the sizes in turn."""
 COLD_ROUNDS = 7
@@ -105,9 +112,9 @@ async def first_search_seconds(base: str) -> float:
     return round(seconds, 3)
 
 
-async def cold(base: str, pid: int, requests: int, semantic: bool) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=50, max_keepalive_connections=50, keepalive_expiry=1.0)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+async def cold(base: str, pid: int, semantic: bool) -> dict[str, Any]:
+    """The first search of a fresh instance, what it was ranked by, and the time until every site ranks by meaning."""
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
         first, first_seconds = await first_search(client)
         started = time.perf_counter() - first_seconds
         health = (await client.get("/api/health")).json()["providers"]["mkdocs"]["sites"]
@@ -129,9 +136,6 @@ async def cold(base: str, pid: int, requests: int, semantic: bool) -> dict[str, 
                 break
             await client.get("/api/docs/search", params={"q": "*"})
             await asyncio.sleep(0.1)
-        before = memory_mb(pid)
-        summary: dict[str, Any] = await run(client, requests, 50, 7)
-        after = memory_mb(pid)
     return {
         "first_search_seconds": round(first_seconds, 3),
         "first_search_status": first.status_code,
@@ -139,7 +143,18 @@ async def cold(base: str, pid: int, requests: int, semantic: bool) -> dict[str, 
         "sites_loaded_at_first_search": len(loaded),
         "prebuilt_rankers": prebuilt,
         "seconds_until_every_site_semantic": until_semantic,
-        "rss_mb_after_start": before["VmRSS"],
+        "rss_mb_after_start": memory_mb(pid)["VmRSS"],
+    }
+
+
+async def loaded(base: str, pid: int, requests: int) -> dict[str, Any]:
+    """`requests` mixed requests from 50 clients (`tools/load.run`: search, get, list, code): the memory after, the
+    peak, and the p50s."""
+    limits = httpx.Limits(max_connections=50, max_keepalive_connections=50, keepalive_expiry=1.0)
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+        summary: dict[str, Any] = await run(client, requests, 50, 7)
+    after = memory_mb(pid)
+    return {
         "rss_mb_after_requests": after["VmRSS"],
         "peak_mb": after["VmHWM"],
         "search_p50_ms": _p50(summary, "search"),
@@ -148,23 +163,48 @@ async def cold(base: str, pid: int, requests: int, semantic: bool) -> dict[str, 
     }
 
 
-def questions() -> list[str]:
-    return [case.query for path in QUESTION_SETS for case in parse_eval_set(path.read_text()).cases]
+def questions() -> list[dict[str, str]]:
+    return [{"q": case.query} for path in QUESTION_SETS for case in parse_eval_set(path.read_text()).cases]
 
 
-async def alternating(bases: list[str], queries: list[str]) -> list[tuple[float, float]]:
-    """Each server's search p50 and p95 with one client over `queries`, the servers asked in turn (query by query, the
-    order reversed every round), so a machine that speeds up or slows down during the run weighs on every size
-    alike."""
+def more_questions() -> list[dict[str, str]]:
+    """`MORE_QUESTIONS` realistic questions after the page searches: code searches first, then page searches."""
+    asked: list[dict[str, str]] = []
+    for name in ("code-dev-1", "code-set-1"):
+        for case in json.loads((EVALS / f"{name}.json").read_text())["cases"]:
+            asked.append(
+                {"q": case["query"], "kind": "code"} | ({"language": case["language"]} if case.get("language") else {})
+            )
+    asked += questions_of("holdout-set")
+    asked += [
+        {"q": question["query"]} for question in json.loads((EVALS / "off-topic-long.json").read_text())["questions"]
+    ]
+    if len(asked) < MORE_QUESTIONS:
+        raise SystemExit(f"only {len(asked)} more questions in {EVALS}")
+    return asked[:MORE_QUESTIONS]
+
+
+def questions_of(name: str) -> list[dict[str, str]]:
+    return [{"q": case.query} for case in parse_eval_set((EVALS / f"{name}.json").read_text()).cases]
+
+
+async def alternating(
+    bases: list[str], queries: list[dict[str, str]], count: int = SEQUENTIAL
+) -> list[tuple[float, float]]:
+    """Each server's search p50 and p95 with one client over `count` of `queries` (cycled), the servers asked in turn
+    (query by query, the order reversed every round), so a machine that speeds up or slows down during the run weighs
+    on every size alike. Every answer must be a 200."""
     clients = [httpx.AsyncClient(base_url=base, timeout=120) for base in bases]
     times: list[list[float]] = [[] for _ in bases]
     try:
-        for number in range(SEQUENTIAL):
+        for number in range(count):
             order = list(range(len(bases))) if number % 2 == 0 else list(reversed(range(len(bases))))
             for one in order:
                 started = time.perf_counter()
-                await clients[one].get("/api/docs/search", params={"q": queries[number % len(queries)]})
+                answer = await clients[one].get("/api/docs/search", params=queries[number % len(queries)])
                 times[one].append(time.perf_counter() - started)
+                if answer.status_code != 200:
+                    raise SystemExit(f"a search answered {answer.status_code}: {answer.text[:300]}")
     finally:
         for client in clients:
             await client.aclose()
@@ -229,6 +269,7 @@ def warmed(stack: ExitStack, corpus: Path, size: int, scratch: Path) -> dict[str
         "warm_seconds": round(time.monotonic() - started, 1),
         "env": env,
         "lexical_env": environment(origin.url, azurite.connection_string, sites, Search__Semantic="false"),
+        "embedded_env": (origin.url, sites),
     }
 
 
@@ -242,17 +283,25 @@ def measure(corpus: Path, sizes: list[int], requests: int, scratch: Path) -> lis
             runs.append(warmed(stack, corpus, size, scratch / str(number)))
         for mode, key in (("hybrid", "env"), ("lexical", "lexical_env")):
             with ExitStack() as servers:
-                bases = []
+                bases, pids = [], []
                 for measured in runs:
                     base, pid = servers.enter_context(serving(measured[key]))
-                    measured[mode] = asyncio.run(cold(base, pid, requests, semantic=mode == "hybrid"))
+                    measured[mode] = asyncio.run(cold(base, pid, semantic=mode == "hybrid"))
                     bases.append(base)
-                for measured, (p50, p95) in zip(runs, asyncio.run(alternating(bases, QUERIES)), strict=True):
-                    measured[mode]["search_p50_ms_one_client"] = p50
-                    measured[mode]["search_p95_ms_one_client"] = p95
-                for measured, (p50, p95) in zip(runs, asyncio.run(alternating(bases, questions())), strict=True):
+                    pids.append(pid)
+                asked = asyncio.run(alternating(bases, questions(), PAGE_SEARCHES))
+                for measured, pid, (p50, p95) in zip(runs, pids, asked, strict=True):
                     measured[mode]["search_p50_ms_one_client_questions"] = p50
                     measured[mode]["search_p95_ms_one_client_questions"] = p95
+                    measured[mode]["rss_mb_after_page_searches"] = memory_mb(pid)["VmRSS"]
+                asyncio.run(alternating(bases, more_questions(), MORE_QUESTIONS))
+                for measured, pid in zip(runs, pids, strict=True):
+                    measured[mode]["rss_mb_after_more_questions"] = memory_mb(pid)["VmRSS"]
+                for measured, (p50, p95) in zip(runs, asyncio.run(alternating(bases, QUERIES_ASKED)), strict=True):
+                    measured[mode]["search_p50_ms_one_client"] = p50
+                    measured[mode]["search_p95_ms_one_client"] = p95
+                for measured, base, pid in zip(runs, bases, pids, strict=True):
+                    measured[mode] |= asyncio.run(loaded(base, pid, requests))
             for measured in runs:
                 measured[mode]["first_search_seconds_again"] = []
             for _ in range(COLD_ROUNDS):
@@ -264,9 +313,28 @@ def measure(corpus: Path, sizes: list[int], requests: int, scratch: Path) -> lis
                 measured[mode]["first_search_seconds_median"] = round(statistics.median(times), 3)
             for measured, found in zip(runs, in_process([measured[key] for measured in runs]), strict=True):
                 measured[mode]["in_process"] = found
+        runs[0]["embedded"] = embedded(*runs[0]["embedded_env"])
     for measured in runs:
-        del measured["env"], measured["lexical_env"]
+        del measured["env"], measured["lexical_env"], measured["embedded_env"]
     return runs
+
+
+def embedded(origin: str, sites: list[str]) -> dict[str, Any]:
+    """A first instance over empty storage (`make run`'s: a fresh Azurite): it fetches, builds and embeds its own
+    sites; once every site ranks by meaning, the page searches and the more questions, and its memory after each."""
+    with (
+        Azurite(memory_limit_mb=4096) as azurite,
+        serving(environment(origin, azurite.connection_string, sites)) as (
+            base,
+            pid,
+        ),
+    ):
+        found = asyncio.run(cold(base, pid, semantic=True))
+        asyncio.run(alternating([base], questions(), PAGE_SEARCHES))
+        found["rss_mb_after_page_searches"] = memory_mb(pid)["VmRSS"]
+        asyncio.run(alternating([base], more_questions(), MORE_QUESTIONS))
+        after = memory_mb(pid)
+    return found | {"rss_mb_after_more_questions": after["VmRSS"], "peak_mb": after["VmHWM"]}
 
 
 def main(argv: list[str] | None = None) -> int:
