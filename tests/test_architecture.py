@@ -43,6 +43,7 @@ PURE = {
     "shared.providers.mkdocs.scoring.blend",
     "shared.providers.mkdocs.codeblocks.code",
     "shared.providers.mkdocs.codeblocks.coderank",
+    "shared.providers.mkdocs.codeblocks.prebuilt",
     "shared.providers.mkdocs.fetching.convert",
     "shared.providers.mkdocs.scoring.framing",
     "shared.providers.mkdocs.indexes.index",

@@ -4,6 +4,7 @@ or memory when no storage is configured."""
 from shared.cache.configured import open_store
 from shared.cache.memory import MemoryStore
 from shared.cache.names import (
+    code_ranking_name,
     graph_name,
     index_name,
     missing_name,
@@ -22,6 +23,7 @@ __all__ = [
     "StoreHealth",
     "StoreStatus",
     "StoredCopy",
+    "code_ranking_name",
     "graph_name",
     "index_name",
     "missing_name",

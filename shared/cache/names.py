@@ -56,6 +56,12 @@ def ranking_name(site: str) -> str:
     return f"{DERIVED_PREFIX}{safe_name(site)}/ranking/ranker.bin"
 
 
+def code_ranking_name(site: str) -> str:
+    """Where a site's prebuilt ranker's code part is kept (`codeblocks/prebuilt.py`: its code blocks and their view,
+    read by the first code search): `derived/{site}/ranking/code.bin`, beside the ranker, built from the same."""
+    return f"{DERIVED_PREFIX}{safe_name(site)}/ranking/code.bin"
+
+
 def graph_name(file: str) -> str:
     """Where the embedding model's rewritten graph is shared between instances (`shared.embedding`):
     `embeddings/encoder/graphs/{file}` (three levels, where a site's vectors are two, so no site collides)."""

@@ -168,6 +168,7 @@ class MkDocsProvider:
     ) -> list[SearchResult]:
         """The best code blocks for the query (`codesearch.py`), at most a few per page, in `language` if given."""
         loaded = await self._with_stored_vectors(loaded)
+        loaded = await codesearch.readable(loaded, self._registry.code_side)
         rankers = [_ranker(entry) for entry in loaded]
         code = await self._code.of(loaded, rankers)
         missing = [self._registry.missing(entry) for entry in loaded]

@@ -10,7 +10,17 @@ import pytest
 from shared.code_samples import CUT_MARK, MAX_CODE_CHARS, cut, guess
 from shared.errors import InvalidRequestError
 from shared.models import SearchKind
-from shared.providers.mkdocs.codeblocks.code import Fence, blocks_of, code_key, fenced_languages, fences, named
+from shared.providers.mkdocs.codeblocks import prebuilt
+from shared.providers.mkdocs.codeblocks.code import (
+    CodeColumns,
+    CodeNotRead,
+    Fence,
+    blocks_of,
+    code_key,
+    fenced_languages,
+    fences,
+    named,
+)
 from shared.providers.mkdocs.codeblocks.coderank import PER_PAGE, CodeRanker, rank_code
 from shared.providers.mkdocs.indexes.index import parse_index
 from shared.providers.mkdocs.scoring import artifact
@@ -215,15 +225,25 @@ def test_fences_relabel_the_blocks_as_their_authors_named_them() -> None:
     assert fenced.guessed[:4] == code.guessed[:4]
 
 
-def test_a_prebuilt_ranker_carries_the_code_blocks_and_their_view() -> None:
+def test_a_prebuilt_ranker_counts_the_code_blocks_and_its_code_part_carries_them_with_their_view() -> None:
+    """The page ranker holds the blocks' count only; its code part, read by the first code search, holds the blocks
+    and their view, which rank as one built from the index does. A part of another index, or of another count, is
+    refused."""
     index = parse_index("gamma", SITE)
     payload = artifact.dumps(Ranker.build(index), index, index_digest="d" * 64, code="c")
     loaded, _ = artifact.loads(payload, site="gamma", index_digest="d" * 64, code="c", kinds=None)
-    assert isinstance(loaded.code, artifact.CodeColumns) and len(loaded.code) == 5
-    view = loaded.code.view()
-    assert view is not None and list(loaded.code) == list(index.code)
+    assert isinstance(loaded.code, CodeColumns) and len(loaded.code) == 5 and not loaded.code.read
+    with pytest.raises(CodeNotRead):
+        loaded.code[0]
+    part = prebuilt.code_dumps(index, index_digest="d" * 64, code="c")
+    blocks, view = prebuilt.code_loads(part, site="gamma", index_digest="d" * 64, code="c", count=5)
+    loaded.code.fill(blocks, view)
+    assert list(loaded.code) == list(index.code) and loaded.code.view is view
     stored, built = CodeRanker.build(loaded, view=view), CodeRanker.build(index)
     assert stored.view is view
     for question in ("helm upgrade gamma", "terraform pager receiver", "nothing here"):
         wanted = analyze_query(question)
         assert stored.lexical(wanted).tolist() == built.lexical(wanted).tolist()  # the very floats
+    for digest, count, page in (("e" * 64, 5, part), ("d" * 64, 4, part), ("d" * 64, 5, payload)):
+        with pytest.raises(artifact.ArtifactError):
+            prebuilt.code_loads(page, site="gamma", index_digest=digest, code="c", count=count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from shared.api import create_app
 from shared.cache import (
     MemoryStore,
     StoredCopy,
+    code_ranking_name,
     index_name,
     missing_name,
     open_store,
@@ -26,6 +28,7 @@ from shared.cache import (
 )
 from shared.cli import _needs_attention
 from shared.compose import compose
+from shared.embedding import EmbeddingModel
 from shared.errors import StoreError
 from shared.fetch import OriginClient
 from shared.models import SearchKind
@@ -74,10 +77,10 @@ def blob_name(site: str) -> str:
 
 
 def stored_names(*, embeddings: str | None = None) -> set[str]:
-    """What a warm-up leaves in the container: each published site's index, prebuilt ranker and missing-pages
-    record (and its embeddings from the model `embeddings`, and their scan rows)."""
+    """What a warm-up leaves in the container: each published site's index, prebuilt ranker and its code part and
+    missing-pages record (and its embeddings from the model `embeddings`, and their scan rows)."""
     names = {blob_name(site) for site in PUBLISHED_SITES} | {missing_name(site) for site in PUBLISHED_SITES}
-    names |= {ranking_name(site) for site in PUBLISHED_SITES}
+    names |= {ranking_name(site) for site in PUBLISHED_SITES} | {code_ranking_name(site) for site in PUBLISHED_SITES}
     names |= {fences_name(site) for site in PUBLISHED_SITES}  # every fixture site has code blocks
     if embeddings is not None:
         names |= {vectors_name(site, embeddings) for site in PUBLISHED_SITES}
@@ -398,3 +401,57 @@ async def test_the_warm_up_stores_the_code_fences_once_per_index_version_for_eve
     ]
     receiver = next(result for result in found if result.code is not None and "gamma_receiver" in result.code.text)
     assert receiver.code is not None and receiver.code.language == "terraform" and receiver.language_guessed is False
+
+
+async def code_answers(settings: DocumentationSettings, store: CountingStore, model: EmbeddingModel) -> list[object]:
+    """A fresh instance over `store`, once every site ranks by meaning: a page search, then code searches; each code
+    answer as (location, score, code). `store.names` notes when the page search was done."""
+    async with compose(settings, embedding=model, store=store) as composed:
+        provider = next(p for p in composed.service.providers if isinstance(p, MkDocsProvider))
+        for _ in range(600):
+            await provider.search(SearchRequest("pager receiver", limit=5))
+            health = composed.health().model_dump(mode="json", by_alias=True)
+            sites = health["providers"]["mkdocs"]["sites"]
+            published = [sites[site] for site in PUBLISHED_SITES]
+            if all(site["state"] == "loaded" and site.get("ranking") == "semantic" for site in published):
+                break
+            await asyncio.sleep(0.05)
+        store.names.append(("mark", "page searches done"))
+        answers = []
+        for question in ("pager receiver", "terraform resource for the pager receiver", "helm values"):
+            found = await provider.search(SearchRequest(question, limit=5, kind=SearchKind.CODE))
+            answers.append([(r.location, r.score, r.code.text if r.code else None) for r in found.results])
+    return answers
+
+
+async def test_a_cold_instance_reads_a_sites_code_side_on_its_first_code_search_not_before(
+    blob_settings: DocumentationSettings,
+) -> None:
+    """Over warm storage, page searches read no code part and no code rows; the first code search reads each site's
+    once (the `tools/capture.py` captures show its answers are those of an instance that held everything from the
+    start). Without its code part, a site's blocks are read from its stored index copy and answer the same."""
+    model = model_of(WordEncoder())
+    store = CountingStore(open_store(blob_settings))
+    try:
+        await warm_all(blob_settings, store, embedding=model)
+        store.names.clear()
+        cold = await code_answers(blob_settings, store, model)
+        mark = store.names.index(("mark", "page searches done"))
+        before, after = store.names[:mark], store.names[mark:]
+        assert not [name for _, name in before if name.endswith("/ranking/code.bin")]
+        assert not [name for op, name in before if op == "read" and name.startswith("embeddings/") and ".json" in name]
+        scans = [name for op, name in before if op == "read" and name.endswith(".scan")]
+        assert sorted(scans) == sorted(scan_name(site, model.model_id) for site in PUBLISHED_SITES)
+        parts = sorted(name for op, name in after if op == "read" and name.endswith("/ranking/code.bin"))
+        assert parts == sorted(code_ranking_name(site) for site in PUBLISHED_SITES)
+        scans = [name for op, name in after if op == "read" and name.endswith(".scan")]
+        assert sorted(scans) == sorted(scan_name(site, model.model_id) for site in PUBLISHED_SITES)
+
+        part = await store.inner.read(code_ranking_name("gamma-docs"))
+        assert part is not None
+        broken = StoredCopy.derived(b"broken", part.fetched_at, built_from=part.origin_etag or "")
+        assert await store.inner.write(code_ranking_name("gamma-docs"), broken, expected_version=part.version)
+        without_part = await code_answers(blob_settings, store, model)
+    finally:
+        await store.aclose()
+    assert cold[0] and cold == without_part

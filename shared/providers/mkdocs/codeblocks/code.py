@@ -22,10 +22,13 @@ import hashlib
 import html
 import re
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from shared.code_samples import guess
 from shared.validation import canonical_language as canonical
+
+if TYPE_CHECKING:
+    from shared.providers.mkdocs.scoring.postings import FieldView
 
 MIN_CHARS = 8
 """Blocks shorter than this (stripped) are not entries of their own."""
@@ -177,3 +180,46 @@ def named(blocks: Sequence[CodeBlock], fenced: Sequence[str]) -> Iterator[tuple[
     for block, fence in zip(blocks, fenced, strict=True):
         known = fence or block.language
         yield (known, False) if known else (guess(block.code), True)
+
+
+class CodeColumns(Sequence[CodeBlock]):
+    """A prebuilt site's code blocks: their count at once (stored vectors line up by it), the blocks themselves once
+    the site's first code search has read them (`fill`: from the prebuilt ranker's code part, with the BM25F view
+    stored beside them, or from the index). Until then asking for a block is a programming error (`CodeNotRead`):
+    whatever reads blocks of a prebuilt site reads its code part first (`SiteRegistry.code_side`)."""
+
+    __slots__ = ("_blocks", "_count", "view")
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self._blocks: Sequence[CodeBlock] | None = None
+        self.view: FieldView | None = None
+        """The blocks' stored BM25F view (built with the default code parameters), if any."""
+
+    @property
+    def read(self) -> bool:
+        return self._blocks is not None
+
+    def fill(self, blocks: Sequence[CodeBlock], view: FieldView | None = None) -> None:
+        """The blocks, read; ValueError when they are not as many as the count (the count stays what it was)."""
+        if len(blocks) != self._count:
+            raise ValueError(f"{len(blocks)} code blocks where {self._count} were counted")
+        self._blocks, self.view = blocks, view
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, key: int) -> CodeBlock: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> Sequence[CodeBlock]: ...
+
+    def __getitem__(self, key: int | slice) -> CodeBlock | Sequence[CodeBlock]:
+        if self._blocks is None:
+            raise CodeNotRead("the site's code blocks were not read")
+        return self._blocks[key]
+
+
+class CodeNotRead(RuntimeError):
+    """A prebuilt site's code blocks were asked for before its code part was read."""

@@ -8,19 +8,20 @@ ranks lift their blocks (`coderank.py`); the vector is scanned once for the page
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from shared.code_samples import sample
+from shared.errors import SiteUnavailableError
 from shared.models import SearchResult
 from shared.preview import make_preview
-from shared.providers.mkdocs.codeblocks.code import CodeBlock
+from shared.providers.mkdocs.codeblocks.code import CodeBlock, CodeColumns
 from shared.providers.mkdocs.codeblocks.coderank import PAGE_POOL, CodeRanker, code_similarities, page_scores, rank_code
 from shared.providers.mkdocs.codeblocks.languages import CodeFences, Fences
 from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex
 from shared.providers.mkdocs.lifecycle.loading import LoadedSite
-from shared.providers.mkdocs.scoring.artifact import CodeColumns
 from shared.providers.mkdocs.scoring.federation import Federation
 from shared.providers.mkdocs.scoring.ranking import RankedHit, Ranker
 from shared.providers.mkdocs.scoring.text import Query
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
     Similarities = list[npt.NDArray[np.float32] | None]
 
+log = logging.getLogger(__name__)
+
 
 def scan_both(federation: Federation) -> Callable[[QueryEmbedding], tuple[Products | None, Similarities]]:
     """What a code search does with its query vector on the embedding thread: the page scan and the code rows'."""
@@ -42,6 +45,18 @@ def scan_both(federation: Federation) -> Callable[[QueryEmbedding], tuple[Produc
         return federation.scan(asked.vector), code_similarities(federation, asked.vector)
 
     return scan
+
+
+async def readable(loaded: Sequence[LoadedSite], read: Callable[[LoadedSite], Awaitable[None]]) -> list[LoadedSite]:
+    """The searched sites whose code side `read` read (`SiteRegistry.code_side`: on a site's first code search); a
+    site whose code blocks cannot be read is left out of this search, never the others with it."""
+    outcomes = await asyncio.gather(*(read(entry) for entry in loaded), return_exceptions=True)
+    for entry, outcome in zip(loaded, outcomes, strict=True):
+        if isinstance(outcome, SiteUnavailableError):
+            log.warning("site %s: left out of a code search: %s", entry.index.site, outcome.reason)
+        elif isinstance(outcome, BaseException):
+            raise outcome
+    return [entry for entry, outcome in zip(loaded, outcomes, strict=True) if outcome is None]
 
 
 class CodeRankers:
@@ -101,8 +116,8 @@ class CodeRankers:
 
 
 def _built(index: SiteIndex) -> CodeRanker:
-    """A site's code ranker, from the view its prebuilt ranker stored when it was loaded from one."""
-    view = index.code.view() if isinstance(index.code, CodeColumns) else None
+    """A site's code ranker, from the view its prebuilt ranker's code part stored when the blocks came from one."""
+    view = index.code.view if isinstance(index.code, CodeColumns) else None
     return CodeRanker.build(index, view=view)
 
 

@@ -111,7 +111,7 @@ class EntryColumns(Sequence[IndexEntry]):
 
     def _cut(self, number: int) -> IndexEntry:
         location, page, anchor, title, page_title, text, trail = (
-            str(column[cuts[number] : cuts[number + 1]], "utf-8", "surrogatepass")
+            _decoded(column[cuts[number] : cuts[number + 1]])
             for column, cuts in zip(self._columns, self._bounds, strict=True)
         )
         anchored = anchor if self._anchored[number] else None
@@ -261,6 +261,16 @@ def estimated_chars(entries: Sequence[IndexEntry]) -> dict[str, int]:
 def page_key(path: str) -> str:
     """A page path as resolution compares it: surrounding slashes trimmed."""
     return path.strip("/")
+
+
+def _decoded(raw: bytes) -> str:
+    """An entry's field from its column: what was written (lone surrogates too); bytes that are not UTF-8, which only
+    a column written by something other than `artifact.dumps` can hold, with U+FFFD, never an error (a prebuilt
+    ranker's columns are trusted once its checksum matched, not decoded whole again)."""
+    try:
+        return str(raw, "utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return str(raw, "utf-8", "replace")
 
 
 def html_to_text(fragment: str) -> str:

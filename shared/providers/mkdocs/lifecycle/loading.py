@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -19,10 +18,17 @@ from pathlib import Path
 from types import ModuleType
 
 from shared import memory
-from shared.cache import CopyStat, CopyStore, StoredCopy, index_name, ranking_name, store_newest
+from shared.cache import (
+    CopyStat,
+    CopyStore,
+    StoredCopy,
+    index_name,
+    ranking_name,
+    store_newest,
+)
 from shared.errors import IndexFormatError, OriginError, SiteUnavailableError, StoreError
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
-from shared.providers.mkdocs.codeblocks import code, coderank
+from shared.providers.mkdocs.codeblocks import code, coderank, prebuilt
 from shared.providers.mkdocs.fetching import markup
 from shared.providers.mkdocs.indexes import index
 from shared.providers.mkdocs.indexes.index import SiteIndex, check_size, parse_index
@@ -40,7 +46,9 @@ def code_digest(*modules: ModuleType) -> str:
     return hashlib.sha256(b"".join(Path(module.__file__ or "").read_bytes() for module in modules)).hexdigest()[:32]
 
 
-RANKING_CODE = code_digest(artifact, code, coderank, index, markup, parameters, postings, ranking, semantics, text)
+RANKING_CODE = code_digest(
+    artifact, code, coderank, index, markup, parameters, postings, prebuilt, ranking, semantics, text
+)
 """The code that decides tokens, entries and scores (the default parameters' numbers among it): a prebuilt ranker
 from any other code is never loaded."""
 
@@ -199,7 +207,7 @@ async def rank(loaded: LoadedSite, weights: PathWeights) -> Ranker:
     return await asyncio.to_thread(_build, loaded.index, weights)
 
 
-def _built_from(stat: CopyStat) -> str:
+def built_from(stat: CopyStat) -> str:
     """What a prebuilt ranker records it was built from: the index version and the ranking code."""
     return f"{stat.digest}/{RANKING_CODE}"
 
@@ -224,13 +232,13 @@ async def load_prebuilt(
     try:
         if not likely_current:
             described = await store.stat(ranking_name(site))
-            if described is None or described.built_from != _built_from(stat):
+            if described is None or described.built_from != built_from(stat):
                 return None
         kept = await store.read(ranking_name(site))
     except StoreError as exc:
         log.info("site %s: prebuilt ranker unreadable (%s)", site, type(exc).__name__)
         return None
-    if kept is None or kept.built_from != _built_from(stat):
+    if kept is None or kept.built_from != built_from(stat):
         return None
     digest = stat.digest
     try:
@@ -241,36 +249,6 @@ async def load_prebuilt(
         log.warning("site %s: the stored prebuilt ranker was refused (%s); building one here", site, exc)
         return None
     return LoadedSite(loaded, ranker, stat.version, source, stat.fetched_at, digest, prebuilt=True)
-
-
-async def store_prebuilt(
-    store: CopyStore,
-    site: str,
-    stat: CopyStat,
-    read: Callable[[], Awaitable[StoredCopy | None]],
-    weights: PathWeights,
-) -> Prebuilt:
-    """Build and store the ranker of the stored index version `stat` unless one for this version and code is there
-    (decided from properties alone): built, current, or changed when `read` (the index's download) is no
-    longer that version. Raises StoreError and IndexFormatError."""
-    name = ranking_name(site)
-    existing = await store.stat(name)
-    if existing is not None and existing.built_from == _built_from(stat):
-        return Prebuilt.CURRENT
-    cached = await read()
-    if cached is None or stat.digest is None or cached.digest != stat.digest:
-        return Prebuilt.CHANGED
-    digest, payload = stat.digest, cached.payload
-
-    def prebuild() -> bytes:
-        parsed = parse_index(site, payload)
-        return artifact.dumps(Ranker.build(parsed, weights), parsed, index_digest=digest, code=RANKING_CODE)
-
-    built = await asyncio.to_thread(prebuild)
-    memory.trim()
-    entry = StoredCopy.derived(built, stat.fetched_at, built_from=_built_from(stat))
-    written = await store.write(name, entry, expected_version=existing.version if existing else None)
-    return Prebuilt.BUILT if written is not None else Prebuilt.CURRENT
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.providers.mkdocs.lifecycle.health import Semantic, SiteFailed, SiteHealth, SiteState, site_loaded
 from shared.providers.mkdocs.lifecycle.layouts import Layouts
 from shared.providers.mkdocs.lifecycle.loading import LoadedSite, SiteLoader, rank
+from shared.providers.mkdocs.lifecycle.parts import read_code_part
 from shared.providers.mkdocs.lifecycle.slots import Failure, SiteSlot
 from shared.providers.mkdocs.scoring.embeddings import Embedded, EmbeddingJobs
 from shared.settings import IndexPolicy, SiteTimings
@@ -72,9 +73,13 @@ class SiteRegistry:
         self._deferred = False
         """A provider ahead of MkDocs answers searches: build search structures only when a search falls through."""
         self._store = store
+        self._policy = policy
         self._jobs = (
-            EmbeddingJobs(store, embedding, retry_seconds=timings.retry, sites=sites) if embedding is not None else None
+            EmbeddingJobs(store, embedding, retry_seconds=timings.retry, sites=sites, read_code=self._read_code)
+            if embedding is not None
+            else None
         )
+        self._code_reads: dict[str, asyncio.Lock] = {}
         self._loader = SiteLoader(client, store, policy=policy, weights=weights)
         self._clock = clock
         self._sites = {site: SiteSlot(site, timings.check_interval) for site in sites}
@@ -131,6 +136,19 @@ class SiteRegistry:
             # A newer index swapped in meanwhile without them (its load began before this search): this search
             # ranks on the one just built, and the next search builds the newer one's.
             return newest if newest is not None and newest.ranker is not None else ranked
+
+    async def code_side(self, loaded: LoadedSite) -> None:
+        """What code search reads of a site beside its page ranker, read by the first code search that reaches it
+        (once, however many ask): a prebuilt site's code blocks (`parts.read_code_part`), then their rows
+        (`EmbeddingJobs.code_rows`). Held with the loaded index, so released with it. Raises SiteUnavailableError
+        when the blocks cannot be read: that search goes on without the site's code, and the next one reads again."""
+        async with self._code_reads.setdefault(loaded.index.site, asyncio.Lock()):
+            await self._read_code(loaded)
+            if self._jobs is not None:
+                await self._jobs.code_rows(loaded)
+
+    async def _read_code(self, loaded: LoadedSite) -> None:
+        await read_code_part(self._store, loaded, self._policy)
 
     def current(self, site: str) -> LoadedSite | None:
         """The index served for the site right now, without loading or checking anything."""

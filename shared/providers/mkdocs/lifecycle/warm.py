@@ -40,8 +40,9 @@ from shared.providers.mkdocs.fetching.unserved_check import PageCheck, page_chec
 from shared.providers.mkdocs.fetching.unserved_store import read_record, save
 from shared.providers.mkdocs.indexes.index import parse_index
 from shared.providers.mkdocs.indexes.kinds import configured
-from shared.providers.mkdocs.lifecycle.loading import Prebuilt, fetch_index, store_prebuilt
+from shared.providers.mkdocs.lifecycle.loading import Prebuilt, fetch_index
 from shared.providers.mkdocs.lifecycle.outcomes import Outcome, SiteOutcome, Step, StepState
+from shared.providers.mkdocs.lifecycle.parts import store_prebuilt
 from shared.providers.mkdocs.lifecycle.versions import Versions
 from shared.providers.mkdocs.scoring.stored_vectors import ensure_vectors, scan_stored
 from shared.settings import DocumentationSettings

@@ -6,6 +6,10 @@ load (no pickle): `MAGIC`, a JSON manifest (the format, the index version and th
 each array's dtype, shape and offset), the arrays, and a SHA-256 of all that. What depends on configuration (the
 page-kind rules) is not stored: `Ranker.assemble` works it out on load. An artifact that fails its checksum, its
 format, its index version or its code digest is refused (`ArtifactError`): the caller builds the ranker itself.
+The checksum is the one check of the bytes: what matches it is what `dumps` wrote, so no column is checked again.
+
+The code blocks are not in it: a page search never reads them. Their part (the blocks and their BM25F view,
+`codeblocks/prebuilt.py`) is stored beside it, framed the same way (`packed`), and read by a site's first code search.
 
 The full specification (every array, and why this shape) is in `docs/how-it-works/formats.md`.
 """
@@ -16,15 +20,14 @@ import array as pyarray
 import hashlib
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from shared.providers.mkdocs.codeblocks.code import CodeBlock
-from shared.providers.mkdocs.codeblocks.coderank import CodeRanker
+from shared.providers.mkdocs.codeblocks.code import CodeColumns
 from shared.providers.mkdocs.indexes.index import (
     TEXT_FIELDS,
     EntryColumns,
@@ -39,13 +42,11 @@ from shared.providers.mkdocs.scoring.postings import FieldView, Postings
 from shared.providers.mkdocs.scoring.ranking import RankedPage, Ranker
 
 MAGIC = b"DOCRANK\x01"
-FORMAT = 6
+FORMAT = 7
 _SMALL = 65_536
 """What a uint16 can number: documents and distinct values up to this many are stored in two bytes."""
 _HEADER = struct.Struct("<8sI")
 _ALIGN = 8
-_PIECE = 64 * 1024
-"""About how many bytes of a text column `_decodes` checks at a time."""
 _SEPARATOR = "\x00"
 
 
@@ -66,25 +67,35 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
     arrays["entries.anchor_set"] = np.array([entry.anchor is not None for entry in entries], dtype=np.uint8)
     arrays["entries.boost"] = np.array([entry.boost for entry in entries], dtype=np.float64)
     scalars: dict[str, int] = {}
-    _vocabulary("vocabulary", ranker.vocabulary, arrays, scalars)
+    vocabulary_arrays("vocabulary", ranker.vocabulary, arrays, scalars)
     for name, postings in (
         ("page_view", ranker.page_view.postings),
         ("section_view", ranker.section_view.postings),
         ("titles", ranker.titles),
     ):
-        _postings(name, postings, arrays, scalars)
-    code_view = CodeRanker.build(index).view  # with the default code parameters, as `CodeColumns.view` is used
-    _vocabulary("code_vocabulary", code_view.postings.terms, arrays, scalars)
-    _postings("code_view", code_view.postings, arrays, scalars)
+        postings_arrays(name, postings, arrays, scalars)
     groups = page_groups(entries)  # the ranker's pages (`ranking._pages`)
     arrays["pages.heads"] = np.array([head for head, _ in groups], dtype=np.int32)
     arrays["pages.sections"] = np.array([n for _, sections in groups for n in sections], dtype=np.int32)
     arrays["pages.offsets"] = np.cumsum([0, *(len(sections) for _, sections in groups)], dtype=np.int64)
     chars = [index.page_chars[entries[sections[0]].page] for _, sections in groups]
     arrays["pages.chars"] = np.array(chars, dtype=np.int64)
-    blocks = json.dumps([list(block) for block in index.code], ensure_ascii=False, separators=(",", ":"))
-    arrays["code.json"] = np.frombuffer(blocks.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    scalars["code.blocks"] = len(index.code)
+    scalars["code.blocks"] = len(index.code)  # the blocks themselves are the code part's (`code_artifact.py`)
+    described = {"indexFormat": index.format.value, "entries": len(entries)}
+    return packed(arrays, scalars, site=index.site, index_digest=index_digest, code=code, **described)
+
+
+def packed(
+    arrays: dict[str, npt.NDArray[Any]],
+    scalars: dict[str, int],
+    *,
+    site: str,
+    index_digest: str,
+    code: str,
+    **more: Any,
+) -> bytes:
+    """`MAGIC`, the manifest (`FORMAT`, the site, the index version and code digest, `more`, each array's dtype,
+    shape and offset), the arrays aligned, and the SHA-256 of all that: a prebuilt ranker, or its code part."""
     table: dict[str, dict[str, Any]] = {}
     chunks: list[bytes] = []
     offset = 0
@@ -94,17 +105,8 @@ def dumps(ranker: Ranker, index: SiteIndex, *, index_digest: str, code: str) -> 
         padding = (-len(data)) % _ALIGN
         chunks.append(data + b"\0" * padding)
         offset += len(data) + padding
-    manifest = {
-        "format": FORMAT,
-        "site": index.site,
-        "indexFormat": index.format.value,
-        "index": index_digest,
-        "code": code,
-        "entries": len(entries),
-        "size": offset,
-        "scalars": scalars,
-        "arrays": table,
-    }
+    manifest = {"format": FORMAT, "site": site, "index": index_digest, "code": code, **more}
+    manifest |= {"size": offset, "scalars": scalars, "arrays": table}
     head = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     head += b" " * ((-(_HEADER.size + len(head))) % _ALIGN)
     body = _HEADER.pack(MAGIC, len(head)) + head + b"".join(chunks)
@@ -128,28 +130,8 @@ def loads(
 def _loads(
     payload: bytes, *, site: str, index_digest: str, code: str, kinds: PathWeights | None
 ) -> tuple[SiteIndex, Ranker]:
-    manifest, data = _checked(payload)
-    if manifest.get("format") != FORMAT or manifest.get("code") != code:
-        raise ArtifactError("built by another version of the ranking code")
-    if manifest.get("index") != index_digest or manifest.get("site") != site:
-        raise ArtifactError("built from another index version")
-    table: dict[str, dict[str, Any]] = manifest["arrays"]
+    manifest, array = unpacked(payload, site=site, index_digest=index_digest, code=code)
     scalars: dict[str, int] = manifest["scalars"]
-    if int(manifest["size"]) != len(data):
-        raise ArtifactError("the arrays are not the size stated")
-
-    def array(name: str) -> npt.NDArray[Any]:
-        spec = table.get(name)
-        if spec is None:
-            raise ArtifactError(f"no array {name}")
-        start, size = int(spec["offset"]), int(spec["bytes"])
-        if start < 0 or start + size > len(data):
-            raise ArtifactError(f"array {name} lies outside the artifact")
-        dtype = np.dtype(spec["dtype"])
-        if dtype.hasobject:
-            raise ArtifactError("object arrays are never loaded")
-        return np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=start).reshape(spec["shape"])
-
     count = int(manifest["entries"])
     columns = {name: _column(array(f"entries.{name}"), array(f"entries.{name}.offsets")) for name in TEXT_FIELDS}
     entries = EntryColumns(
@@ -173,13 +155,11 @@ def _loads(
         return found
 
     paged = [(entry(sections[0]), sections, length) for (_, sections), length in zip(groups, chars, strict=True)]
-    code_view = {name: array(name).copy() for name in table if name.startswith(("code_view.", "code_vocabulary."))}
-    code_scalars = {name: int(scalars[name]) for name in ("code_view.documents", "code_vocabulary.terms")}
-    blocks = CodeColumns(bytes(array("code.json")), int(scalars["code.blocks"]), code_view, code_scalars)
+    blocks = CodeColumns(int(scalars["code.blocks"]))  # read from the code part by the first code search
     index = SiteIndex.build(site, entries, paged=paged, format=IndexFormat(manifest["indexFormat"]), code=blocks)
-    vocabulary = _terms(array("vocabulary.terms"), int(scalars["vocabulary.terms"]))
+    vocabulary = terms(array("vocabulary.terms"), int(scalars["vocabulary.terms"]))
     page_view, section_view, titles = (
-        _unpostings(array, name, int(scalars[f"{name}.documents"]), vocabulary)
+        unpostings(array, name, int(scalars[f"{name}.documents"]), vocabulary)
         for name in ("page_view", "section_view", "titles")
     )
     views = FieldView.of(page_view.documents, page_view), FieldView.of(section_view.documents, section_view)
@@ -187,73 +167,37 @@ def _loads(
     return index, Ranker.assemble(index, kinds, views[0], views[1], titles, pages)
 
 
-class CodeColumns(Sequence[CodeBlock]):
-    """A prebuilt ranker's code blocks: their count at once, the blocks themselves decoded on first use (a code search
-    or an embedding run), from the artifact's JSON; a JSON that does not give exactly that many blocks of the right
-    shape gives none (the count stays, so stored vectors still line up, and code search finds nothing there). Their
-    BM25F view (`coderank.CodeRanker`) is stored too, and decoded by the first code search (`view`): a few
-    milliseconds where building it took 0.2 to 0.4 s for forge's 2,150 blocks."""
+def unpacked(
+    payload: bytes, *, site: str, index_digest: str, code: str
+) -> tuple[dict[str, Any], Callable[[str], npt.NDArray[Any]]]:
+    """A packed payload's manifest and a reader of its arrays (views of `payload`), once its checksum, format, code
+    and index version check out: the SHA-256 is the one check of the bytes (they are what `packed` wrote), the
+    manifest's own keys and bounds are still checked, so a wrong one is refused rather than raised as another error."""
+    manifest, data = _checked(payload)
+    if manifest.get("format") != FORMAT or manifest.get("code") != code:
+        raise ArtifactError("built by another version of the ranking code")
+    if manifest.get("index") != index_digest or manifest.get("site") != site:
+        raise ArtifactError("built from another index version")
+    table: dict[str, dict[str, Any]] = manifest["arrays"]
+    if int(manifest["size"]) != len(data):
+        raise ArtifactError("the arrays are not the size stated")
 
-    __slots__ = ("_arrays", "_count", "_decoded", "_payload", "_scalars")
+    def array(name: str) -> npt.NDArray[Any]:
+        spec = table.get(name)
+        if spec is None:
+            raise ArtifactError(f"no array {name}")
+        start, size = int(spec["offset"]), int(spec["bytes"])
+        if start < 0 or start + size > len(data):
+            raise ArtifactError(f"array {name} lies outside the artifact")
+        dtype = np.dtype(spec["dtype"])
+        if dtype.hasobject:
+            raise ArtifactError("object arrays are never loaded")
+        return np.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=start).reshape(spec["shape"])
 
-    def __init__(
-        self, payload: bytes, count: int, arrays: dict[str, Any] | None = None, scalars: dict[str, int] | None = None
-    ) -> None:
-        self._payload = payload
-        self._count = count
-        self._decoded: list[CodeBlock] | None = None
-        self._arrays = arrays or {}
-        self._scalars = scalars or {}
-
-    def view(self) -> FieldView | None:
-        """The blocks' stored BM25F view (built with the default code parameters), or None when it does not fit."""
-        try:
-            vocabulary = _terms(self._arrays["code_vocabulary.terms"], self._scalars["code_vocabulary.terms"])
-            documents = self._scalars["code_view.documents"]
-            postings = _unpostings(self._arrays.__getitem__, "code_view", documents, vocabulary)
-        except (ArtifactError, KeyError, TypeError, ValueError, IndexError):
-            return None
-        return FieldView.of(documents, postings) if documents == self._count else None
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, key: int) -> CodeBlock: ...
-
-    @overload
-    def __getitem__(self, key: slice) -> list[CodeBlock]: ...
-
-    def __getitem__(self, key: int | slice) -> CodeBlock | list[CodeBlock]:
-        return self._blocks()[key]
-
-    def _blocks(self) -> list[CodeBlock]:
-        if self._decoded is None:
-            self._decoded = _decoded_blocks(self._payload, self._count)
-            self._payload = b""
-        return self._decoded
+    return manifest, array
 
 
-def _decoded_blocks(payload: bytes, count: int) -> list[CodeBlock]:
-    fields = len(CodeBlock._fields)
-    try:
-        rows = json.loads(payload.decode("utf-8", "surrogatepass")) if payload else []
-        blocks = [
-            CodeBlock._make(row)
-            for row in rows
-            if isinstance(row, list)
-            and len(row) == fields
-            and all(isinstance(value, str) or (value is None and number == 2) for number, value in enumerate(row))
-        ]
-    except (ValueError, TypeError):
-        blocks = []
-    return blocks if len(blocks) == count else [_EMPTY_BLOCK] * count
-
-
-_EMPTY_BLOCK = CodeBlock("", "", None, "", "", "", "", "", "")
-
-
-def _vocabulary(name: str, vocabulary: dict[str, int], arrays: dict[str, Any], scalars: dict[str, int]) -> None:
+def vocabulary_arrays(name: str, vocabulary: dict[str, int], arrays: dict[str, Any], scalars: dict[str, int]) -> None:
     terms = [""] * len(vocabulary)
     for term, number in vocabulary.items():
         terms[number] = term
@@ -263,7 +207,7 @@ def _vocabulary(name: str, vocabulary: dict[str, int], arrays: dict[str, Any], s
     scalars[f"{name}.terms"] = len(terms)
 
 
-def _postings(name: str, postings: Postings, arrays: dict[str, Any], scalars: dict[str, int]) -> None:
+def postings_arrays(name: str, postings: Postings, arrays: dict[str, Any], scalars: dict[str, int]) -> None:
     distinct, codes = np.unique(postings.values, return_inverse=True)
     arrays[f"{name}.offsets"] = np.frombuffer(postings.offsets, dtype=np.int64)
     arrays[f"{name}.numbers"] = postings.numbers.astype(_numbering(postings.documents))
@@ -272,7 +216,7 @@ def _postings(name: str, postings: Postings, arrays: dict[str, Any], scalars: di
     scalars[f"{name}.documents"] = postings.documents
 
 
-def _terms(blob: npt.NDArray[np.uint8], count: int) -> dict[str, int]:
+def terms(blob: npt.NDArray[np.uint8], count: int) -> dict[str, int]:
     """A stored vocabulary: term -> its number, checked."""
     raw = _text(blob)
     terms = raw.split(_SEPARATOR) if raw else []
@@ -339,37 +283,14 @@ def _text(blob: npt.NDArray[np.uint8]) -> str:
 
 
 def _column(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> tuple[bytes, pyarray.array[int]]:
-    """A column's UTF-8 and its cut points, checked: every cut falls between characters and never goes backwards,
-    and the whole decodes, so each entry's slice decodes too (`EntryColumns` checks the ends).
-
-    Kept as UTF-8, not decoded: a Python string takes the width of its widest character, so one emoji in forge's
-    text made the whole column four bytes a character (12 MB, about 90 MB at eight times the sample corpus)."""
-    if len(offsets) > 1 and bool((np.diff(offsets) < 0).any()):
-        raise ArtifactError("string offsets go backwards")
-    inside = offsets[(offsets >= 0) & (offsets < len(blob))]
-    if len(inside) and bool(((blob[inside] & 0xC0) == 0x80).any()):  # a UTF-8 continuation byte
-        raise ArtifactError("a string offset falls inside a character")
-    column = blob.tobytes()
-    _decodes(column, inside.tolist())
-    return column, pyarray.array("q", offsets.astype(np.int64).tobytes())
+    """A column's UTF-8 and its cut points, as `dumps` wrote them (its payload's SHA-256 matched: nothing in it is
+    checked again, `EntryColumns` checks the ends). Kept as UTF-8, not decoded: a Python string takes the width of
+    its widest character, so one emoji in forge's text made the whole column four bytes a character (12 MB, about
+    90 MB at eight times the sample corpus)."""
+    return blob.tobytes(), pyarray.array("q", offsets.astype(np.int64).tobytes())
 
 
-def _decodes(column: bytes, cuts: list[int]) -> None:
-    """Raise ArtifactError unless the column decodes: checked a piece of about `_PIECE` bytes at a time, cut at its
-    entries' bounds (between characters, and in order: `_column` checked), so no string of a whole column is made
-    (forge's text with its one emoji: 4.7 ms whole, 0.7 ms in pieces)."""
-    if column.isascii():
-        return
-    step = max(1, len(cuts) * _PIECE // len(column))
-    view = memoryview(column)
-    for start, end in pairwise([0, *cuts[::step], len(column)]):
-        try:
-            str(view[start:end], "utf-8", "surrogatepass")
-        except UnicodeDecodeError:
-            raise ArtifactError("undecodable text") from None
-
-
-def _unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:
+def unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:
     offsets = array(f"{name}.offsets").astype(np.int64, copy=False)  # copied into the Postings
     numbers = array(f"{name}.numbers").astype(np.int32)
     distinct = array(f"{name}.distinct").astype(np.float64, copy=False)

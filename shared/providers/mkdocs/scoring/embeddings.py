@@ -17,7 +17,7 @@ import asyncio
 import logging
 import random
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -30,6 +30,7 @@ from shared.providers.mkdocs.lifecycle.loading import LoadedSite
 from shared.providers.mkdocs.scoring.stored_vectors import (
     Stored,
     compute_and_store,
+    read_code_rows,
     read_pieces,
     read_scan,
     read_stored,
@@ -88,8 +89,12 @@ class EmbeddingJobs:
         retry_seconds: float = 30.0,
         sites: Sequence[str] = (),
         pieces_wait: float = PIECES_WAIT,
+        read_code: Callable[[LoadedSite], Awaitable[None]] | None = None,
     ) -> None:
         self.model = model
+        self._read_code = read_code
+        """Reads a prebuilt site's code blocks (`parts.read_code_part`): checking stored vectors text by text, or
+        computing them, needs them."""
         self._sites = tuple(sites)
         """The configured sites, whose first lookups a cold instance's word pieces wait for (`pieces_wait`)."""
         self._pieces_wait = pieces_wait
@@ -206,6 +211,8 @@ class EmbeddingJobs:
                 scan = await read_scan(self._store, model, site, loaded.index, digest=loaded.digest)
                 stored = Stored(None, None, None)
                 if scan is None:
+                    if self._read_code is not None:
+                        await self._read_code(loaded)
                     stored = await read_stored(self._store, model, site, loaded.index, digest=loaded.digest)
                 if scan is None and stored.current is None:
                     job.looked_up.set()  # nothing stored: searches stop waiting and rank lexically meanwhile
@@ -263,6 +270,21 @@ class EmbeddingJobs:
         else:
             self._failures.pop(site, None)
         return Embedded(loaded, *state)
+
+    async def code_rows(self, loaded: LoadedSite) -> None:
+        """Read a site's code block rows for its first code search, when its attached rows left them in the store
+        (`semantics.CodeRows`); left unread (its blocks ranked without them, read again by the next code search) when
+        the store has none for this index copy. The blocks are read first (`SiteRegistry.code_side`)."""
+        semantic = loaded.ranker.semantic if loaded.ranker is not None else None
+        rows = semantic.code_rows if semantic is not None else None
+        if rows is None or rows.read:
+            return
+        index = loaded.index
+        found = await read_code_rows(self._store, self.model, index.site, index, digest=loaded.digest)
+        if found is not None:
+            rows.fill(found)
+        else:
+            log.warning("site %s: no stored code rows for its index; its code blocks rank without them", index.site)
 
     def _schedule_retry(self, site: str, loaded: LoadedSite) -> None:
         """Try the index again later, served by then; a newer index (a new job) or closing cancels the retry."""

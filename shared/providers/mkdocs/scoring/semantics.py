@@ -81,7 +81,10 @@ class SiteSemantics:
         pages = entries + len(starts)  # the code blocks' rows follow the outlines': scanned only by code search
         columns, largest = rounded
         code = None
-        if columns.shape[1] > pages:  # copied: the rows of every kind are freed once the scan has its own copy
+        if columns.shape[1] > pages and isinstance(vectors, ScanRows):  # stored: read again by a first code search
+            code = CodeRows(None)
+            rounded = Quantized(columns[:, :pages], largest[:pages])
+        elif columns.shape[1] > pages:  # copied: the rows of every kind are freed once the scan has its own copy
             code = CodeRows(Quantized(np.ascontiguousarray(columns[:, pages:]), largest[pages:].copy()))
             rounded = Quantized(columns[:, :pages], largest[:pages])
         # The entries' only, copied when the vectors hold more (outlines, code blocks), so those are not kept with them.
@@ -90,24 +93,38 @@ class SiteSemantics:
         return cls(QuantizedRows(rounded), code, order, starts, correction, parameters, Held(pieces))
 
     def code_similarities(self, query: QueryParts) -> npt.NDArray[np.float32] | None:
-        """Every code block row's cosine with the query (`split_query`); None when the site has no code rows."""
-        return self.code_rows.scan().similarities(query) if self.code_rows is not None else None
+        """Every code block row's cosine with the query (`split_query`); None when the site has no code rows, or
+        they are not read (yet)."""
+        scanned = self.code_rows.scan() if self.code_rows is not None else None
+        return scanned.similarities(query) if scanned is not None else None
 
 
 class CodeRows:
     """A site's code block rows, made ready to scan by the first code search: a cold instance loading many sites
-    does not pay an onnxruntime session per site for rows a page search never reads (10 ms for forge's 2,150)."""
+    neither holds rows a page search never reads nor pays an onnxruntime session per site for them (10 ms for
+    forge's 2,150). Rows attached from stored scan rows are not kept at all (`None`): the site's first code search
+    reads them from the store again (`fill`: `stored_vectors.read_code_rows`)."""
 
     __slots__ = ("_lock", "_quantized", "_rows")
 
-    def __init__(self, quantized: Quantized) -> None:
-        self._quantized: Quantized | None = quantized
+    def __init__(self, quantized: Quantized | None) -> None:
+        self._quantized = quantized
         self._rows: QuantizedRows | None = None
         self._lock = threading.Lock()
 
-    def scan(self) -> QuantizedRows:
+    @property
+    def read(self) -> bool:
+        return self._quantized is not None or self._rows is not None
+
+    def fill(self, quantized: Quantized) -> None:
+        """The rows, read from the store (kept only if none were meanwhile)."""
         with self._lock:
-            if self._rows is None:
-                assert self._quantized is not None
+            if not self.read:
+                self._quantized = quantized
+
+    def scan(self) -> QuantizedRows | None:
+        """The rows ready to scan; None while they are not read."""
+        with self._lock:
+            if self._rows is None and self._quantized is not None:
                 self._rows, self._quantized = QuantizedRows(self._quantized), None  # the session holds its own copy
             return self._rows

@@ -36,6 +36,7 @@ from shared.providers.mkdocs.lifecycle.loading import code_digest
 from shared.providers.mkdocs.scoring import text
 from shared.providers.mkdocs.scoring import vectors as vectors_module
 from shared.providers.mkdocs.scoring.pieces import Pieces, pieces_dumps, pieces_loads
+from shared.providers.mkdocs.scoring.quantized import Quantized, quantize
 from shared.providers.mkdocs.scoring.vectors import PROGRESS_ENTRIES, ScanRows, SiteVectors
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,30 @@ async def read_scan(
     if len(found) != _rows(index) or len(found.hubness) != len(index.entries):
         return None
     return found
+
+
+async def read_code_rows(
+    store: CopyStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None
+) -> Quantized | None:
+    """A site's code block rows as the scan holds them, read for its first code search (`semantics.CodeRows`): from
+    its stored scan rows, else from its vectors, for exactly this index copy; None when neither is there (its
+    blocks are then ranked without them). The vectors' check may read the blocks: the caller has read them."""
+    pages = len(index.entries) + len(index.pages)
+    scan = await read_scan(store, model, site, index, digest=digest)
+    if scan is not None:
+        return await asyncio.to_thread(_code_part, scan.quantized, pages)
+    stored = await read_stored(store, model, site, index, digest=digest)
+    if stored.current is None:
+        return None
+    return await asyncio.to_thread(quantize, stored.current.matrix[pages:])
+
+
+def _code_part(rows: Quantized, pages: int) -> Quantized:
+    """The code blocks' rows of a site's rows (those after its entries' and outlines'), copied apart."""
+    import numpy as np
+
+    columns, largest = rows
+    return Quantized(np.ascontiguousarray(columns[:, pages:]), largest[pages:].copy())
 
 
 async def read_pieces(
