@@ -38,7 +38,7 @@ from shared.providers.mkdocs.indexes.index import (
 )
 from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.providers.mkdocs.scoring.parameters import DEFAULT
-from shared.providers.mkdocs.scoring.postings import FieldView, Postings
+from shared.providers.mkdocs.scoring.postings import CodedValues, FieldView, Postings
 from shared.providers.mkdocs.scoring.ranking import RankedPage, Ranker
 
 MAGIC = b"DOCRANK\x01"
@@ -292,12 +292,14 @@ def _column(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> tupl
 
 def unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:
     offsets = array(f"{name}.offsets").astype(np.int64, copy=False)  # copied into the Postings
-    numbers = array(f"{name}.numbers").astype(np.int32)
-    distinct = array(f"{name}.distinct").astype(np.float64, copy=False)
-    codes = array(f"{name}.codes")
+    numbers = array(f"{name}.numbers").copy()  # as stored (two bytes for most sites), not widened
+    if numbers.dtype not in (np.uint16, np.int32):
+        raise ArtifactError(f"{name}: document numbers of another type")
+    distinct = array(f"{name}.distinct").astype(np.float64)
+    codes = array(f"{name}.codes").copy()
     if len(codes) and (int(codes.min()) < 0 or int(codes.max()) >= len(distinct)):
         raise ArtifactError(f"{name}: a posting names a value that is not there")
-    values = distinct[codes]  # the very floats the ranker was built with
+    values = CodedValues(distinct, codes)  # the very floats the ranker was built with, gathered when read
     if not 1 <= len(offsets) <= len(vocabulary) + 1 or int(offsets[0]) != 0 or int(offsets[-1]) != len(numbers):
         raise ArtifactError(f"{name}: postings do not add up")
     if len(numbers) != len(values) or (len(offsets) > 1 and bool((np.diff(offsets) < 0).any())):

@@ -374,7 +374,7 @@ def _gathered(
     pass (each document's contributions in the same order as its own site's sums)."""
     import numpy as np
 
-    found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], int, float, int]] = []
+    found: list[tuple[npt.NDArray[np.int32] | npt.NDArray[np.uint16], npt.NDArray[np.float64], int, float, int]] = []
     for postings, site_numbers, site_weights, base in zip(views, numbers, weights, bases, strict=False):
         offsets, last, held, values = postings.offsets, len(postings.offsets) - 1, postings.numbers, postings.values
         found += [
