@@ -272,12 +272,17 @@ class SiteRegistry:
     async def _first_load(self, slot: SiteSlot) -> LoadedSite | None:
         site = slot.name
         lookup = self._missing.lookup(site)  # beside the index's own load, so it rarely adds a wait
+        rank = self._rank_now(slot)
+        if rank and self._jobs is not None:
+            self._jobs.prefetch(site)  # its scan rows download beside the index, not after it
         try:
-            loaded = await self._loader.load(site, rank=self._rank_now(slot))
+            loaded = await self._loader.load(site, rank=rank)
         except SiteUnavailableError as exc:
+            self._forget(site)
             slot.failed(self._failure(site, exc.reason, unpublished=exc.unpublished))
             return None
         except Exception as exc:  # whatever breaks one site's load must leave the other sites answering
+            self._forget(site)
             log.warning("site %s: loading its index failed (%s)", site, type(exc).__name__)
             slot.failed(self._failure(site, f"its index could not be loaded ({type(exc).__name__})", unpublished=False))
             return None
@@ -285,6 +290,10 @@ class SiteRegistry:
         self._embed(site, loaded)
         await asyncio.wait([lookup], timeout=RECORD_WAIT)
         return loaded
+
+    def _forget(self, site: str) -> None:
+        if self._jobs is not None:
+            self._jobs.forget(site)
 
     def _failure(self, site: str, reason: str, *, unpublished: bool) -> Failure:
         base = self._timings.unpublished_retry if unpublished else self._timings.retry

@@ -97,12 +97,21 @@ async def read_stored(
 
 
 async def read_scan(
-    store: CopyStore, model: EmbeddingModel, site: str, index: SiteIndex, *, digest: str | None
+    store: CopyStore,
+    model: EmbeddingModel,
+    site: str,
+    index: SiteIndex,
+    *,
+    digest: str | None,
+    prefetched: asyncio.Future[StoredCopy | None] | None = None,
 ) -> ScanRows | None:
     """The stored scan rows of this model for exactly this index copy (whose SHA-256 is `digest`: rows record the
     copy they were computed from, and only its own apply), or None: none stored, another copy's, unreadable. What a
-    serving instance attaches; the vectors themselves are read only when there are none."""
-    stored = await _read_derived(store, scan_name(site, model.model_id), digest, site, "scan rows")
+    serving instance attaches; the vectors themselves are read only when there are none. `prefetched`: the read
+    begun beside the index's load (`prefetch_scan`), taken when it is this copy's, else read again."""
+    stored = await _taken(prefetched, digest) if prefetched is not None else None
+    if stored is None:
+        stored = await _read_derived(store, scan_name(site, model.model_id), digest, site, "scan rows")
     if stored is None:
         return None
     found = await asyncio.to_thread(ScanRows.loads, stored.payload, model.model_id)
@@ -149,6 +158,29 @@ async def read_pieces(
     if found is None or found[1] != embedded_from(digest) or len(found[0]) != len(index.entries):
         return None
     return found[0]
+
+
+def prefetch_scan(store: CopyStore, model: EmbeddingModel, site: str) -> asyncio.Task[StoredCopy | None]:
+    """Begin reading a site's stored scan rows now, before its index is loaded (which copy they must be for is known
+    only then: `read_scan` checks): a cold instance downloads both at once, not one after the other. An unreadable
+    store gives None."""
+
+    async def read() -> StoredCopy | None:
+        try:
+            return await store.read(scan_name(site, model.model_id))
+        except StoreError:
+            return None
+
+    return asyncio.get_running_loop().create_task(read(), name=f"prefetch the scan rows of {site}")
+
+
+async def _taken(prefetched: asyncio.Future[StoredCopy | None], digest: str | None) -> StoredCopy | None:
+    """A prefetched copy, when it was computed from the index copy whose SHA-256 is `digest`."""
+    try:
+        stored = await prefetched
+    except (StoreError, asyncio.CancelledError):
+        return None
+    return stored if stored is not None and digest is not None and stored.built_from == embedded_from(digest) else None
 
 
 async def _read_derived(store: CopyStore, name: str, digest: str | None, site: str, what: str) -> StoredCopy | None:
