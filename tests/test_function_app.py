@@ -170,7 +170,7 @@ async def test_the_timer_warms_the_blob_cache(
         names = {blob.name for blob in service.get_container_client(blob_container).list_blobs()}
     assert names == {f"{site}-docs-search-index.json" for site in PUBLISHED_SITES} | {
         f"derived/{site}/missing/pages.json" for site in PUBLISHED_SITES
-    } | {f"derived/{site}/ranking/ranker.bin" for site in PUBLISHED_SITES} | {
+    } | {f"derived/{site}/ranking/{part}" for site in PUBLISHED_SITES for part in ("ranker.bin", "code.bin")} | {
         f"derived/{site}/code/fences.json" for site in PUBLISHED_SITES
     }
 
@@ -301,6 +301,7 @@ async def test_an_index_blob_written_to_the_docs_container_refreshes_that_site_t
         "beta-docs-docs-search-index.json",
         "derived/beta-docs/missing/pages.json",
         "derived/beta-docs/ranking/ranker.bin",
+        "derived/beta-docs/ranking/code.bin",
         "derived/beta-docs/code/fences.json",
     }
 
