@@ -6,11 +6,13 @@ each warmed into Azurite, then a fresh `python -m shared serve` over the warm st
 Per size: the warm-up's time (`python -m shared warm`: fetch, build, prebuilt rankers, embeddings), the cold first
 search on a fresh process over warm storage and whether it was ranked semantically (then on `COLD_ROUNDS` more fresh
 processes, and the median of all), the time until every site ranks semantically, resident memory after start-up and
-after `--requests` mixed requests (search, get, list; 50 clients), HTTP p50 and p95 with one client of searches ranked
-by meaning (hybrid), over the load's short queries and over real questions (`QUESTION_SETS`), and, in a second fresh
-process with `Search__Semantic=false`, lexically; the same p50s in process (`tools/inprocess.py`: no HTTP, the load's
-queries), with the query encoder's own p50 and what a search adds to it; then the growth ratios between the smallest
-and the largest size.
+after `PAGE_SEARCHES` realistic page searches from one client (`QUESTION_SETS`: their p50 and p95), after
+`MORE_QUESTIONS` more (code searches among them) and after `--requests` mixed requests (search, get, list, code; 50
+clients), HTTP p50 and p95 with one client over the load's short queries too, ranked by meaning (hybrid) and, in a
+second fresh process with `Search__Semantic=false`, lexically; a first instance over empty storage at the smallest
+size (`embedded`: it embeds its own sites) and its memory after the same questions; the same p50s in process
+(`tools/inprocess.py`: no HTTP, the load's queries), with the query encoder's own p50 and what a search adds to it;
+then the growth ratios between the smallest and the largest size.
 The cold figures are taken one size after the other; the one-client p50s and p95s with every size's instance up, asking
 them in turn, so that a shared machine's drift during the run (minutes apart, it moved p50s by a third) weighs on
 all sizes alike (the in-process ones: each size in a fresh process, in turn, three times). Copies are byte-for-byte
