@@ -68,18 +68,11 @@ class CodeRanker:
     parameters: CodeParameters = CODE
 
     @classmethod
-    def build(
-        cls,
-        index: SiteIndex,
-        parameters: CodeParameters = CODE,
-        view: FieldView | None = None,
-        *,
-        blocks: Sequence[CodeBlock] | None = None,
-    ) -> CodeRanker:
-        """The ranker over the index's blocks (or `blocks`, read apart: `prebuilt.py`), their languages from the
-        HTML or guessed (`relabel` names them from the Markdown's fences once those are known); `view`, when a
-        prebuilt ranker's code part stored one (built with the default parameters), spares building it."""
-        blocks = index.code if blocks is None else blocks
+    def build(cls, index: SiteIndex, parameters: CodeParameters = CODE, view: FieldView | None = None) -> CodeRanker:
+        """The ranker over the index's blocks, their languages from the HTML or guessed (`relabel` names them from
+        the Markdown's fences once those are known); `view`, when a prebuilt ranker's code part stored one (built
+        with the default parameters), spares building it."""
+        blocks = index.code
         languages, guessed = _labels(blocks, [""] * len(blocks))
         pages = tuple(block.page for block in blocks)
         if view is not None and parameters == CODE and view.documents == len(blocks):

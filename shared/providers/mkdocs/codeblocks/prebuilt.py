@@ -35,8 +35,8 @@ PART = "code"
 def code_dumps(index: SiteIndex, *, index_digest: str, code: str) -> bytes:
     """The code part of `index` (the copy whose SHA-256 is `index_digest`): its blocks as JSON and their view, built
     with the default code parameters (as `code_loads` hands it to `CodeRanker.build`)."""
-    blocks = list(index.code)
-    view = CodeRanker.build(index, blocks=blocks).view
+    blocks = index.code
+    view = CodeRanker.build(index).view
     arrays: dict[str, np.ndarray] = {}
     scalars: dict[str, int] = {"code.blocks": len(blocks)}
     vocabulary_arrays("code_vocabulary", view.postings.terms, arrays, scalars)

@@ -180,6 +180,11 @@ async def _taken(prefetched: asyncio.Future[StoredCopy | None], digest: str | No
         stored = await prefetched
     except (StoreError, asyncio.CancelledError):
         return None
+    return _derived_from(stored, digest)
+
+
+def _derived_from(stored: StoredCopy | None, digest: str | None) -> StoredCopy | None:
+    """`stored` when its properties say it was computed from the index copy whose SHA-256 is `digest` by this code."""
     return stored if stored is not None and digest is not None and stored.built_from == embedded_from(digest) else None
 
 
@@ -193,9 +198,7 @@ async def _read_derived(store: CopyStore, name: str, digest: str | None, site: s
     except StoreError as exc:
         log.info("site %s: stored %s unreadable (%s)", site, what, exc)
         return None
-    if stored is None or stored.built_from != embedded_from(digest):
-        return None
-    return stored
+    return _derived_from(stored, digest)
 
 
 async def scan_stored(store: CopyStore, model: EmbeddingModel, site: str, digest: str) -> bool:
