@@ -54,6 +54,12 @@ def test_a_loaded_artifact_ranks_exactly_as_the_built_ranker(built_origin: Path,
     payload, digest = built(built_origin, site)
 
     index, loaded = artifact.loads(payload, site=site, index_digest=digest, code="c1", kinds=WEIGHTS)
+    # A load cuts no entry whole (each page's path and title alone) and makes no lookup: a search asks for neither.
+    assert all(page._cut is None for page in loaded.pages) and index._lookups is None
+    assert (
+        loaded.rule_numbers.tolist() == ranker.rule_numbers.tolist()
+        and loaded.weighted.tolist() == ranker.weighted.tolist()
+    )
 
     # Searched first, while its entries are cut out only as they are asked for (`EntryColumns`).
     for query in QUERIES:
@@ -67,6 +73,8 @@ def test_a_loaded_artifact_ranks_exactly_as_the_built_ranker(built_origin: Path,
         assert index.entries_of(page.path) == parsed.entries_of(page.path)
     assert [hit.entry for hit in loaded.listing()] == [hit.entry for hit in ranker.listing()]
     assert index.entries == parsed.entries and index.pages == parsed.pages and index.by_key == parsed.by_key
+    assert index.by_leaf == parsed.by_leaf and index.top_dirs == parsed.top_dirs
+    assert [page.entry for page in loaded.pages] == [page.entry for page in ranker.pages]
     assert index.page_chars == parsed.page_chars
 
 

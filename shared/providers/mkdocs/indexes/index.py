@@ -109,6 +109,16 @@ class EntryColumns(Sequence[IndexEntry]):
 
     __hash__ = None  # type: ignore[assignment]  # compared by value, like the list it stands for
 
+    def field(self, number: int, name: str) -> str:
+        """One text field of one entry (`TEXT_FIELDS`), cut alone: what a load needs of each page (its path and title)
+        without the five other fields."""
+        at = TEXT_FIELDS.index(name)
+        cuts = self._bounds[at]
+        return _decoded(self._columns[at][cuts[number] : cuts[number + 1]])
+
+    def boost(self, number: int) -> float:
+        return self._boosts[number]
+
     def _cut(self, number: int) -> IndexEntry:
         location, page, anchor, title, page_title, text, trail = (
             _decoded(column[cuts[number] : cuts[number + 1]])
@@ -156,18 +166,34 @@ class Page:
         return unquote(self.key)
 
 
+class PagedEntries(NamedTuple):
+    """A page as a prebuilt ranker gives it (`SiteIndex.build`'s `paged`): its path and title, its entries' numbers
+    in index order and its estimated Markdown length."""
+
+    page: str
+    page_title: str
+    numbers: list[int]
+    chars: int
+
+
+class Lookups(NamedTuple):
+    """A site's canonical pages by decoded, lower-cased key and by leaf, and its top directories: what resolution
+    compares a location with."""
+
+    by_key: dict[str, list[Page]]
+    by_leaf: dict[str, list[Page]]
+    top_dirs: frozenset[str]
+
+
 @dataclass(slots=True)
 class SiteIndex:
     """A loaded site: its entries in index order and lookups over its canonical pages (by decoded, lower-cased key
-    and leaf)."""
+    and leaf, made by the first resolution that asks: a search needs none of them)."""
 
     site: str
     entries: Sequence[IndexEntry]
     """A list when parsed here; `EntryColumns` when loaded from a prebuilt ranker."""
     pages: list[Page]
-    by_key: dict[str, list[Page]] = field(default_factory=dict)
-    by_leaf: dict[str, list[Page]] = field(default_factory=dict)
-    top_dirs: frozenset[str] = frozenset()
     page_chars: dict[str, int] = field(default_factory=dict)
     """Each page's estimated Markdown length (`estimated_chars`)."""
     members: dict[str, list[int]] | None = None
@@ -176,6 +202,34 @@ class SiteIndex:
     format: IndexFormat = IndexFormat.MKDOCS
     code: Sequence[CodeBlock] = ()
     """The code blocks of its entries, in index order (`code.py`): what code search ranks."""
+    _lookups: Lookups | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def by_key(self) -> dict[str, list[Page]]:
+        return self.lookups().by_key
+
+    @property
+    def by_leaf(self) -> dict[str, list[Page]]:
+        return self.lookups().by_leaf
+
+    @property
+    def top_dirs(self) -> frozenset[str]:
+        return self.lookups().top_dirs
+
+    def lookups(self) -> Lookups:
+        """The pages' lookups, made once (a cold instance at eight times the sample corpus spent about 40 ms of its
+        first search making them for 25 sites when every load made them)."""
+        made = self._lookups
+        if made is None:
+            by_key: dict[str, list[Page]] = {}
+            by_leaf: dict[str, list[Page]] = {}
+            for page in self.pages:
+                lookup = page.lookup
+                by_key.setdefault(lookup.lower(), []).append(page)
+                if lookup:
+                    by_leaf.setdefault(lookup.rsplit("/", 1)[-1].lower(), []).append(page)
+            made = self._lookups = Lookups(by_key, by_leaf, frozenset(key.split("/", 1)[0] for key in by_key if key))
+        return made
 
     def entries_of(self, page: str) -> list[IndexEntry]:
         """The page's entries in index order."""
@@ -193,13 +247,12 @@ class SiteIndex:
         site: str,
         entries: Sequence[IndexEntry],
         *,
-        paged: Sequence[tuple[IndexEntry, list[int], int]] | None = None,
+        paged: Sequence[PagedEntries] | None = None,
         format: IndexFormat = IndexFormat.MKDOCS,
         code: Sequence[CodeBlock] = (),
     ) -> SiteIndex:
-        """The index over `entries`. `paged` (each page's first entry, all its entry numbers and its estimated
-        Markdown length, pages in index order), when a prebuilt ranker gives it (`artifact.loads`), spares the
-        passes over every entry."""
+        """The index over `entries`. `paged` (pages in index order), when a prebuilt ranker gives it
+        (`artifact.loads`), spares the passes over every entry."""
         members = None
         if paged is None:
             first: dict[str, Page] = {}
@@ -209,17 +262,24 @@ class SiteIndex:
             pages = list(first.values())
             chars = estimated_chars(entries)
         else:
-            pages = [Page(entry.page, entry.page_title) for entry, _, _ in paged]
-            members = {entry.page: numbers for entry, numbers, _ in paged}
-            chars = {entry.page: length for entry, _, length in paged}
-        index = cls(site, entries, pages, page_chars=chars, members=members, format=format, code=code)
-        for page in index.pages:
-            lookup = page.lookup
-            index.by_key.setdefault(lookup.lower(), []).append(page)
-            if lookup:
-                index.by_leaf.setdefault(lookup.rsplit("/", 1)[-1].lower(), []).append(page)
-        index.top_dirs = frozenset(key.split("/", 1)[0] for key in index.by_key if key)
-        return index
+            pages = [Page(page.page, page.page_title) for page in paged]
+            members = {page.page: page.numbers for page in paged}
+            chars = {page.page: page.chars for page in paged}
+        return cls(site, entries, pages, page_chars=chars, members=members, format=format, code=code)
+
+
+def fields_of(entries: Sequence[IndexEntry], numbers: Iterable[int], name: str) -> list[str]:
+    """One text field of these entries, cut alone from columns (`EntryColumns.field`) rather than whole."""
+    if isinstance(entries, EntryColumns):
+        return [entries.field(number, name) for number in numbers]
+    return [getattr(entries[number], name) for number in numbers]
+
+
+def boosts_of(entries: Sequence[IndexEntry], numbers: Iterable[int]) -> list[float]:
+    """These entries' boosts, read from columns (`EntryColumns.boost`) rather than cut whole."""
+    if isinstance(entries, EntryColumns):
+        return [entries.boost(number) for number in numbers]
+    return [entries[number].boost for number in numbers]
 
 
 def page_groups(entries: Sequence[IndexEntry]) -> list[tuple[int, list[int]]]:

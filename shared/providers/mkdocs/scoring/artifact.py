@@ -31,8 +31,8 @@ from shared.providers.mkdocs.codeblocks.code import CodeColumns
 from shared.providers.mkdocs.indexes.index import (
     TEXT_FIELDS,
     EntryColumns,
-    IndexEntry,
     IndexFormat,
+    PagedEntries,
     SiteIndex,
     page_groups,
 )
@@ -146,15 +146,12 @@ def _loads(
     chars = array("pages.chars").tolist()
     if len(chars) != len(groups):
         raise ArtifactError("the page columns disagree in length")
-    cut: dict[int, IndexEntry] = {}  # the entries a load needs (each page's first and representative), cut once
-
-    def entry(number: int) -> IndexEntry:
-        found = cut.get(number)
-        if found is None:
-            found = cut[number] = entries[number]
-        return found
-
-    paged = [(entry(sections[0]), sections, length) for (_, sections), length in zip(groups, chars, strict=True)]
+    # Each page's path and title, cut alone from its first entry (the whole entries are cut when a search or `get`
+    # asks for them: `RankedPage.entry`).
+    paged = [
+        PagedEntries(entries.field(sections[0], "page"), entries.field(sections[0], "page_title"), sections, length)
+        for (_, sections), length in zip(groups, chars, strict=True)
+    ]
     blocks = CodeColumns(int(scalars["code.blocks"]))  # read from the code part by the first code search
     index = SiteIndex.build(site, entries, paged=paged, format=IndexFormat(manifest["indexFormat"]), code=blocks)
     vocabulary = terms(array("vocabulary.terms"), int(scalars["vocabulary.terms"]))
@@ -163,7 +160,7 @@ def _loads(
         for name in ("page_view", "section_view", "titles")
     )
     views = FieldView.of(page_view.documents, page_view), FieldView.of(section_view.documents, section_view)
-    pages = [RankedPage(entry(head), sections) for head, sections in groups]
+    pages = [RankedPage(entries, head, sections) for head, sections in groups]
     return index, Ranker.assemble(index, kinds, views[0], views[1], titles, pages)
 
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex, page_groups
+from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex, boosts_of, fields_of, page_groups
 from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.providers.mkdocs.scoring.parameters import DEFAULT, RankingParameters
 from shared.providers.mkdocs.scoring.postings import FieldView, Postings, _Builder
@@ -56,10 +56,25 @@ class RankedHit:
     section: IndexEntry | None = None
 
 
-@dataclass(slots=True)
 class RankedPage:
-    entry: IndexEntry
-    sections: list[int]
+    """A page as a ranker holds it: its entries' numbers in index order (`sections`) and the one that represents it
+    (`head`), cut from the site's entries when first asked for (a prebuilt ranker's entries are columns: a cold load
+    cuts none of its pages' entries, a search those it answers with)."""
+
+    __slots__ = ("_cut", "_entries", "head", "sections")
+
+    def __init__(self, entries: Sequence[IndexEntry], head: int, sections: list[int]) -> None:
+        self._entries = entries
+        self.head = head
+        self.sections = sections
+        self._cut: IndexEntry | None = None
+
+    @property
+    def entry(self) -> IndexEntry:
+        cut = self._cut
+        if cut is None:
+            cut = self._cut = self._entries[self.head]
+        return cut
 
 
 @dataclass(slots=True)
@@ -131,11 +146,9 @@ class Ranker:
             raise ValueError("a ranker's views must share one vocabulary")
         pages = pages if pages is not None else _pages(index.entries)
         kinds = kinds or PathWeights()
-        plain = np.array([page.entry.boost for page in pages], dtype=np.float64)
-        rule_numbers = np.array(
-            [-1 if (rule := kinds.rule_for(index.site, page.entry.page)) is None else rule for page in pages],
-            dtype=np.intp,
-        )
+        entries, heads = index.entries, [page.head for page in pages]
+        plain = np.array(boosts_of(entries, heads), dtype=np.float64)
+        rule_numbers = np.array(kinds.rules_for(index.site, fields_of(entries, heads, "page")), dtype=np.intp)
         weights = np.array([1.0, *(rule.weight for rule in kinds.rules)])[rule_numbers + 1]
         usual = np.array([False, *(not rule.when for rule in kinds.rules)])[rule_numbers + 1]
         weighted = np.where(usual, plain * weights, plain)
@@ -275,7 +288,7 @@ def _pages(entries: Sequence[IndexEntry]) -> list[RankedPage]:
     """Pages in index order with their entries; the first page entry seen represents the page."""
     pages = []
     for head, sections in page_groups(entries):
-        pages.append(RankedPage(entries[head], sections))
+        pages.append(RankedPage(entries, head, sections))
     return pages
 
 
