@@ -112,9 +112,8 @@ class MiniLM:
             raise EmbeddingUnavailableError(f"semantic runtime not installed: {exc.name}") from None
         memory.tune()
         try:
-            content, tokenizer_path = record.verified()  # the installed files are checked whatever is cached
-            graph = graphs.graph(record, content)
-            del content
+            tokenizer_path = record.checked_tokenizer()
+            graph = graphs.graph(record, record.weights)  # the weights are read (and checked) only for a rewrite
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3
             # onnxruntime's CPU arena keeps the largest batch's buffers for the process lifetime: measured over 1,500

@@ -24,7 +24,7 @@ async def fetch_graph(store: CopyStore, record: ModelRecord = MINILM, graphs: Gr
     if not name:
         return False
     try:
-        if await asyncio.to_thread(graphs.cached, record) is not None:
+        if await asyncio.to_thread(graphs.holds, record) is not None:
             return False
         found = await store.read(graph_name(name))
         # `keep` takes only the recorded bytes: checked once, off the event loop.

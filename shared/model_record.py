@@ -63,15 +63,24 @@ class ModelRecord:
 
     def verified(self) -> tuple[bytes, Path]:
         """The weights' bytes and the tokenizer's path, both checked against the record."""
+        return self.weights(), self.checked_tokenizer()
+
+    def weights(self) -> bytes:
+        """The installed weights' bytes, checked against the record (read only when the graph must be rewritten:
+        a cached recorded graph is exactly what they would make)."""
         package = importlib.import_module(self.package)
         content = (Path(package.__file__ or ".").parent / self.file).read_bytes()
         if len(content) != self.size or hashlib.sha256(content).hexdigest() != self.sha256:
             raise EmbeddingUnavailableError(
                 f"the installed {self.file} does not have the size and SHA-256 in data/model.json"
             )
+        return content
+
+    def checked_tokenizer(self) -> Path:
+        """The tokenizer's path, its file checked against the record."""
         if hashlib.sha256(self.tokenizer.read_bytes()).hexdigest() != self.tokenizer_sha256:
             raise EmbeddingUnavailableError("the tokenizer does not have the SHA-256 in data/model.json")
-        return content, self.tokenizer
+        return self.tokenizer
 
 
 MINILM = ModelRecord.read()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import onnx
@@ -30,10 +31,32 @@ def test_the_record_names_upstream_the_published_hashes_and_the_installed_file()
     assert MINILM.model_id == f"all-MiniLM-L6-v2-{MINILM.sha256[:8]}-q8r{REWRITE}-t128"
 
 
-def test_a_weights_file_that_differs_from_the_record_is_refused() -> None:
+def test_a_weights_file_that_differs_from_the_record_is_refused(tmp_path: Path) -> None:
     tampered = dataclasses.replace(MINILM, sha256="0" * 64)
     with pytest.raises(EmbeddingUnavailableError, match=r"SHA-256 in data/model\.json"):
-        MiniLM.load(tampered)
+        MiniLM.load(tampered, graphs=GraphCache(tmp_path))  # nothing cached: the graph is rewritten from them
+
+
+def test_a_cached_recorded_graph_is_loaded_without_reading_the_weights_or_hashing_it_again(
+    tmp_path: Path, weights: bytes
+) -> None:
+    """A cold instance fetches the graph, keeps it and loads it: the bytes are checked once, and the weights, which
+    would only be rewritten into that very graph, are not read at all."""
+    cache = GraphCache(tmp_path)
+    assert cache.keep(MINILM, int8_compute(weights))
+    hashed: list[int] = []
+
+    def counted(record: ModelRecord, content: bytes) -> bool:
+        hashed.append(len(content))
+        return is_graph(record, content)
+
+    absent = dataclasses.replace(MINILM, package="no_such_model_package")  # reading the weights would fail
+    with patch("shared.graphs.is_graph", counted):
+        encoder = MiniLM.load(absent, graphs=cache)
+    assert encoder.encode(["x"]).shape == (1, 384) and hashed == []
+    (tmp_path / graph_file(MINILM)).write_bytes(b"not the graph")  # changed on disk: checked again, and refused
+    with pytest.raises(EmbeddingUnavailableError, match="could not be loaded"):
+        MiniLM.load(absent, graphs=cache)
 
 
 def test_a_tokenizer_that_differs_from_the_record_is_refused(tmp_path: Path) -> None:
@@ -43,9 +66,9 @@ def test_a_tokenizer_that_differs_from_the_record_is_refused(tmp_path: Path) -> 
         MiniLM.load(dataclasses.replace(MINILM, tokenizer=other))
 
 
-def test_a_record_naming_a_package_that_is_not_installed_is_unavailable_not_a_crash() -> None:
+def test_a_record_naming_a_package_that_is_not_installed_is_unavailable_not_a_crash(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingUnavailableError, match="could not be loaded"):
-        MiniLM.load(dataclasses.replace(MINILM, package="no_such_model_package"))
+        MiniLM.load(dataclasses.replace(MINILM, package="no_such_model_package"), graphs=GraphCache(tmp_path))
 
 
 def test_a_swapped_record_is_read_from_its_own_file(tmp_path: Path) -> None:
@@ -113,9 +136,9 @@ def test_an_encoder_names_its_vectors_after_the_record_it_was_loaded_from(tmp_pa
     assert encoder.model_id == record.model_id != MINILM.model_id and encoder.dimensions == 384
 
 
-def test_a_weights_file_of_another_size_is_refused() -> None:
+def test_a_weights_file_of_another_size_is_refused(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingUnavailableError, match="size and SHA-256"):
-        MiniLM.load(dataclasses.replace(MINILM, size=MINILM.size + 1))
+        MiniLM.load(dataclasses.replace(MINILM, size=MINILM.size + 1), graphs=GraphCache(tmp_path))
 
 
 def test_the_recorded_graph_is_exactly_what_the_rewrite_makes_of_the_weights(weights: bytes) -> None:
@@ -192,9 +215,9 @@ def test_a_session_loads_the_graph_from_its_cached_file_not_from_bytes_it_would_
     """onnxruntime holds the bytes a session was made from for its lifetime (22 MB): a graph the cache holds, or has
     just kept, is loaded from its path; only a graph that cannot be kept is handed over as bytes."""
     path = str(tmp_path / graph_file(MINILM))
-    assert GraphCache(tmp_path).graph(MINILM, weights) == path  # rewritten, kept, loaded from there
-    assert GraphCache(tmp_path, no_rewrite).graph(MINILM, weights) == path
+    assert GraphCache(tmp_path).graph(MINILM, lambda: weights) == path  # rewritten, kept, loaded from there
+    assert GraphCache(tmp_path, no_rewrite).graph(MINILM, lambda: weights) == path
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    graph = GraphCache(blocked / "graphs").graph(MINILM, weights)  # nowhere to keep it
+    graph = GraphCache(blocked / "graphs").graph(MINILM, lambda: weights)  # nowhere to keep it
     assert isinstance(graph, bytes) and is_graph(MINILM, graph)
