@@ -61,15 +61,15 @@ class EntryColumns(Sequence[IndexEntry]):
 
     def __init__(
         self,
-        columns: Mapping[str, bytes],
+        columns: Mapping[str, bytes | memoryview],
         bounds: Mapping[str, Sequence[int]],
-        anchored: Sequence[bool],
+        anchored: Sequence[bool] | Sequence[int],
         boosts: Sequence[float],
     ) -> None:
         """`columns`: each `IndexEntry` text field's UTF-8; `bounds`: its cut points, one per entry plus one, from 0
         to its length, never decreasing and never inside a character (the caller's to check: `artifact._column`);
-        ValueError when the counts do not fit together. Held as given: `artifact.loads` hands over typed arrays
-        (8 bytes a cut point, where a list of ints took 36: 10 MB at eight times the sample corpus)."""
+        ValueError when the counts do not fit together. Held as given: `artifact.loads` hands over views of its
+        payload (8 bytes a cut point, where a list of ints took 36: 10 MB at eight times the sample corpus)."""
         count = len(boosts)
         if len(anchored) != count or set(columns) != set(TEXT_FIELDS) or set(bounds) != set(TEXT_FIELDS):
             raise ValueError("the entry columns disagree")
@@ -323,7 +323,7 @@ def page_key(path: str) -> str:
     return path.strip("/")
 
 
-def _decoded(raw: bytes) -> str:
+def _decoded(raw: bytes | memoryview) -> str:
     """An entry's field from its column: what was written (lone surrogates too); bytes that are not UTF-8, which only
     a column written by something other than `artifact.dumps` can hold, with U+FFFD, never an error (a prebuilt
     ranker's columns are trusted once its checksum matched, not decoded whole again)."""

@@ -16,7 +16,6 @@ The full specification (every array, and why this shape) is in `docs/how-it-work
 
 from __future__ import annotations
 
-import array as pyarray
 import hashlib
 import json
 import struct
@@ -137,8 +136,8 @@ def _loads(
     entries = EntryColumns(
         {name: column for name, (column, _) in columns.items()},
         {name: bounds for name, (_, bounds) in columns.items()},
-        array("entries.anchor_set").astype(bool).tolist(),
-        pyarray.array("d", array("entries.boost").astype(np.float64).tobytes()),
+        array("entries.anchor_set").astype(np.uint8, copy=False).data,
+        array("entries.boost").astype(np.float64, copy=False).data,
     )
     if len(entries) != count:
         raise ArtifactError("the entry columns disagree in length")
@@ -279,21 +278,29 @@ def _text(blob: npt.NDArray[np.uint8]) -> str:
         raise ArtifactError("undecodable text") from None
 
 
-def _column(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> tuple[bytes, pyarray.array[int]]:
+def _column(blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> tuple[memoryview, memoryview]:
     """A column's UTF-8 and its cut points, as `dumps` wrote them (its payload's SHA-256 matched: nothing in it is
     checked again, `EntryColumns` checks the ends). Kept as UTF-8, not decoded: a Python string takes the width of
     its widest character, so one emoji in forge's text made the whole column four bytes a character (12 MB, about
-    90 MB at eight times the sample corpus)."""
-    return blob.tobytes(), pyarray.array("q", offsets.astype(np.int64).tobytes())
+    90 MB at eight times the sample corpus). Views of the payload (`_ints`), not copies."""
+    return blob.data, _ints(offsets)
+
+
+def _ints(values: npt.NDArray[Any]) -> memoryview:
+    """Stored int64s as a sequence of Python ints: a view of the payload, not a copy. The payload a ranker loads from
+    stays held by its views (a site's text, postings and cut points are most of it), so copying them out made a
+    cold instance at eight times the sample corpus fill about 50 MB of fresh memory, page by page, while its first
+    search waited, and let go of as much."""
+    return values.astype(np.int64, copy=False).data
 
 
 def unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:
-    offsets = array(f"{name}.offsets").astype(np.int64, copy=False)  # copied into the Postings
-    numbers = array(f"{name}.numbers").copy()  # as stored (two bytes for most sites), not widened
+    offsets = array(f"{name}.offsets").astype(np.int64, copy=False)
+    numbers = array(f"{name}.numbers")  # as stored (two bytes for most sites), not widened: a view, like the rest
     if numbers.dtype not in (np.uint16, np.int32):
         raise ArtifactError(f"{name}: document numbers of another type")
     distinct = array(f"{name}.distinct").astype(np.float64)
-    codes = array(f"{name}.codes").copy()
+    codes = array(f"{name}.codes")
     if len(codes) and (int(codes.min()) < 0 or int(codes.max()) >= len(distinct)):
         raise ArtifactError(f"{name}: a posting names a value that is not there")
     values = CodedValues(distinct, codes)  # the very floats the ranker was built with, gathered when read
@@ -303,4 +310,4 @@ def unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]
         raise ArtifactError(f"{name}: postings do not add up")
     if len(numbers) and (int(numbers.min()) < 0 or int(numbers.max()) >= documents):
         raise ArtifactError(f"{name}: a posting names a document that is not there")
-    return Postings(documents, vocabulary, pyarray.array("q", offsets.tobytes()), numbers, values)
+    return Postings(documents, vocabulary, _ints(offsets), numbers, values)

@@ -65,8 +65,9 @@ class Postings:
     """Term -> its number in the site's vocabulary (shared by its views): its slice is
     `offsets[number]:offsets[number + 1]`, empty for a term of another view (or beyond `offsets`: one numbered
     after this view was packed)."""
-    offsets: array[int]
-    """int64, one more than the terms numbered when this view was packed; Python integers when indexed."""
+    offsets: array[int] | memoryview
+    """int64 (an `array`, or a view of a prebuilt ranker's payload), one more than the terms numbered when this view
+    was packed; Python integers when indexed."""
     numbers: npt.NDArray[np.int32] | npt.NDArray[np.uint16]
     """int32 as built; as a prebuilt ranker stored them (uint16 for up to 65,536 documents) once loaded."""
     values: npt.NDArray[np.float64] | CodedValues
