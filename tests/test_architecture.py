@@ -47,6 +47,7 @@ PURE = {
     "shared.providers.mkdocs.fetching.convert",
     "shared.providers.mkdocs.scoring.framing",
     "shared.providers.mkdocs.indexes.index",
+    "shared.providers.mkdocs.indexes.columns",
     "shared.providers.mkdocs.indexes.kinds",
     "shared.providers.mkdocs.fetching.markup",
     "shared.providers.mkdocs.fetching.unserved",

@@ -44,6 +44,8 @@ PARTS = (
     ("vectors.py", "", "scan rows held (numpy)"),
     ("stored_vectors.py", "", "scan rows held (numpy)"),
     ("index.py", "", "index: pages, lookups, cut entries"),
+    ("columns.py", "", "index: pages, lookups, cut entries"),
+    ("blob.py", "", "stored payloads (a prebuilt ranker's, held by its views)"),
     ("ranking.py", "", "ranker: pages and per-page arrays"),
     ("federation.py", "", "federations"),
     ("kinds.py", "", "ranker: pages and per-page arrays"),

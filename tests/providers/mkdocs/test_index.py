@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from shared.errors import IndexFormatError
-from shared.providers.mkdocs.indexes.index import TEXT_FIELDS, EntryColumns, IndexEntry, IndexFormat, parse_index
+from shared.providers.mkdocs.indexes.columns import TEXT_FIELDS, EntryColumns
+from shared.providers.mkdocs.indexes.index import IndexEntry, IndexFormat, parse_index
 
 
 def index_of(*docs: dict[str, Any]) -> bytes:

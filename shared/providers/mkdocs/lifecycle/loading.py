@@ -30,7 +30,7 @@ from shared.errors import IndexFormatError, OriginError, SiteUnavailableError, S
 from shared.fetch import MAX_INDEX_BYTES, OriginClient
 from shared.providers.mkdocs.codeblocks import code, coderank, prebuilt
 from shared.providers.mkdocs.fetching import markup
-from shared.providers.mkdocs.indexes import index
+from shared.providers.mkdocs.indexes import columns, index
 from shared.providers.mkdocs.indexes.index import SiteIndex, check_size, parse_index
 from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.providers.mkdocs.lifecycle.layouts import FIRST_CONTACT, Layout, Layouts
@@ -47,7 +47,7 @@ def code_digest(*modules: ModuleType) -> str:
 
 
 RANKING_CODE = code_digest(
-    artifact, code, coderank, index, markup, parameters, postings, prebuilt, ranking, semantics, text
+    artifact, code, coderank, columns, index, markup, parameters, postings, prebuilt, ranking, semantics, text
 )
 """The code that decides tokens, entries and scores (the default parameters' numbers among it): a prebuilt ranker
 from any other code is never loaded."""

@@ -27,9 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from shared.providers.mkdocs.codeblocks.code import CodeColumns
+from shared.providers.mkdocs.indexes.columns import TEXT_FIELDS, EntryColumns
 from shared.providers.mkdocs.indexes.index import (
-    TEXT_FIELDS,
-    EntryColumns,
     IndexFormat,
     PagedEntries,
     SiteIndex,

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex, boosts_of, fields_of, page_groups
+from shared.providers.mkdocs.indexes.columns import boosts_of, fields_of
+from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.providers.mkdocs.scoring.parameters import DEFAULT, RankingParameters
 from shared.providers.mkdocs.scoring.postings import FieldView, Postings, _Builder
