@@ -59,7 +59,7 @@ def code_loads(
         blocks = _decoded(bytes(array("code.json")), count)
         vocabulary = terms(array("code_vocabulary.terms"), int(scalars["code_vocabulary.terms"]))
         documents = int(scalars["code_view.documents"])
-        view = FieldView.of(documents, unpostings(array, "code_view", documents, vocabulary))
+        view = FieldView.of(documents, unpostings(array, "code_view", documents, vocabulary, held=False))
     except ArtifactError:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as exc:

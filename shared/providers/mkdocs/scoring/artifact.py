@@ -293,13 +293,17 @@ def _ints(values: npt.NDArray[Any]) -> memoryview:
     return values.astype(np.int64, copy=False).data
 
 
-def unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int]) -> Postings:
+def unpostings(array: Any, name: str, documents: int, vocabulary: dict[str, int], *, held: bool = True) -> Postings:
+    """A view's postings, checked; views of the payload when it is `held` anyway (a prebuilt ranker's), else copies
+    (a code part's payload is mostly its blocks' JSON, decoded and let go)."""
     offsets = array(f"{name}.offsets").astype(np.int64, copy=False)
-    numbers = array(f"{name}.numbers")  # as stored (two bytes for most sites), not widened: a view, like the rest
+    numbers = array(f"{name}.numbers")  # as stored (two bytes for most sites), not widened
     if numbers.dtype not in (np.uint16, np.int32):
         raise ArtifactError(f"{name}: document numbers of another type")
     distinct = array(f"{name}.distinct").astype(np.float64)
     codes = array(f"{name}.codes")
+    if not held:
+        offsets, numbers, codes = offsets.copy(), numbers.copy(), codes.copy()
     if len(codes) and (int(codes.min()) < 0 or int(codes.max()) >= len(distinct)):
         raise ArtifactError(f"{name}: a posting names a value that is not there")
     values = CodedValues(distinct, codes)  # the very floats the ranker was built with, gathered when read
