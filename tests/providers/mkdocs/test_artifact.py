@@ -60,6 +60,8 @@ def test_a_loaded_artifact_ranks_exactly_as_the_built_ranker(built_origin: Path,
         loaded.rule_numbers.tolist() == ranker.rule_numbers.tolist()
         and loaded.weighted.tolist() == ranker.weighted.tolist()
     )
+    each = [WEIGHTS.rule_for(site, page.entry.page) for page in ranker.pages]  # page by page, from the entries
+    assert ranker.rule_numbers.tolist() == [-1 if rule is None else rule for rule in each]
 
     # Searched first, while its entries are cut out only as they are asked for (`EntryColumns`).
     for query in QUERIES:

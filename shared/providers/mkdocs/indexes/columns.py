@@ -93,13 +93,6 @@ class EntryColumns(Sequence[IndexEntry]):
         return IndexEntry(location, page, anchored, title, page_title, text, self._boosts[number], trail)
 
 
-def fields_of(entries: Sequence[IndexEntry], numbers: Iterable[int], name: str) -> list[str]:
-    """One text field of these entries, cut alone from columns (`EntryColumns.field`) rather than whole."""
-    if isinstance(entries, EntryColumns):
-        return [entries.field(number, name) for number in numbers]
-    return [getattr(entries[number], name) for number in numbers]
-
-
 def boosts_of(entries: Sequence[IndexEntry], numbers: Iterable[int]) -> list[float]:
     """These entries' boosts, read from columns (`EntryColumns.boost`) rather than cut whole."""
     if isinstance(entries, EntryColumns):

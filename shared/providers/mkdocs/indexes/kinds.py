@@ -129,19 +129,15 @@ class PathWeights:
 
     def rule_for(self, site: str, path: str) -> int | None:
         """The number of the first rule matching this page, or None."""
-        found = self._site_matcher(site).match(unquote(path).lower())
-        return None if found is None or found.lastgroup is None else int(found.lastgroup[1:])
+        (number,) = self.rules_for(site, [path])
+        return None if number < 0 else number
 
-    def _site_matcher(self, site: str) -> re.Pattern[str]:
+    def rules_for(self, site: str, paths: Iterable[str]) -> list[int]:
+        """`rule_for` of each of the site's pages, -1 for none: the site's matcher found once for all of them."""
         site = _site_of(site)
         matcher = self._matchers.get(site)
         if matcher is None:
             matcher = self._matchers[site] = _matcher(self.rules, site)
-        return matcher
-
-    def rules_for(self, site: str, paths: Iterable[str]) -> list[int]:
-        """`rule_for` of each of the site's pages, -1 for none: the site's matcher found once for all of them."""
-        matcher = self._site_matcher(site)
         found = (matcher.match(unquote(path).lower()) for path in paths)
         return [-1 if match is None or match.lastgroup is None else int(match.lastgroup[1:]) for match in found]
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shared.providers.mkdocs.indexes.columns import boosts_of, fields_of
+from shared.providers.mkdocs.indexes.columns import boosts_of
 from shared.providers.mkdocs.indexes.index import IndexEntry, SiteIndex, page_groups
 from shared.providers.mkdocs.indexes.kinds import PathWeights
 from shared.providers.mkdocs.scoring.parameters import DEFAULT, RankingParameters
@@ -147,9 +147,10 @@ class Ranker:
             raise ValueError("a ranker's views must share one vocabulary")
         pages = pages if pages is not None else _pages(index.entries)
         kinds = kinds or PathWeights()
-        entries, heads = index.entries, [page.head for page in pages]
-        plain = np.array(boosts_of(entries, heads), dtype=np.float64)
-        rule_numbers = np.array(kinds.rules_for(index.site, fields_of(entries, heads, "page")), dtype=np.intp)
+        if len(pages) != len(index.pages):  # both in index order: the page paths are the index's, cut once
+            raise ValueError(f"{len(pages)} ranked pages for an index of {len(index.pages)}")
+        plain = np.array(boosts_of(index.entries, [page.head for page in pages]), dtype=np.float64)
+        rule_numbers = np.array(kinds.rules_for(index.site, [page.path for page in index.pages]), dtype=np.intp)
         weights = np.array([1.0, *(rule.weight for rule in kinds.rules)])[rule_numbers + 1]
         usual = np.array([False, *(not rule.when for rule in kinds.rules)])[rule_numbers + 1]
         weighted = np.where(usual, plain * weights, plain)
